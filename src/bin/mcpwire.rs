@@ -1,0 +1,2 @@
+//! The `mcpwire` command-line tool.
+fn main() {}

@@ -1,0 +1,47 @@
+//! # mcpwire
+//!
+//! A Model Context Protocol (MCP) client written by hand: sans-IO parsers at the bottom, thin
+//! drivers for sockets and processes above them, tool bindings on top.
+//!
+//! ```text
+//!  bytes in ─> sse::Decoder ─> jsonrpc::Message ─> mcp types ─> session ─> send / settle / event / timeout
+//! ```
+//!
+//! | module | owns | needs |
+//! | --- | --- | --- |
+//! | [`sse`] | WHATWG event-stream decoding with memory limits | std, memchr |
+//! | [`jsonrpc`] | the JSON-RPC 2.0 message model and its strict codec, batches | serde, serde_json |
+//! | [`mcp`] | MCP message types, protocol versions, content blocks | serde, `jsonrpc` |
+//!
+//! The parser modules never touch sockets, threads or clocks: bytes go in, values come out, and
+//! every buffer has a documented limit. A build with only the parser features
+//! (`--no-default-features --features parsers`) pulls neither tokio, hyper nor rustls.
+//!
+//! ## Decoding a server-sent event stream
+//!
+//! ```
+//! # #[cfg(feature = "sse")] {
+//! use mcpwire::sse::{Decoder, Limits};
+//!
+//! let mut decoder = Decoder::new(Limits::default());
+//! decoder.push(b"event: message\r\ndata: {\"jsonrpc\":\"2.0\",");
+//! assert!(decoder.next_event().unwrap().is_none()); // partial input is not an error
+//! decoder.push(b"\"method\":\"ping\",\"id\":1}\r\n\r\n");
+//! let event = decoder.next_event().unwrap().expect("one event");
+//! assert_eq!(event.event_type(), "message");
+//! assert_eq!(event.data(), r#"{"jsonrpc":"2.0","method":"ping","id":1}"#);
+//! # }
+//! ```
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+#[cfg(feature = "jsonrpc")]
+pub mod jsonrpc;
+#[cfg(feature = "mcp")]
+pub mod mcp;
+#[cfg(feature = "sse")]
+pub mod sse;
+
+#[doc(hidden)]
+pub mod internal;

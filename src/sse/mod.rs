@@ -1,0 +1,1 @@
+//! Server-sent events: a sans-IO decoder for the WHATWG event-stream format, with memory limits.
