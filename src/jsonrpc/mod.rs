@@ -1,5 +1,156 @@
 //! JSON-RPC 2.0: the message model and a strict codec (requests, notifications, responses, batches).
+//!
+//! [`decode`] reads one JSON text into a [`Packet`]: a single [`Message`] or a batch of them.
+//! Decoded messages borrow from the input, so a megabyte `result` is never copied; call
+//! [`Message::into_owned`] to keep one past the input's life. [`Message::encode`] writes a
+//! message back as compact JSON on exactly one line.
+//!
+//! ```
+//! use mcpwire::jsonrpc::{decode, DecodeError, Id, Message, Packet};
+//!
+//! let packet = decode(br#"{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{}}"#)?;
+//! let Packet::Single(Message::Request(request)) = packet else { panic!("a request") };
+//! assert_eq!(request.id, Id::Number(7));
+//! assert_eq!(request.method, "tools/list");
+//! assert_eq!(request.params.as_deref().map(|p| p.get()), Some("{}"));
+//!
+//! // Pretty-printed input encodes to one line.
+//! let message = mcpwire::jsonrpc::decode_message(b"{\"jsonrpc\": \"2.0\",\n \"id\": \"a\",\n \"result\": {\n  \"ok\": true\n }\n}")?;
+//! assert_eq!(message.encode(), r#"{"jsonrpc":"2.0","id":"a","result":{"ok":true}}"#);
+//!
+//! // Strict: a request with a null id is refused.
+//! let error = decode(br#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#).unwrap_err();
+//! assert_eq!(error, DecodeError::NullIdOnRequest);
+//! # Ok::<(), DecodeError>(())
+//! ```
+//!
+//! # Decoding rules
+//!
+//! Section numbers refer to the [JSON-RPC 2.0 specification](https://www.jsonrpc.org/specification);
+//! "MCP" to the Model Context Protocol's basic protocol page, which narrows it.
+//!
+//! * The input is one UTF-8 JSON text (RFC 8259); anything else is [`DecodeError::NotJson`].
+//! * An object is one message; an array is a batch (§6) and must not be empty. Batch elements
+//!   must be objects; an error in a batch names the element's index ([`DecodeError::InBatch`]).
+//! * `jsonrpc` must be exactly the string `"2.0"` (§4, §5).
+//! * An object with `method` is a request, or a notification when it has no `id` member
+//!   (§4, §4.1). `method` must be a string; `params`, when present, an object or an array
+//!   (§4.2); `id` a string or an integer that fits `i64`, never `null` (MCP).
+//! * An object with `result` or `error` is a response (§5): exactly one of the two, and an `id`
+//!   member, which may be `null` only with `error`. `error` is an object with an integer `code`,
+//!   a string `message` and optional `data` (§5.1).
+//! * Request members and response members never mix; a member named twice is refused
+//!   ([`DecodeError::DuplicateMember`]).
+//! * Members this model does not know are ignored and dropped on re-encoding. The spec neither
+//!   allows nor forbids them, and peers that add extension members (§8) stay interoperable.
+//!
+//! A member that is `null` is not the same as one that is absent: `"id": null` on a response
+//! is the null id, `"data": null` is kept and re-encoded, `"params": null` is refused.
 
+mod decode;
+mod encode;
+mod error;
 mod id;
+mod message;
+#[cfg(test)]
+mod tests;
 
+use std::borrow::Cow;
+
+pub use decode::{decode, decode_message, decode_str};
+pub use encode::{encode_batch, encode_batch_into};
+pub use error::DecodeError;
 pub use id::Id;
+pub use message::{ErrorObject, Message, Notification, Packet, Request, Response};
+/// Raw JSON text, as held by `params`, `result` and `error.data`; re-exported from serde_json.
+pub use serde_json::value::RawValue;
+
+/// Invalid JSON was received (spec §5.1).
+pub const PARSE_ERROR: i64 = -32700;
+/// The JSON sent is not a valid request object (spec §5.1).
+pub const INVALID_REQUEST: i64 = -32600;
+/// The method does not exist or is not available (spec §5.1).
+pub const METHOD_NOT_FOUND: i64 = -32601;
+/// Invalid method parameters (spec §5.1).
+pub const INVALID_PARAMS: i64 = -32602;
+/// Internal JSON-RPC error (spec §5.1).
+pub const INTERNAL_ERROR: i64 = -32603;
+
+/// Fuzz harness: checks that whatever [`decode`] accepts survives encoding.
+///
+/// If `data` decodes, it is encoded (which must yield one line), decoded again (which must
+/// succeed and equal the first decoding, raw members compared after the encoder's minification),
+/// and encoded again (which must be byte-identical to the first encoding).
+///
+/// # Panics
+///
+/// When one of these invariants breaks; that is the point.
+#[doc(hidden)]
+pub fn fuzz_roundtrip(data: &[u8]) {
+    let Ok(first) = decode(data) else {
+        return;
+    };
+    let first_text = first.encode();
+    if encode::has_line_break(&first_text) {
+        panic!("encoding is not one line: {first_text:?}");
+    }
+    let mut bytes = Vec::new();
+    match &first {
+        Packet::Single(message) => message.encode_into(&mut bytes),
+        Packet::Batch(messages) => encode_batch_into(messages, &mut bytes),
+    }
+    if bytes != first_text.as_bytes() {
+        panic!("encode_into differs from encode: {first_text:?}");
+    }
+    let second = match decode_str(&first_text) {
+        Ok(second) => second,
+        Err(e) => panic!("re-decoding {first_text:?} failed: {e}"),
+    };
+    let expected = fuzz_expected(first);
+    if second != expected {
+        panic!("re-decoding changed the packet:\n{expected:?}\n{second:?}");
+    }
+    let second_text = second.encode();
+    if second_text != first_text {
+        panic!("encoding is not stable:\n{first_text}\n{second_text}");
+    }
+}
+
+/// The packet the encoder's output should decode to: raw members as the encoder writes them.
+fn fuzz_expected(packet: Packet<'_>) -> Packet<'static> {
+    fn raw(raw: Cow<'_, RawValue>) -> Cow<'static, RawValue> {
+        match encode::one_line(raw.get()) {
+            Cow::Borrowed(_) => Cow::Owned(raw.into_owned()),
+            Cow::Owned(text) => match RawValue::from_string(text) {
+                Ok(minified) => Cow::Owned(minified),
+                Err(e) => panic!("minifying {:?} made invalid JSON: {e}", raw.get()),
+            },
+        }
+    }
+    fn message(message: Message<'_>) -> Message<'static> {
+        match message.into_owned() {
+            Message::Request(mut r) => {
+                r.params = r.params.map(raw);
+                Message::Request(r)
+            }
+            Message::Notification(mut n) => {
+                n.params = n.params.map(raw);
+                Message::Notification(n)
+            }
+            Message::Response(mut r) => {
+                r.outcome = match r.outcome {
+                    Ok(result) => Ok(raw(result)),
+                    Err(mut e) => {
+                        e.data = e.data.map(raw);
+                        Err(e)
+                    }
+                };
+                Message::Response(r)
+            }
+        }
+    }
+    match packet {
+        Packet::Single(m) => Packet::Single(message(m)),
+        Packet::Batch(ms) => Packet::Batch(ms.into_iter().map(message).collect()),
+    }
+}
