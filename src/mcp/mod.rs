@@ -1,1 +1,97 @@
-//! MCP message types for protocol 2025-11-25 and the earlier revisions a client accepts.
+//! MCP message types: protocol revisions, method names, error codes, and the params and results
+//! a client sends and receives, for protocol 2025-11-25 and the earlier revisions it accepts.
+//!
+//! The source of truth is the official schema, `schema/2025-11-25/schema.ts` in
+//! `modelcontextprotocol/modelcontextprotocol` ("schema" in these docs), with the spec pages under
+//! `docs/specification/2025-11-25/` (cited by path). Older revisions are compared in
+//! [`ProtocolVersion`]; every item newer than 2025-03-26 says in which revision it appeared.
+//!
+//! This module is pure data: no I/O, no session state. The JSON-RPC envelope belongs to
+//! [`crate::jsonrpc`]; these types fill its `params` and `result` (see [`RequestMethod`] and
+//! [`NotificationMethod`] for the codec helpers).
+//!
+//! ## Wire rules
+//!
+//! - **Names.** Members are camelCase as in the schema; `_meta` is [`Meta`]. Optional members
+//!   are `Option`s, left out when `None`. Ids and progress tokens are strings or integers, never
+//!   `null` or fractions (`basic/index.mdx`, "Requests"; `basic/utilities/progress.mdx`).
+//! - **Nothing lost.** Results, capabilities, tools, content blocks and notification params keep
+//!   members this crate does not know in an `extra` map, so a value decodes and re-encodes
+//!   with nothing lost: the schema leaves them open (`Result` has `[key: string]: unknown`;
+//!   capabilities are "not a closed set"). String enums keep unknown values in `Other`.
+//!   "Nothing lost" means the same JSON *value*: object members come back in key order
+//!   (serde_json without `preserve_order`), and numbers in `f64` fields such as
+//!   `Annotations::priority` come back as floats (`1` becomes `1.0`). Unknown content blocks are
+//!   the exception: they come back byte for byte.
+//! - **Content blocks.** A block of a known `type` must fit its type; any other `type` is kept as
+//!   the exact JSON received ([`ContentBlock::Unknown`]). See [`ContentBlock`].
+//! - **One decoder for all revisions.** Decoding never depends on the negotiated revision: servers
+//!   send newer members on older sessions (the Python SDK sends `structuredContent` on a
+//!   2025-03-26 session). The [`ProtocolVersion`] helpers say what each revision defines, for
+//!   what a client sends: the `MCP-Protocol-Version` header
+//!   ([`ProtocolVersion::requires_protocol_version_header`]), batches
+//!   ([`ProtocolVersion::allows_batching`]), tasks, and so on.
+//! - **Tool errors are results.** A tool's own failure is a [`CallToolResult`] with
+//!   `isError: true`; a JSON-RPC error means the request itself failed (`server/tools.mdx`,
+//!   "Error Handling"). See [`error_code`].
+//!
+//! ## Example
+//!
+//! ```
+//! use mcpwire::mcp::{CallToolRequest, ContentBlock, RequestMethod};
+//! use serde_json::value::RawValue;
+//!
+//! let result = RawValue::from_string(
+//!     r#"{"content":[{"type":"text","text":"7^2 = 49"},{"type":"hologram","z":1}],"isError":false}"#
+//!         .to_owned(),
+//! )?;
+//! let result = CallToolRequest::decode_result(&result)?;
+//! assert!(!result.is_error());
+//! assert_eq!(result.content[0].as_text(), Some("7^2 = 49"));
+//! assert!(matches!(&result.content[1], ContentBlock::Unknown(raw) if raw.get() == r#"{"type":"hologram","z":1}"#));
+//! # Ok::<(), serde_json::Error>(())
+//! ```
+
+mod common;
+mod content;
+pub mod error_code;
+mod lifecycle;
+mod messages;
+pub mod methods;
+mod notifications;
+mod tools;
+mod version;
+
+pub use common::{
+    Annotations, EmptyResult, Icon, IconTheme, Implementation, JsonObject, Meta,
+    NotificationParams, PROGRESS_TOKEN_KEY, ProgressToken, RELATED_TASK_KEY, RequestId,
+    RequestParams, Role,
+};
+pub use content::{
+    AudioContent, BlobResourceContents, ContentBlock, EmbeddedResource, ImageContent,
+    ResourceContents, ResourceLink, TextContent, TextResourceContents,
+};
+pub use lifecycle::{
+    ClientCapabilities, InitializeRequestParams, InitializeResult, PromptsCapability,
+    ResourcesCapability, RootsCapability, ServerCapabilities, ToolsCapability,
+};
+pub use messages::{
+    CallToolRequest, CancelledNotification, InitializeRequest, InitializedNotification,
+    ListToolsRequest, LoggingMessageNotification, NotificationMethod, PingRequest,
+    ProgressNotification, PromptListChangedNotification, RequestMethod,
+    ResourceListChangedNotification, ToolListChangedNotification,
+};
+pub use notifications::{
+    CancelledNotificationParams, LoggingLevel, LoggingMessageNotificationParams,
+    ProgressNotificationParams,
+};
+pub use tools::{
+    CallToolRequestParams, CallToolResult, ListToolsRequestParams, ListToolsResult, TaskMetadata,
+    TaskSupport, Tool, ToolAnnotations, ToolExecution,
+};
+pub use version::{
+    LATEST, ProtocolVersion, SUPPORTED, V2024_11_05, V2025_03_26, V2025_06_18, V2025_11_25,
+};
+
+#[cfg(test)]
+mod tests;

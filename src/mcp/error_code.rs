@@ -1,0 +1,38 @@
+//! JSON-RPC error codes MCP uses: the five JSON-RPC 2.0 standard codes (schema, "Standard JSON-RPC
+//! error codes") and MCP's own codes in the implementation-defined range -32000 to -32099.
+
+/// Invalid JSON was received.
+pub const PARSE_ERROR: i64 = -32700;
+/// The JSON sent is not a valid request object.
+pub const INVALID_REQUEST: i64 = -32600;
+/// The method does not exist or is not available. A client answers unknown server requests
+/// (such as `sampling/createMessage` when it does not sample) with this code.
+pub const METHOD_NOT_FOUND: i64 = -32601;
+/// Invalid method parameters. Servers also use it for an unknown tool (`server/tools.mdx`,
+/// "Error Handling").
+pub const INVALID_PARAMS: i64 = -32602;
+/// Internal error.
+pub const INTERNAL_ERROR: i64 = -32603;
+
+/// A resource does not exist (`server/resources.mdx`, "Error Handling"); defined by the spec
+/// pages, not as a schema constant.
+pub const RESOURCE_NOT_FOUND: i64 = -32002;
+
+/// The request needs a URL-mode elicitation first; the error `data` holds `elicitations`
+/// (schema `URLElicitationRequiredError`, `client/elicitation.mdx`); since 2025-11-25.
+pub const URL_ELICITATION_REQUIRED: i64 = -32042;
+
+/// A short name for a code this module defines, such as `"method not found"`, for messages and
+/// logs; `None` for any other code.
+pub fn name(code: i64) -> Option<&'static str> {
+    Some(match code {
+        PARSE_ERROR => "parse error",
+        INVALID_REQUEST => "invalid request",
+        METHOD_NOT_FOUND => "method not found",
+        INVALID_PARAMS => "invalid params",
+        INTERNAL_ERROR => "internal error",
+        RESOURCE_NOT_FOUND => "resource not found",
+        URL_ELICITATION_REQUIRED => "URL elicitation required",
+        _ => return None,
+    })
+}

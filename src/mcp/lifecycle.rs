@@ -1,0 +1,203 @@
+//! Session start (`basic/lifecycle.mdx`): `initialize` params and result, and the capabilities
+//! each side declares.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::common::{Implementation, JsonObject, Meta};
+use super::version::ProtocolVersion;
+
+/// What a client supports (schema `ClientCapabilities`). Not a closed set: members this crate
+/// does not know are kept in [`extra`](Self::extra).
+///
+/// A client declares only what it implements: a server MUST NOT send elicitation requests in
+/// modes the client did not declare (`client/elicitation.mdx`, "Capabilities").
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClientCapabilities {
+    /// Experimental, non-standard capabilities.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub experimental: Option<JsonObject>,
+    /// Present if the client lists roots (`roots/list`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub roots: Option<RootsCapability>,
+    /// Present if the client samples from an LLM (`sampling/createMessage`); in 2025-11-25 it may
+    /// hold `context` and `tools` markers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sampling: Option<JsonObject>,
+    /// Present if the client handles `elicitation/create`; since 2025-06-18. In 2025-11-25 it holds
+    /// `form` and/or `url` markers; an empty object means form mode only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub elicitation: Option<JsonObject>,
+    /// Task support (`list`, `cancel`, `requests`), kept as raw JSON; since 2025-11-25.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tasks: Option<Value>,
+    /// Any other member, kept as sent.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+/// The client's `roots` capability (schema `ClientCapabilities.roots`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RootsCapability {
+    /// Whether the client sends `notifications/roots/list_changed`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub list_changed: Option<bool>,
+    /// Any other member, kept as sent.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+/// What a server supports (schema `ServerCapabilities`). Not a closed set: members this crate
+/// does not know are kept in [`extra`](Self::extra). A capability is declared by being present,
+/// often as an empty object (`"logging": {}`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerCapabilities {
+    /// Experimental, non-standard capabilities.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub experimental: Option<JsonObject>,
+    /// Present if the server sends log messages (`notifications/message`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub logging: Option<JsonObject>,
+    /// Present if the server offers argument completions; since 2025-03-26.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub completions: Option<JsonObject>,
+    /// Present if the server offers prompts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompts: Option<PromptsCapability>,
+    /// Present if the server offers resources.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resources: Option<ResourcesCapability>,
+    /// Present if the server offers tools (`server/tools.mdx`: servers with tools MUST declare
+    /// it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tools: Option<ToolsCapability>,
+    /// Task support (`list`, `cancel`, `requests.tools.call`), kept as raw JSON; since 2025-11-25.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tasks: Option<Value>,
+    /// Any other member, kept as sent.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+impl ServerCapabilities {
+    /// Whether the server declared that it can run `tools/call` as a task
+    /// (`tasks.requests.tools.call` present); since 2025-11-25.
+    pub fn supports_task_tool_calls(&self) -> bool {
+        self.tasks
+            .as_ref()
+            .and_then(|t| t.get("requests")?.get("tools")?.get("call"))
+            .is_some()
+    }
+}
+
+/// The server's `prompts` capability (schema `ServerCapabilities.prompts`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptsCapability {
+    /// Whether the server sends `notifications/prompts/list_changed`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub list_changed: Option<bool>,
+    /// Any other member, kept as sent.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+/// The server's `resources` capability (schema `ServerCapabilities.resources`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourcesCapability {
+    /// Whether the server supports `resources/subscribe`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subscribe: Option<bool>,
+    /// Whether the server sends `notifications/resources/list_changed`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub list_changed: Option<bool>,
+    /// Any other member, kept as sent.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+/// The server's `tools` capability (schema `ServerCapabilities.tools`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolsCapability {
+    /// Whether the server sends `notifications/tools/list_changed`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub list_changed: Option<bool>,
+    /// Any other member, kept as sent.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+/// Params of `initialize` (schema `InitializeRequestParams`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeRequestParams {
+    /// The revision the client offers; it SHOULD be the latest it supports
+    /// (`basic/lifecycle.mdx`, "Version Negotiation").
+    pub protocol_version: String,
+    /// What the client supports.
+    pub capabilities: ClientCapabilities,
+    /// Who the client is.
+    pub client_info: Implementation,
+    /// `_meta`.
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+}
+
+impl InitializeRequestParams {
+    /// Params offering `version`, with these capabilities and client info.
+    pub fn new(
+        version: ProtocolVersion,
+        capabilities: ClientCapabilities,
+        client_info: Implementation,
+    ) -> Self {
+        Self {
+            protocol_version: version.as_str().to_owned(),
+            capabilities,
+            client_info,
+            meta: None,
+        }
+    }
+}
+
+/// Result of `initialize` (schema `InitializeResult`).
+///
+/// `protocolVersion` is kept as the string the server sent. The server answers with the
+/// offered revision if it supports it, else with another (its latest); a client that does not
+/// support the answer SHOULD disconnect (`basic/lifecycle.mdx`, "Version Negotiation").
+/// [`negotiated_version`](Self::negotiated_version) applies that rule for a Streamable HTTP
+/// client.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeResult {
+    /// The revision the server chose.
+    pub protocol_version: String,
+    /// What the server supports.
+    pub capabilities: ServerCapabilities,
+    /// Who the server is.
+    pub server_info: Implementation,
+    /// How to use the server, a hint a client MAY give its model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+    /// `_meta`.
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+    /// Any other member, kept as sent.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+impl InitializeResult {
+    /// The server's revision, if this crate knows it.
+    pub fn protocol_version(&self) -> Option<ProtocolVersion> {
+        ProtocolVersion::parse(&self.protocol_version)
+    }
+
+    /// The server's revision if a Streamable HTTP client accepts it (one of
+    /// [`SUPPORTED`](crate::mcp::SUPPORTED)); `None` means: disconnect.
+    pub fn negotiated_version(&self) -> Option<ProtocolVersion> {
+        self.protocol_version().filter(|v| v.is_supported())
+    }
+}

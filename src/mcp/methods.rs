@@ -1,0 +1,129 @@
+//! Method names of MCP requests and notifications (schema `ClientRequest`, `ServerRequest`,
+//! `ClientNotification`, `ServerNotification`).
+//!
+//! Each constant names the direction it travels in. A client answers server requests it does
+//! not implement with `-32601` ([`crate::mcp::error_code::METHOD_NOT_FOUND`]) and ignores
+//! notifications it does not know.
+
+// Lifecycle (basic/lifecycle.mdx).
+
+/// Client → server request that opens a session: [`crate::mcp::InitializeRequestParams`] in,
+/// [`crate::mcp::InitializeResult`] out.
+pub const INITIALIZE: &str = "initialize";
+/// Client → server notification sent once the `initialize` reply is accepted.
+pub const INITIALIZED: &str = "notifications/initialized";
+
+// Utilities (basic/utilities/*.mdx).
+
+/// Request in either direction to check that the peer is alive; the answer is an empty result
+/// (`basic/utilities/ping.mdx`). A client must answer a server's ping promptly.
+pub const PING: &str = "ping";
+/// Notification in either direction reporting progress of a request that carried
+/// `_meta.progressToken` (`basic/utilities/progress.mdx`).
+pub const PROGRESS: &str = "notifications/progress";
+/// Notification in either direction cancelling an earlier request
+/// (`basic/utilities/cancellation.mdx`).
+pub const CANCELLED: &str = "notifications/cancelled";
+
+// Tools (server/tools.mdx).
+
+/// Client → server request listing tools, paginated by cursor.
+pub const TOOLS_LIST: &str = "tools/list";
+/// Client → server request calling a tool.
+pub const TOOLS_CALL: &str = "tools/call";
+/// Server → client notification: the tool list changed.
+pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
+
+// Resources (server/resources.mdx).
+
+/// Client → server request listing resources.
+pub const RESOURCES_LIST: &str = "resources/list";
+/// Client → server request listing resource templates.
+pub const RESOURCES_TEMPLATES_LIST: &str = "resources/templates/list";
+/// Client → server request reading one resource.
+pub const RESOURCES_READ: &str = "resources/read";
+/// Client → server request subscribing to a resource's updates.
+pub const RESOURCES_SUBSCRIBE: &str = "resources/subscribe";
+/// Client → server request ending a subscription.
+pub const RESOURCES_UNSUBSCRIBE: &str = "resources/unsubscribe";
+/// Server → client notification: a subscribed resource changed.
+pub const RESOURCES_UPDATED: &str = "notifications/resources/updated";
+/// Server → client notification: the resource list changed.
+pub const RESOURCES_LIST_CHANGED: &str = "notifications/resources/list_changed";
+
+// Prompts (server/prompts.mdx).
+
+/// Client → server request listing prompts.
+pub const PROMPTS_LIST: &str = "prompts/list";
+/// Client → server request fetching one prompt.
+pub const PROMPTS_GET: &str = "prompts/get";
+/// Server → client notification: the prompt list changed.
+pub const PROMPTS_LIST_CHANGED: &str = "notifications/prompts/list_changed";
+
+// Logging and completion (server/utilities/*.mdx).
+
+/// Client → server request setting the minimum log level.
+pub const LOGGING_SET_LEVEL: &str = "logging/setLevel";
+/// Server → client notification carrying one log message.
+pub const LOGGING_MESSAGE: &str = "notifications/message";
+/// Client → server request for argument completions.
+pub const COMPLETION_COMPLETE: &str = "completion/complete";
+
+// Client features: requests a server sends to the client (client/*.mdx).
+
+/// Server → client request asking the client's LLM for a completion (`client/sampling.mdx`).
+pub const SAMPLING_CREATE_MESSAGE: &str = "sampling/createMessage";
+/// Server → client request asking the user for input (`client/elicitation.mdx`); since
+/// 2025-06-18.
+pub const ELICITATION_CREATE: &str = "elicitation/create";
+/// Server → client notification: a URL-mode elicitation finished; since 2025-11-25.
+pub const ELICITATION_COMPLETE: &str = "notifications/elicitation/complete";
+/// Server → client request listing the client's roots (`client/roots.mdx`).
+pub const ROOTS_LIST: &str = "roots/list";
+/// Client → server notification: the client's roots changed.
+pub const ROOTS_LIST_CHANGED: &str = "notifications/roots/list_changed";
+
+// Tasks (basic/utilities/tasks.mdx), since 2025-11-25, either direction.
+
+/// Request for a task's state; since 2025-11-25.
+pub const TASKS_GET: &str = "tasks/get";
+/// Request for a finished task's result; since 2025-11-25.
+pub const TASKS_RESULT: &str = "tasks/result";
+/// Request listing tasks; since 2025-11-25.
+pub const TASKS_LIST: &str = "tasks/list";
+/// Request cancelling a task; since 2025-11-25.
+pub const TASKS_CANCEL: &str = "tasks/cancel";
+/// Notification: a task's status changed; since 2025-11-25.
+pub const TASKS_STATUS: &str = "notifications/tasks/status";
+
+/// Whether `method` is a request a server may send to a client in 2025-11-25 (schema
+/// `ServerRequest`). A client answers the ones it does not implement with `-32601`.
+pub fn is_server_request(method: &str) -> bool {
+    matches!(
+        method,
+        PING | SAMPLING_CREATE_MESSAGE
+            | ELICITATION_CREATE
+            | ROOTS_LIST
+            | TASKS_GET
+            | TASKS_RESULT
+            | TASKS_LIST
+            | TASKS_CANCEL
+    )
+}
+
+/// Whether `method` is a notification a server may send to a client in 2025-11-25 (schema
+/// `ServerNotification`).
+pub fn is_server_notification(method: &str) -> bool {
+    matches!(
+        method,
+        CANCELLED
+            | PROGRESS
+            | LOGGING_MESSAGE
+            | RESOURCES_UPDATED
+            | RESOURCES_LIST_CHANGED
+            | TOOLS_LIST_CHANGED
+            | PROMPTS_LIST_CHANGED
+            | ELICITATION_COMPLETE
+            | TASKS_STATUS
+    )
+}

@@ -1,0 +1,360 @@
+//! Tools (`server/tools.mdx`): the tool definition, `tools/list` and `tools/call`.
+
+use std::fmt;
+
+use serde::de::{Error as _, MapAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
+
+use super::common::{
+    Icon, JsonObject, Meta, PROGRESS_TOKEN_KEY, ProgressToken, open_string_enum, token_from_value,
+    token_to_value,
+};
+use super::content::ContentBlock;
+
+/// A tool the server offers (schema `Tool`), as listed by `tools/list`.
+///
+/// Every member the server sent is kept: the known ones in fields, the rest in
+/// [`extra`](Self::extra), so a tool re-serializes with nothing lost.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Tool {
+    /// The tool's name, used in `tools/call`. Names SHOULD be 1 to 128 characters of
+    /// `A-Z a-z 0-9 _ - .` (`server/tools.mdx`, "Tool Names", since 2025-11-25); not enforced here.
+    pub name: String,
+    /// Display name; since 2025-06-18. Display precedence: `title`, then `annotations.title`,
+    /// then `name` ([`display_name`](Self::display_name)).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// What the tool does, for the model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// JSON Schema of the arguments. The spec requires an object with `"type": "object"` (never
+    /// `null`); it is kept as any JSON value here so that one bad tool does not fail a whole
+    /// listing, and callers check it. The dialect is 2020-12 unless `$schema` says otherwise
+    /// (`basic/index.mdx`, "JSON Schema Usage", since 2025-11-25).
+    pub input_schema: Value,
+    /// JSON Schema of `structuredContent` in the tool's results; since 2025-06-18. When present,
+    /// the server MUST return conforming structured results and clients SHOULD validate them
+    /// (`server/tools.mdx`, "Output Schema").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+    /// Behaviour hints; since 2025-03-26. Untrusted unless the server is trusted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<ToolAnnotations>,
+    /// Icons; since 2025-11-25.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub icons: Option<Vec<Icon>>,
+    /// Execution properties (task support); since 2025-11-25.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub execution: Option<ToolExecution>,
+    /// `_meta`; since 2025-06-18.
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+    /// Any other member, kept as sent.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+impl Tool {
+    /// The name to show a person: `title`, else `annotations.title`, else `name` (schema
+    /// `Tool.annotations`, "Display name precedence order").
+    pub fn display_name(&self) -> &str {
+        self.title
+            .as_deref()
+            .or_else(|| self.annotations.as_ref()?.title.as_deref())
+            .unwrap_or(&self.name)
+    }
+
+    /// Whether the tool says it must run as a task (`execution.taskSupport == "required"`). A
+    /// client that does not implement tasks cannot call such a tool with a plain `tools/call`.
+    pub fn requires_task(&self) -> bool {
+        matches!(
+            self.execution
+                .as_ref()
+                .and_then(|e| e.task_support.as_ref()),
+            Some(TaskSupport::Required)
+        )
+    }
+}
+
+/// Hints about a tool's behaviour (schema `ToolAnnotations`); since 2025-03-26. All are hints,
+/// not guarantees; clients MUST treat them as untrusted unless the server is trusted
+/// (`server/tools.mdx`, "Tool"). The `*_or_default` helpers apply the schema's defaults.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolAnnotations {
+    /// Display name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The tool does not modify its environment (default false).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_only_hint: Option<bool>,
+    /// The tool may destroy data, meaningful when not read-only (default true).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub destructive_hint: Option<bool>,
+    /// Repeating a call with the same arguments has no further effect (default false).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idempotent_hint: Option<bool>,
+    /// The tool talks to an open world of external entities (default true).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub open_world_hint: Option<bool>,
+    /// Any other member, kept as sent.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+impl ToolAnnotations {
+    /// `readOnlyHint`, false when absent.
+    pub fn read_only_or_default(&self) -> bool {
+        self.read_only_hint.unwrap_or(false)
+    }
+
+    /// `destructiveHint`, true when absent.
+    pub fn destructive_or_default(&self) -> bool {
+        self.destructive_hint.unwrap_or(true)
+    }
+
+    /// `idempotentHint`, false when absent.
+    pub fn idempotent_or_default(&self) -> bool {
+        self.idempotent_hint.unwrap_or(false)
+    }
+
+    /// `openWorldHint`, true when absent.
+    pub fn open_world_or_default(&self) -> bool {
+        self.open_world_hint.unwrap_or(true)
+    }
+}
+
+/// Execution properties of a tool (schema `ToolExecution`); since 2025-11-25.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolExecution {
+    /// Whether the tool runs as a task; `"forbidden"` when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task_support: Option<TaskSupport>,
+    /// Any other member, kept as sent.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+open_string_enum! {
+    /// Whether a tool supports task-augmented execution (schema `ToolExecution.taskSupport`);
+    /// since 2025-11-25.
+    pub enum TaskSupport {
+        /// `"forbidden"`: no tasks (the default).
+        Forbidden = "forbidden",
+        /// `"optional"`: a task or a plain call.
+        Optional = "optional",
+        /// `"required"`: only as a task.
+        Required = "required",
+    }
+}
+
+/// Asks for task-augmented execution of a request (schema `TaskMetadata`); since 2025-11-25,
+/// experimental. Only valid when the server declared `tasks.requests.tools.call`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TaskMetadata {
+    /// How long to keep the task after creation, in milliseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<u64>,
+    /// Any other member, kept as sent.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+/// Params of `tools/list` (schema `PaginatedRequestParams`). Absent params decode as the
+/// default.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ListToolsRequestParams {
+    /// The `nextCursor` of the previous page; `None` for the first page
+    /// (`server/utilities/pagination.mdx`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+    /// `_meta`.
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+}
+
+impl ListToolsRequestParams {
+    /// Params asking for the page after `cursor` (`None` for the first page).
+    pub fn page(cursor: Option<String>) -> Self {
+        Self { cursor, meta: None }
+    }
+}
+
+/// Result of `tools/list` (schema `ListToolsResult`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListToolsResult {
+    /// The tools on this page.
+    pub tools: Vec<Tool>,
+    /// Opaque cursor of the next page; absent on the last page. A client must guard against a
+    /// server that repeats cursors forever.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+    /// `_meta`.
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+    /// Any other member, kept as sent.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+/// Params of `tools/call` (schema `CallToolRequestParams`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CallToolRequestParams {
+    /// The tool's name.
+    pub name: String,
+    /// The arguments, an object matching the tool's `inputSchema`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<JsonObject>,
+    /// `_meta`: `progressToken` ([`set_progress_token`](Self::set_progress_token)) and any
+    /// caller keys such as `"brain.dev/scope"` ([`set_meta`](Self::set_meta)).
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+    /// Asks for task-augmented execution; since 2025-11-25. The reply is then a
+    /// `CreateTaskResult`, not a [`CallToolResult`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task: Option<TaskMetadata>,
+}
+
+impl CallToolRequestParams {
+    /// A call of `name` with these arguments.
+    pub fn new(name: impl Into<String>, arguments: Option<JsonObject>) -> Self {
+        Self {
+            name: name.into(),
+            arguments,
+            meta: None,
+            task: None,
+        }
+    }
+
+    /// Sets `_meta.progressToken`, asking the server for `notifications/progress` about this call
+    /// (`basic/utilities/progress.mdx`). The token must be unique among the caller's active
+    /// requests.
+    pub fn set_progress_token(&mut self, token: &ProgressToken) {
+        self.set_meta(PROGRESS_TOKEN_KEY, token_to_value(token));
+    }
+
+    /// Builder form of [`set_progress_token`](Self::set_progress_token).
+    pub fn with_progress_token(mut self, token: &ProgressToken) -> Self {
+        self.set_progress_token(token);
+        self
+    }
+
+    /// `_meta.progressToken`, if set to a string or an `i64` integer.
+    pub fn progress_token(&self) -> Option<ProgressToken> {
+        token_from_value(self.meta.as_ref()?.get(PROGRESS_TOKEN_KEY)?)
+    }
+
+    /// Sets one `_meta` member, creating `_meta` if needed. Keys with a second label of
+    /// `modelcontextprotocol` or `mcp` (such as `io.modelcontextprotocol/`) are reserved for MCP
+    /// (`basic/index.mdx`, "`_meta`").
+    pub fn set_meta(&mut self, key: impl Into<String>, value: Value) {
+        self.meta
+            .get_or_insert_with(JsonObject::new)
+            .insert(key.into(), value);
+    }
+}
+
+/// Result of `tools/call` (schema `CallToolResult`).
+///
+/// A tool's own failure is reported here with `isError: true` and readable content, not as a
+/// JSON-RPC error; protocol errors (unknown tool, malformed request) are JSON-RPC errors
+/// (`server/tools.mdx`, "Error Handling"). Real servers differ: the TypeScript SDK reports an
+/// unknown tool as `isError: true` content.
+///
+/// Decoding is by hand (not derived) so that each block of `content` is read straight from the
+/// input, which [`ContentBlock::Unknown`] needs; members other than the four below are kept in
+/// [`extra`](Self::extra). `content` is required; duplicate members are an error.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallToolResult {
+    /// The unstructured result.
+    pub content: Vec<ContentBlock>,
+    /// The structured result, a JSON object in the schema, matching the tool's `outputSchema`
+    /// if it has one; since 2025-06-18 (but decoded on every revision). A tool returning it
+    /// SHOULD also return it serialized in a text block. Kept as any JSON value; `null` decodes
+    /// as `None`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<Value>,
+    /// Whether the tool call ended in an error; absent means false ([`is_error`](Self::is_error)).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub is_error: Option<bool>,
+    /// `_meta`.
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+    /// Any other member, kept as sent.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+impl CallToolResult {
+    /// `isError`, false when absent.
+    pub fn is_error(&self) -> bool {
+        self.is_error.unwrap_or(false)
+    }
+}
+
+impl<'de> Deserialize<'de> for CallToolResult {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(CallToolResultVisitor)
+    }
+}
+
+/// Reads a [`CallToolResult`] member by member.
+struct CallToolResultVisitor;
+
+impl<'de> Visitor<'de> for CallToolResultVisitor {
+    type Value = CallToolResult;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a CallToolResult object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<CallToolResult, A::Error> {
+        /// Stores a member's value, refusing a second occurrence.
+        fn once<T, E: serde::de::Error>(
+            slot: &mut Option<T>,
+            value: T,
+            name: &'static str,
+        ) -> Result<(), E> {
+            if slot.replace(value).is_some() {
+                return Err(E::duplicate_field(name));
+            }
+            Ok(())
+        }
+        let mut content = None;
+        let mut structured_content = None;
+        let mut is_error = None;
+        let mut meta = None;
+        let mut extra = JsonObject::new();
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "content" => once(&mut content, map.next_value()?, "content")?,
+                "structuredContent" => once(
+                    &mut structured_content,
+                    map.next_value::<Option<Value>>()?,
+                    "structuredContent",
+                )?,
+                "isError" => once(&mut is_error, map.next_value::<Option<bool>>()?, "isError")?,
+                "_meta" => once(&mut meta, map.next_value::<Option<Meta>>()?, "_meta")?,
+                _ => {
+                    let value = map.next_value::<Value>()?;
+                    if extra.contains_key(&key) {
+                        return Err(A::Error::custom(format_args!("duplicate field `{key}`")));
+                    }
+                    extra.insert(key, value);
+                }
+            }
+        }
+        Ok(CallToolResult {
+            content: content.ok_or_else(|| A::Error::missing_field("content"))?,
+            structured_content: structured_content.flatten(),
+            is_error: is_error.flatten(),
+            meta: meta.flatten(),
+            extra,
+        })
+    }
+}
