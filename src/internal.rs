@@ -1,2 +1,210 @@
 //! Harness functions for the fuzz targets and the corpus replay tests. Not a public API: the
 //! fuzz crate and `tests/` call these so that every target's checks live in the library.
+
+#[cfg(feature = "sse")]
+pub use self::sse_harness::*;
+
+#[cfg(feature = "sse")]
+mod sse_harness {
+    use crate::sse::{Decoder, Error, Limits};
+
+    /// What the reference reading of the standard produced from a whole stream.
+    #[derive(Debug, Default, PartialEq, Eq)]
+    pub struct SseReference {
+        /// Dispatched events as (type, data, last event id).
+        pub events: Vec<(String, String, String)>,
+        /// The last valid `retry` value.
+        pub retry_ms: Option<u64>,
+        /// The last event id string after the stream.
+        pub last_event_id: String,
+    }
+
+    /// The standard read literally: decode the whole stream as UTF-8 (dropping one BOM), split it
+    /// into lines, interpret each line. Slow and obviously right; the decoder must agree with it.
+    pub fn sse_reference(input: &[u8]) -> SseReference {
+        let body = input.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(input);
+        let text = String::from_utf8_lossy(body);
+        let mut lines = Vec::new();
+        let mut line = String::new();
+        let mut chars = text.chars().peekable();
+        while let Some(c) = chars.next() {
+            match c {
+                '\r' => {
+                    if chars.peek() == Some(&'\n') {
+                        chars.next();
+                    }
+                    lines.push(std::mem::take(&mut line));
+                }
+                '\n' => lines.push(std::mem::take(&mut line)),
+                c => line.push(c),
+            }
+        }
+        // What is left in `line` is an unterminated last line: it is never processed.
+        let (mut data, mut event_type, mut id_buffer) =
+            (String::new(), String::new(), String::new());
+        let mut outcome = SseReference::default();
+        for line in lines {
+            if line.is_empty() {
+                outcome.last_event_id = id_buffer.clone();
+                if data.is_empty() {
+                    event_type.clear();
+                    continue;
+                }
+                if data.ends_with('\n') {
+                    data.pop();
+                }
+                let kind = if event_type.is_empty() {
+                    "message".to_owned()
+                } else {
+                    event_type.clone()
+                };
+                outcome
+                    .events
+                    .push((kind, std::mem::take(&mut data), id_buffer.clone()));
+                event_type.clear();
+                continue;
+            }
+            if line.starts_with(':') {
+                continue;
+            }
+            let (field, value) = match line.find(':') {
+                Some(colon) => {
+                    let value = &line[colon + 1..];
+                    (&line[..colon], value.strip_prefix(' ').unwrap_or(value))
+                }
+                None => (line.as_str(), ""),
+            };
+            match field {
+                "event" => event_type = value.to_owned(),
+                "data" => {
+                    data.push_str(value);
+                    data.push('\n');
+                }
+                "id" if !value.contains('\0') => id_buffer = value.to_owned(),
+                "retry" if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
+                    outcome.retry_ms = Some(value.bytes().fold(0u64, |ms, d| {
+                        ms.saturating_mul(10).saturating_add(u64::from(d - b'0'))
+                    }));
+                }
+                _ => {}
+            }
+        }
+        outcome
+    }
+
+    /// One decoder run: events as (type, data, last event id), the final reconnection time and
+    /// last event id, and the error, if any.
+    #[derive(Debug, PartialEq, Eq)]
+    pub struct SseRun {
+        /// Dispatched events as (type, data, last event id).
+        pub events: Vec<(String, String, String)>,
+        /// The decoder's reconnection time at the end.
+        pub retry_ms: Option<u64>,
+        /// The decoder's last event id at the end.
+        pub last_event_id: String,
+        /// The error that stopped the stream, if any.
+        pub error: Option<Error>,
+    }
+
+    /// Decodes `chunks` in order, checking after every push that the decoder holds no more
+    /// than its limits allow plus what the chunk itself may expand to.
+    pub fn sse_run<'a>(limits: Limits, chunks: impl IntoIterator<Item = &'a [u8]>) -> SseRun {
+        let mut decoder = Decoder::new(limits);
+        let mut events = Vec::new();
+        let mut error = None;
+        for chunk in chunks {
+            decoder.push(chunk);
+            // Held state: one event (data and type) and one short value, each within its
+            // limit; a value may run one byte past the line limit before it is refused.
+            let held = 2 * limits.max_event_bytes + limits.max_line_bytes + 1;
+            assert!(
+                decoder.buffered_bytes() <= held,
+                "decoder holds {} bytes, bound {held}",
+                decoder.buffered_bytes()
+            );
+            // Output of one push: what was pending plus this chunk, each input byte decoding
+            // to at most three bytes, in strings at most twice their length.
+            let queued = 6 * (limits.max_event_bytes + chunk.len());
+            assert!(
+                decoder.queued_bytes() <= queued,
+                "decoder queued {} bytes, bound {queued}",
+                decoder.queued_bytes()
+            );
+            loop {
+                match decoder.next_event() {
+                    Ok(Some(event)) => events.push((
+                        event.event_type().to_owned(),
+                        event.data().to_owned(),
+                        event.last_event_id().to_owned(),
+                    )),
+                    Ok(None) => break,
+                    Err(e) => {
+                        error = Some(e);
+                        break;
+                    }
+                }
+            }
+        }
+        SseRun {
+            events,
+            retry_ms: decoder.retry_ms(),
+            last_event_id: decoder.last_event_id().to_owned(),
+            error,
+        }
+    }
+
+    /// The `sse_decode` fuzz target. The first three bytes choose the limits and the chunking;
+    /// the rest is the stream. Checks: the same output for whole, chunked and (for short
+    /// inputs) byte-at-a-time input; the memory bound after every push; agreement with
+    /// [`sse_reference`] when no limit was hit, and a prefix of its events when one was.
+    pub fn fuzz_sse_decode(data: &[u8]) {
+        let Some((&[line_knob, event_knob, seed], stream)) = data.split_first_chunk::<3>() else {
+            return;
+        };
+        let limits = if line_knob < 16 {
+            Limits::default()
+        } else {
+            Limits {
+                max_line_bytes: usize::from(line_knob),
+                max_event_bytes: usize::from(event_knob) * 4 + 1,
+            }
+        };
+        let whole = sse_run(limits, [stream]);
+        let mut state = u64::from(seed) | 0x9E37_79B9_7F4A_7C15;
+        let mut chunks = Vec::new();
+        let mut rest = stream;
+        while !rest.is_empty() {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let take = 1 + (state % 17) as usize;
+            let (chunk, after) = rest.split_at(take.min(rest.len()));
+            chunks.push(chunk);
+            rest = after;
+        }
+        let chunked = sse_run(limits, chunks.iter().copied());
+        assert_eq!(whole, chunked, "chunking changed the output: {chunks:?}");
+        if stream.len() <= 4096 {
+            assert_eq!(
+                whole,
+                sse_run(limits, stream.chunks(1)),
+                "byte-at-a-time differs"
+            );
+        }
+        let reference = sse_reference(stream);
+        if whole.error.is_none() {
+            assert_eq!(whole.events, reference.events);
+            assert_eq!(whole.retry_ms, reference.retry_ms);
+            assert_eq!(whole.last_event_id, reference.last_event_id);
+        } else {
+            assert!(reference.events.starts_with(&whole.events));
+        }
+    }
+}
+
+/// The `jsonrpc_decode` fuzz target: decoding never panics, and whatever decodes re-encodes to
+/// one line that decodes to the same message and encodes to the same bytes again.
+#[cfg(feature = "jsonrpc")]
+pub fn fuzz_jsonrpc_decode(data: &[u8]) {
+    crate::jsonrpc::fuzz_roundtrip(data);
+}

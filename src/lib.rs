@@ -45,3 +45,8 @@ pub mod sse;
 
 #[doc(hidden)]
 pub mod internal;
+
+/// The README's examples, compiled and run as doc tests.
+#[cfg(all(doctest, feature = "parsers"))]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

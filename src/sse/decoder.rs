@@ -259,17 +259,21 @@ impl Decoder {
         self.line == Line::Start && !self.has_data && self.event_type.is_empty()
     }
 
-    /// Bytes of memory the decoder holds for pending input and undelivered events (capacity,
-    /// not length). Used by tests and fuzzing to check the memory bound.
+    /// Bytes of memory the decoder holds for the event and line in progress (capacity, not
+    /// length): at most `max_event_bytes` for data, as much again for the event type and
+    /// `max_line_bytes` for an `id` or `retry` value, whatever the input. Events decoded but
+    /// not yet taken are counted by [`queued_bytes`](Decoder::queued_bytes).
     pub fn buffered_bytes(&self) -> usize {
-        self.value.capacity()
-            + self.data.capacity()
-            + self.event_type.capacity()
-            + self
-                .ready
-                .iter()
-                .map(|event| event.data.capacity() + event.event_type().len())
-                .sum::<usize>()
+        self.value.capacity() + self.data.capacity() + self.event_type.capacity()
+    }
+
+    /// Bytes of memory held by decoded events not yet taken with
+    /// [`next_event`](Decoder::next_event).
+    pub fn queued_bytes(&self) -> usize {
+        self.ready
+            .iter()
+            .map(|event| event.data.capacity() + event.event_type().len())
+            .sum()
     }
 
     /// Takes the next dispatched event. `Ok(None)` means more input is needed. Once the events
@@ -402,10 +406,16 @@ impl Decoder {
                     match field {
                         Field::Data => self.push_data(value_part),
                         Field::Event => {
-                            self.event_type.extend_from_slice(value_part);
+                            extend_within(
+                                &mut self.event_type,
+                                value_part,
+                                self.limits.max_event_bytes,
+                            );
                             self.check_event_size();
                         }
-                        Field::Id | Field::Retry => self.value.extend_from_slice(value_part),
+                        Field::Id | Field::Retry => {
+                            extend_within(&mut self.value, value_part, self.limits.max_line_bytes);
+                        }
                         Field::Ignored => {}
                     }
                     if self.error.is_some() || !self.count_line_bytes(value_part.len()) {
@@ -448,9 +458,7 @@ impl Decoder {
             // value instead, which leaves out the last LF that dispatch would remove.
             Field::Data => {
                 if self.has_data {
-                    self.reserve_data(1);
-                    self.data.push('\n');
-                    self.check_event_size();
+                    self.append_data("\n");
                 }
                 self.has_data = true;
             }
@@ -468,7 +476,7 @@ impl Decoder {
                 if self.utf8_carry_len > 0 {
                     // The line ended inside a multi-byte sequence: one U+FFFD replaces it.
                     self.utf8_carry_len = 0;
-                    self.data.push(char::REPLACEMENT_CHARACTER);
+                    self.append_data("\u{FFFD}");
                 }
             }
             // "If the field value does not contain U+0000 NULL, then set the last event ID
@@ -537,7 +545,6 @@ impl Decoder {
         }
         self.reserve_data(bytes.len());
         self.decode_data(bytes);
-        self.check_event_size();
     }
 
     fn decode_data(&mut self, mut bytes: &[u8]) {
@@ -545,49 +552,75 @@ impl Decoder {
             let Some((&next, after)) = bytes.split_first() else {
                 return;
             };
-            self.utf8_carry[self.utf8_carry_len] = next;
-            match std::str::from_utf8(&self.utf8_carry[..=self.utf8_carry_len]) {
+            let mut sequence = self.utf8_carry;
+            sequence[self.utf8_carry_len] = next;
+            match std::str::from_utf8(&sequence[..=self.utf8_carry_len]) {
                 Ok(complete) => {
-                    self.data.push_str(complete);
                     self.utf8_carry_len = 0;
+                    if !self.append_data(complete) {
+                        return;
+                    }
                     bytes = after;
                 }
                 Err(error) if error.error_len().is_none() => {
+                    self.utf8_carry = sequence;
                     self.utf8_carry_len += 1;
+                    self.check_event_size();
                     bytes = after;
                 }
                 Err(_) => {
                     // `next` cannot continue the sequence: the held bytes are one maximal
                     // subpart, and `next` starts afresh.
                     self.utf8_carry_len = 0;
-                    self.data.push(char::REPLACEMENT_CHARACTER);
-                }
-            }
-        }
-        loop {
-            match std::str::from_utf8(bytes) {
-                Ok(valid) => {
-                    self.data.push_str(valid);
-                    return;
-                }
-                Err(error) => {
-                    let (valid, after) = bytes.split_at(error.valid_up_to());
-                    self.data
-                        .push_str(std::str::from_utf8(valid).unwrap_or_default());
-                    match error.error_len() {
-                        Some(invalid) => {
-                            self.data.push(char::REPLACEMENT_CHARACTER);
-                            bytes = &after[invalid..];
-                        }
-                        None => {
-                            self.utf8_carry[..after.len()].copy_from_slice(after);
-                            self.utf8_carry_len = after.len();
-                            return;
-                        }
+                    if !self.append_data("\u{FFFD}") {
+                        return;
                     }
                 }
             }
         }
+        loop {
+            let (valid, rest) = match std::str::from_utf8(bytes) {
+                Ok(valid) => (valid, None),
+                Err(error) => {
+                    let (valid, after) = bytes.split_at(error.valid_up_to());
+                    (
+                        std::str::from_utf8(valid).unwrap_or_default(),
+                        Some((after, error.error_len())),
+                    )
+                }
+            };
+            if !self.append_data(valid) {
+                return;
+            }
+            match rest {
+                None => return,
+                Some((after, Some(invalid))) => {
+                    if !self.append_data("\u{FFFD}") {
+                        return;
+                    }
+                    bytes = &after[invalid..];
+                }
+                Some((after, None)) => {
+                    self.utf8_carry[..after.len()].copy_from_slice(after);
+                    self.utf8_carry_len = after.len();
+                    self.check_event_size();
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Appends decoded data, refusing the event if it would pass the limit. Growth goes through
+    /// `reserve_data`, so the buffer's capacity never passes the limit either.
+    fn append_data(&mut self, decoded: &str) -> bool {
+        let limit = self.limits.max_event_bytes;
+        if self.data.len() + decoded.len() + self.event_type.len() > limit {
+            self.fail(Error::EventTooLarge { limit });
+            return false;
+        }
+        self.reserve_data(decoded.len());
+        self.data.push_str(decoded);
+        true
     }
 
     /// Counts bytes of the current line against the limit; on overflow records the error.
@@ -642,4 +675,15 @@ impl Decoder {
         self.has_data = false;
         self.utf8_carry_len = 0;
     }
+}
+
+/// Appends to a field buffer, growing it by doubling as usual but never past `max` bytes of
+/// capacity unless the content itself needs more (callers keep the content within `max + 1`).
+fn extend_within(buffer: &mut Vec<u8>, bytes: &[u8], max: usize) {
+    let needed = buffer.len() + bytes.len();
+    if needed > buffer.capacity() {
+        let target = buffer.capacity().saturating_mul(2).min(max).max(needed);
+        buffer.reserve_exact(target - buffer.len());
+    }
+    buffer.extend_from_slice(bytes);
 }

@@ -3,43 +3,12 @@
 
 use super::{Decoder, Error, Limits};
 
-/// What a decoder produced from a stream: events as (type, data, last event id), the final
-/// reconnection time and last event id, and the error, if any.
-#[derive(Debug, PartialEq, Eq)]
-struct Outcome {
-    events: Vec<(String, String, String)>,
-    retry_ms: Option<u64>,
-    last_event_id: String,
-    error: Option<Error>,
-}
+/// What a decoder produced from a stream (the fuzz harness's run, which also checks the
+/// memory bound after every push).
+type Outcome = crate::internal::SseRun;
 
 fn decode_chunks<'a>(limits: Limits, chunks: impl IntoIterator<Item = &'a [u8]>) -> Outcome {
-    let mut decoder = Decoder::new(limits);
-    let mut events = Vec::new();
-    let mut error = None;
-    for chunk in chunks {
-        decoder.push(chunk);
-        loop {
-            match decoder.next_event() {
-                Ok(Some(event)) => events.push((
-                    event.event_type().to_owned(),
-                    event.data().to_owned(),
-                    event.last_event_id().to_owned(),
-                )),
-                Ok(None) => break,
-                Err(e) => {
-                    error = Some(e);
-                    break;
-                }
-            }
-        }
-    }
-    Outcome {
-        events,
-        retry_ms: decoder.retry_ms(),
-        last_event_id: decoder.last_event_id().to_owned(),
-        error,
-    }
+    crate::internal::sse_run(limits, chunks)
 }
 
 /// Decodes `input` whole, byte at a time, split at every point and (for short inputs) at every
@@ -69,81 +38,14 @@ fn decode_every_way(limits: Limits, input: &[u8]) -> Outcome {
     whole
 }
 
-/// The standard read literally: decode the whole stream as UTF-8 (dropping one BOM), split it
-/// into lines, interpret each line. Slow and obviously right; the decoder must agree with it.
 fn reference(input: &[u8]) -> Outcome {
-    let body = input.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(input);
-    let text = String::from_utf8_lossy(body);
-    let mut lines = Vec::new();
-    let mut line = String::new();
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\r' => {
-                if chars.peek() == Some(&'\n') {
-                    chars.next();
-                }
-                lines.push(std::mem::take(&mut line));
-            }
-            '\n' => lines.push(std::mem::take(&mut line)),
-            c => line.push(c),
-        }
-    }
-    // What is left in `line` is an unterminated last line: it is never processed.
-    let (mut data, mut event_type, mut id_buffer) = (String::new(), String::new(), String::new());
-    let mut outcome = Outcome {
-        events: Vec::new(),
-        retry_ms: None,
-        last_event_id: String::new(),
+    let reference = crate::internal::sse_reference(input);
+    Outcome {
+        events: reference.events,
+        retry_ms: reference.retry_ms,
+        last_event_id: reference.last_event_id,
         error: None,
-    };
-    for line in lines {
-        if line.is_empty() {
-            outcome.last_event_id = id_buffer.clone();
-            if data.is_empty() {
-                event_type.clear();
-                continue;
-            }
-            if data.ends_with('\n') {
-                data.pop();
-            }
-            let kind = if event_type.is_empty() {
-                "message".to_owned()
-            } else {
-                event_type.clone()
-            };
-            outcome
-                .events
-                .push((kind, std::mem::take(&mut data), id_buffer.clone()));
-            event_type.clear();
-            continue;
-        }
-        if line.starts_with(':') {
-            continue;
-        }
-        let (field, value) = match line.find(':') {
-            Some(colon) => {
-                let value = &line[colon + 1..];
-                (&line[..colon], value.strip_prefix(' ').unwrap_or(value))
-            }
-            None => (line.as_str(), ""),
-        };
-        match field {
-            "event" => event_type = value.to_owned(),
-            "data" => {
-                data.push_str(value);
-                data.push('\n');
-            }
-            "id" if !value.contains('\0') => id_buffer = value.to_owned(),
-            "retry" if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
-                outcome.retry_ms = Some(value.bytes().fold(0u64, |ms, d| {
-                    ms.saturating_mul(10).saturating_add(u64::from(d - b'0'))
-                }));
-            }
-            _ => {}
-        }
     }
-    outcome
 }
 
 fn check(input: &[u8], expected: &[(&str, &str, &str)], retry_ms: Option<u64>) {
