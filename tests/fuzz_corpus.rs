@@ -1,0 +1,29 @@
+//! Replays every checked-in fuzz corpus file through its target's harness, so the corpora are
+//! regression tests on stable Rust too.
+
+use std::path::Path;
+
+fn replay(target: &str, harness: fn(&[u8])) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fuzz/corpus")
+        .join(target);
+    let mut count = 0;
+    for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+        let path = entry.expect("corpus entry").path();
+        let input = std::fs::read(&path).expect("read corpus file");
+        let outcome = std::panic::catch_unwind(|| harness(&input));
+        assert!(outcome.is_ok(), "{target}: {} fails", path.display());
+        count += 1;
+    }
+    assert!(count > 0, "{target}: empty corpus");
+}
+
+#[test]
+fn sse_decode_corpus() {
+    replay("sse_decode", mcpwire::internal::fuzz_sse_decode);
+}
+
+#[test]
+fn jsonrpc_decode_corpus() {
+    replay("jsonrpc_decode", mcpwire::internal::fuzz_jsonrpc_decode);
+}
