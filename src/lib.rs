@@ -40,6 +40,8 @@
 pub mod jsonrpc;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+#[cfg(feature = "session")]
+pub mod session;
 #[cfg(feature = "sse")]
 pub mod sse;
 

@@ -1,0 +1,129 @@
+//! Why a request failed, and what is known about whether the server received it.
+
+use std::fmt;
+
+use crate::jsonrpc::ErrorObject;
+
+/// How far a request got. Together with the [`FailureKind`] this decides whether the
+/// operation may have run with nobody knowing its outcome.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Delivery {
+    /// Never sent: refused locally, or the connection could not be made.
+    NotSent,
+    /// The server turned the message away before processing it (an HTTP-level refusal such
+    /// as 401, 403, 404 for an expired session, or a non-MCP reply).
+    Refused,
+    /// Sent, and no answer arrived: the server may have received and acted on it.
+    MayHaveReached,
+    /// The server answered it (with a result, a JSON-RPC error, or something unusable).
+    Answered,
+}
+
+/// What went wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FailureKind {
+    /// The request's deadline passed.
+    Timeout,
+    /// No progress arrived within the request's idle timeout.
+    IdleTimeout,
+    /// The caller cancelled the request.
+    Cancelled,
+    /// The session was closed with the request in flight.
+    Closed,
+    /// The connection could not be made.
+    Connect,
+    /// The connection broke, or the response stream ended, before the response.
+    ConnectionLost,
+    /// The server answered with an HTTP status that is not a usable reply.
+    HttpStatus {
+        /// The status code.
+        status: u16,
+    },
+    /// 401 or 403; the detail names the `WWW-Authenticate` challenge.
+    Unauthorized {
+        /// The status code.
+        status: u16,
+    },
+    /// The server no longer knows the session (404 on a request carrying a session id).
+    SessionExpired,
+    /// The server's answer was not valid MCP: wrong content type, invalid JSON, a malformed
+    /// result.
+    Protocol,
+    /// Something the server sent was larger than a configured limit.
+    LimitExceeded,
+    /// The server answered with a JSON-RPC error.
+    ServerError {
+        /// The JSON-RPC error code.
+        code: i64,
+    },
+    /// The server chose a protocol revision this client does not accept.
+    UnsupportedVersion,
+    /// The server asked for user input (`elicitation/create`) during a tool call.
+    ElicitationRequested,
+}
+
+/// A request's failure: what went wrong, how far the request got, and a message for people.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Failure {
+    /// What went wrong.
+    pub kind: FailureKind,
+    /// How far the request got.
+    pub delivery: Delivery,
+    /// A human-readable account, never containing credentials.
+    pub detail: String,
+}
+
+impl Failure {
+    /// A failure.
+    pub fn new(kind: FailureKind, delivery: Delivery, detail: impl Into<String>) -> Self {
+        Failure {
+            kind,
+            delivery,
+            detail: detail.into(),
+        }
+    }
+
+    /// A JSON-RPC error response.
+    pub fn from_error_object(error: &ErrorObject<'_>) -> Self {
+        let mut detail = format!("server error {}: {}", error.code, error.message);
+        if let Some(data) = &error.data {
+            let data = data.get();
+            let cut = data
+                .char_indices()
+                .nth(200)
+                .map_or(data.len(), |(index, _)| index);
+            detail.push_str(" (data: ");
+            detail.push_str(&data[..cut]);
+            detail.push(')');
+        }
+        Failure::new(
+            FailureKind::ServerError { code: error.code },
+            Delivery::Answered,
+            detail,
+        )
+    }
+
+    /// Whether the operation may have been carried out with its outcome unknown: the request
+    /// may have reached the server and no usable answer came back. False when it was never
+    /// sent, when the server refused it before processing, and when the server answered with
+    /// a JSON-RPC error (the outcome is then known: it failed).
+    pub fn outcome_unknown(&self) -> bool {
+        match self.delivery {
+            Delivery::NotSent | Delivery::Refused => false,
+            Delivery::MayHaveReached => true,
+            Delivery::Answered => !matches!(
+                self.kind,
+                FailureKind::ServerError { .. } | FailureKind::UnsupportedVersion
+            ),
+        }
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.detail)
+    }
+}
+
+impl std::error::Error for Failure {}

@@ -1,0 +1,688 @@
+//! The client session state machine: request ids, pending requests and their deadlines,
+//! routing of what the server sends, server requests, cancellation, version negotiation and,
+//! per request, what is known about its delivery.
+//!
+//! Sans-IO in the manner of quinn-proto and str0m: no sockets, no runtime, no clock. The
+//! transport driver feeds it messages ([`Session::handle_message`]), transport facts
+//! ([`Session::fail_request`]) and the time ([`Session::handle_timeout`]); it asks
+//! [`Session::poll_timeout`] when to wake up next and drains [`Session::poll_output`] for
+//! messages to send, settled requests, progress and notifications.
+//!
+//! # Run loop
+//!
+//! ```text
+//! session.start(now)
+//! loop {
+//!     while let Some(output) = session.poll_output() {
+//!         match output {
+//!             Output::Transmit(t) => transport.send(t.message),      // may later call fail_request
+//!             Output::Settled(s) => hand s.outcome to whoever waits on s.id,
+//!             Output::Progress { .. } | Output::Notification(_) => forward to the host,
+//!         }
+//!     }
+//!     wait for: a message from the transport -> session.handle_message(m, now)
+//!               the deadline session.poll_timeout() -> session.handle_timeout(now)
+//!               a call from the host -> session.request(..) / session.cancel(..)
+//! }
+//! ```
+//!
+//! # Protocol eras
+//!
+//! Revisions 2024-11-05 to 2025-11-25 open a session with `initialize`. The stateless
+//! 2026-07-28 revision drops the handshake and carries the version in each request's `_meta`.
+//! The handshake lives in [`Phase`]; a stateless era becomes another way into `Ready` (no
+//! initialize round trip, a `_meta` stamp on each request) while ids, routing, deadlines,
+//! cancellation and delivery tracking, which both eras share, stay as they are.
+
+mod failure;
+mod resume;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::{HashMap, VecDeque};
+use std::time::{Duration, Instant};
+
+use serde_json::value::RawValue;
+
+use crate::jsonrpc::{self, ErrorObject, Id, Message, Notification, Request, Response};
+use crate::mcp::{
+    self, CancelledNotificationParams, ClientCapabilities, Implementation, InitializeRequestParams,
+    InitializeResult, ProgressNotificationParams, ProgressToken, ProtocolVersion, methods,
+};
+
+pub use failure::{Delivery, Failure, FailureKind};
+pub use resume::{ResumePolicy, Resumption};
+
+/// What a session needs to know before it starts.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Who the client is (`clientInfo`).
+    pub client_info: Implementation,
+    /// What the client supports. The default declares nothing: no roots, sampling or
+    /// elicitation, so servers should not send those requests.
+    pub capabilities: ClientCapabilities,
+    /// The revision offered in `initialize`.
+    pub offered_version: ProtocolVersion,
+    /// The revisions accepted in the server's answer; anything else fails the handshake.
+    pub accepted_versions: Vec<ProtocolVersion>,
+    /// How long the initialize round trip may take.
+    pub initialize_timeout: Duration,
+    /// The most requests in flight at once; more are refused without being sent.
+    pub max_pending_requests: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            client_info: Implementation::new("mcpwire", env!("CARGO_PKG_VERSION")),
+            capabilities: ClientCapabilities::default(),
+            offered_version: ProtocolVersion::LATEST,
+            accepted_versions: mcp::SUPPORTED.to_vec(),
+            initialize_timeout: Duration::from_secs(30),
+            max_pending_requests: 1024,
+        }
+    }
+}
+
+/// Deadlines and routing for one request.
+#[derive(Clone, Debug)]
+pub struct RequestOptions {
+    /// The request fails with [`FailureKind::Timeout`] this long after it is made.
+    pub timeout: Duration,
+    /// If set, the request also fails ([`FailureKind::IdleTimeout`]) when this long passes
+    /// without a progress notification for it; the hard `timeout` still caps the total.
+    pub idle_timeout: Option<Duration>,
+    /// The `progressToken` the caller put in the request's `_meta`; progress notifications
+    /// carrying it are reported for this request.
+    pub progress_token: Option<ProgressToken>,
+}
+
+impl RequestOptions {
+    /// A request with a hard timeout and nothing else.
+    pub fn with_timeout(timeout: Duration) -> Self {
+        RequestOptions {
+            timeout,
+            idle_timeout: None,
+            progress_token: None,
+        }
+    }
+}
+
+/// What the session asks of its driver.
+#[derive(Debug)]
+pub enum Output {
+    /// Send this message to the server.
+    Transmit(Transmit),
+    /// A request is finished: its result, or why it failed.
+    Settled(Settled),
+    /// A progress notification for a pending request.
+    Progress {
+        /// The request it is about.
+        id: Id,
+        /// The notification's params.
+        params: ProgressNotificationParams,
+    },
+    /// A notification for the host: logging messages and list changes. Other notifications are
+    /// ignored by the session.
+    Notification(Notification<'static>),
+}
+
+/// A message to send.
+#[derive(Debug)]
+pub struct Transmit {
+    /// The message.
+    pub message: Message<'static>,
+}
+
+impl Transmit {
+    /// The id when the message is a request of ours, whose answer the driver must read.
+    pub fn request_id(&self) -> Option<&Id> {
+        match &self.message {
+            Message::Request(request) => Some(&request.id),
+            _ => None,
+        }
+    }
+}
+
+/// A finished request.
+#[derive(Debug)]
+pub struct Settled {
+    /// The request's id.
+    pub id: Id,
+    /// The request's method.
+    pub method: String,
+    /// The raw `result`, or why there is none.
+    pub outcome: Result<Box<RawValue>, Failure>,
+}
+
+/// Where the session is in its life.
+#[derive(Debug)]
+pub enum Phase {
+    /// Created; `start` has not been called.
+    New,
+    /// `initialize` is in flight.
+    Initializing,
+    /// The handshake is done; requests may be made.
+    Ready {
+        /// The revision both sides speak.
+        version: ProtocolVersion,
+    },
+    /// The handshake failed, or the session was closed; nothing more is sent.
+    Closed,
+}
+
+/// A request in flight.
+#[derive(Debug)]
+struct Pending {
+    method: String,
+    delivery: Delivery,
+    deadline: Instant,
+    idle: Option<(Duration, Instant)>,
+    progress_token: Option<ProgressToken>,
+}
+
+impl Pending {
+    fn next_deadline(&self) -> Instant {
+        match self.idle {
+            Some((_, idle_deadline)) => idle_deadline.min(self.deadline),
+            None => self.deadline,
+        }
+    }
+}
+
+/// Why a request was refused before anything was sent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RequestError {
+    /// The session is not ready (no handshake yet, or closed).
+    NotReady,
+    /// The server did not declare the capability the method needs.
+    CapabilityMissing {
+        /// The method.
+        method: String,
+        /// The capability it needs.
+        capability: &'static str,
+    },
+    /// Too many requests are in flight.
+    TooManyPending {
+        /// The limit.
+        limit: usize,
+    },
+}
+
+impl std::fmt::Display for RequestError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RequestError::NotReady => f.write_str("the session is not ready"),
+            RequestError::CapabilityMissing { method, capability } => write!(
+                f,
+                "the server does not declare the `{capability}` capability that `{method}` needs"
+            ),
+            RequestError::TooManyPending { limit } => {
+                write!(f, "{limit} requests are already in flight")
+            }
+        }
+    }
+}
+
+impl std::error::Error for RequestError {}
+
+/// The client side of one MCP session.
+#[derive(Debug)]
+pub struct Session {
+    config: Config,
+    phase: Phase,
+    server: Option<InitializeResult>,
+    next_id: i64,
+    initialize_id: Option<Id>,
+    pending: HashMap<Id, Pending>,
+    progress_routes: HashMap<ProgressToken, Id>,
+    outputs: VecDeque<Output>,
+    /// Responses that arrived for no pending request (late after a timeout or cancel, or
+    /// unknown ids): dropped, counted for diagnostics.
+    dropped_responses: u64,
+}
+
+impl Session {
+    /// A session that will offer `config.offered_version`.
+    pub fn new(config: Config) -> Self {
+        Session {
+            config,
+            phase: Phase::New,
+            server: None,
+            next_id: 0,
+            initialize_id: None,
+            pending: HashMap::new(),
+            progress_routes: HashMap::new(),
+            outputs: VecDeque::new(),
+            dropped_responses: 0,
+        }
+    }
+
+    /// Queues `initialize`. Its answer moves the session to [`Phase::Ready`] (and queues
+    /// `notifications/initialized`) or, when the server's revision is not accepted or the
+    /// answer is not an initialize result, to [`Phase::Closed`]. Either way the initialize
+    /// request is settled like any other.
+    pub fn start(&mut self, now: Instant) {
+        if !matches!(self.phase, Phase::New) {
+            return;
+        }
+        let params = InitializeRequestParams::new(
+            self.config.offered_version,
+            self.config.capabilities.clone(),
+            self.config.client_info.clone(),
+        );
+        let params = serde_json::value::to_raw_value(&params).ok();
+        let id = self.enqueue_request(
+            methods::INITIALIZE,
+            params,
+            RequestOptions::with_timeout(self.config.initialize_timeout),
+            now,
+        );
+        self.initialize_id = Some(id);
+        self.phase = Phase::Initializing;
+    }
+
+    /// Where the session stands.
+    pub fn phase(&self) -> &Phase {
+        &self.phase
+    }
+
+    /// The negotiated revision, once ready.
+    pub fn protocol_version(&self) -> Option<ProtocolVersion> {
+        match self.phase {
+            Phase::Ready { version } => Some(version),
+            _ => None,
+        }
+    }
+
+    /// The server's answer to `initialize`, once received and accepted.
+    pub fn server(&self) -> Option<&InitializeResult> {
+        self.server.as_ref()
+    }
+
+    /// Whether a request is still pending.
+    pub fn is_pending(&self, id: &Id) -> bool {
+        self.pending.contains_key(id)
+    }
+
+    /// How many responses were dropped because no request was waiting for them.
+    pub fn dropped_responses(&self) -> u64 {
+        self.dropped_responses
+    }
+
+    /// Queues a request. Refused, with nothing sent, when the session is not ready, when the
+    /// server lacks the capability the method needs, or when too many requests are pending.
+    pub fn request(
+        &mut self,
+        method: &str,
+        params: Option<Box<RawValue>>,
+        options: RequestOptions,
+        now: Instant,
+    ) -> Result<Id, RequestError> {
+        if !matches!(self.phase, Phase::Ready { .. }) {
+            return Err(RequestError::NotReady);
+        }
+        if let Some(capability) = self.missing_capability(method) {
+            return Err(RequestError::CapabilityMissing {
+                method: method.to_owned(),
+                capability,
+            });
+        }
+        if self.pending.len() >= self.config.max_pending_requests {
+            return Err(RequestError::TooManyPending {
+                limit: self.config.max_pending_requests,
+            });
+        }
+        Ok(self.enqueue_request(method, params, options, now))
+    }
+
+    /// Queues a notification (for instance `notifications/roots/list_changed`). Ignored unless
+    /// the session is ready.
+    pub fn notify(&mut self, method: &str, params: Option<Box<RawValue>>) {
+        if matches!(self.phase, Phase::Ready { .. }) {
+            self.transmit(Message::notification(method.to_owned(), params));
+        }
+    }
+
+    /// Cancels a pending request: it is settled at once as [`FailureKind::Cancelled`], a
+    /// response arriving later is dropped, and, if it may have reached the server,
+    /// `notifications/cancelled` is queued. A request still waiting in the output queue is
+    /// withdrawn and never sent. `initialize` is never cancelled by notification (the
+    /// specification forbids it); cancelling it closes the session.
+    pub fn cancel(&mut self, id: &Id, reason: &str) {
+        self.abandon(id, FailureKind::Cancelled, reason.to_owned());
+    }
+
+    /// Settles a request with a failure the transport observed: could not connect
+    /// ([`Delivery::NotSent`]), refused at the HTTP level ([`Delivery::Refused`]), the
+    /// connection or stream lost before the response ([`Delivery::MayHaveReached`]). Nothing is
+    /// sent. Ignored when the request is no longer pending.
+    pub fn fail_request(&mut self, id: &Id, failure: Failure) {
+        if let Some(pending) = self.pending.remove(id) {
+            self.forget_route(&pending);
+            self.settle(id.clone(), pending.method, Err(failure));
+        }
+    }
+
+    /// Closes the session: every pending request fails with [`FailureKind::Closed`] and nothing
+    /// more is sent. Requests that may have reached the server keep that fact.
+    pub fn close(&mut self) {
+        self.phase = Phase::Closed;
+        self.outputs
+            .retain(|output| !matches!(output, Output::Transmit(_)));
+        let mut ids: Vec<Id> = self.pending.keys().cloned().collect();
+        ids.sort();
+        for id in ids {
+            if let Some(pending) = self.pending.remove(&id) {
+                self.forget_route(&pending);
+                let failure = Failure::new(
+                    FailureKind::Closed,
+                    pending.delivery,
+                    "the session was closed",
+                );
+                self.settle(id, pending.method, Err(failure));
+            }
+        }
+    }
+
+    /// The next instant at which [`handle_timeout`](Session::handle_timeout) has work to do.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.pending.values().map(Pending::next_deadline).min()
+    }
+
+    /// Fails every request whose deadline is at or before `now`, queuing
+    /// `notifications/cancelled` for those that may have reached the server.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let mut expired: Vec<(Id, FailureKind)> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| p.next_deadline() <= now)
+            .map(|(id, p)| {
+                let kind = if p.deadline <= now {
+                    FailureKind::Timeout
+                } else {
+                    FailureKind::IdleTimeout
+                };
+                (id.clone(), kind)
+            })
+            .collect();
+        expired.sort_by(|a, b| a.0.cmp(&b.0));
+        for (id, kind) in expired {
+            let detail = match kind {
+                FailureKind::IdleTimeout => "no progress within the idle timeout",
+                _ => "the request timed out",
+            };
+            self.abandon(&id, kind, detail.to_owned());
+        }
+    }
+
+    /// The next thing for the driver to do.
+    pub fn poll_output(&mut self) -> Option<Output> {
+        let output = self.outputs.pop_front()?;
+        if let Output::Transmit(transmit) = &output {
+            if let Some(pending) = transmit
+                .request_id()
+                .and_then(|id| self.pending.get_mut(id))
+            {
+                // From here on the bytes may reach the server unless the transport says
+                // otherwise.
+                pending.delivery = Delivery::MayHaveReached;
+            }
+        }
+        Some(output)
+    }
+
+    /// Handles one message from the server.
+    pub fn handle_message(&mut self, message: Message<'_>, now: Instant) {
+        match message {
+            Message::Response(response) => self.handle_response(response),
+            Message::Request(request) => self.handle_server_request(request),
+            Message::Notification(notification) => self.handle_notification(notification, now),
+        }
+    }
+
+    fn handle_response(&mut self, response: Response<'_>) {
+        let Some(id) = response.id else {
+            // An error about something unparseable we sent; nothing to settle.
+            self.dropped_responses += 1;
+            return;
+        };
+        let Some(pending) = self.pending.remove(&id) else {
+            self.dropped_responses += 1;
+            return;
+        };
+        self.forget_route(&pending);
+        let outcome = match response.outcome {
+            Ok(result) => Ok(result.into_owned()),
+            Err(error) => Err(Failure::from_error_object(&error)),
+        };
+        if self.initialize_id.as_ref() == Some(&id) {
+            self.finish_handshake(id, pending.method, outcome);
+        } else {
+            self.settle(id, pending.method, outcome);
+        }
+    }
+
+    fn finish_handshake(
+        &mut self,
+        id: Id,
+        method: String,
+        outcome: Result<Box<RawValue>, Failure>,
+    ) {
+        let outcome = outcome.and_then(|raw| {
+            let result: InitializeResult = serde_json::from_str(raw.get()).map_err(|e| {
+                Failure::new(
+                    FailureKind::Protocol,
+                    Delivery::Answered,
+                    format!("the initialize result is malformed: {e}"),
+                )
+            })?;
+            let version = result
+                .protocol_version()
+                .filter(|v| self.config.accepted_versions.contains(v))
+                .ok_or_else(|| {
+                    Failure::new(
+                        FailureKind::UnsupportedVersion,
+                        Delivery::Answered,
+                        format!(
+                            "the server answered with protocol version {:?}; this client \
+                             accepts {}",
+                            result.protocol_version,
+                            self.config
+                                .accepted_versions
+                                .iter()
+                                .map(|v| v.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    )
+                })?;
+            Ok((raw, result, version))
+        });
+        match outcome {
+            Ok((raw, result, version)) => {
+                self.phase = Phase::Ready { version };
+                self.server = Some(result);
+                self.transmit(Message::notification(methods::INITIALIZED.to_owned(), None));
+                self.settle(id, method, Ok(raw));
+            }
+            Err(failure) => {
+                self.settle(id, method, Err(failure));
+                self.close();
+            }
+        }
+    }
+
+    fn handle_server_request(&mut self, request: Request<'_>) {
+        if matches!(self.phase, Phase::Closed) {
+            return;
+        }
+        let response = match request.method.as_ref() {
+            // "The receiver MUST respond promptly with an empty response."
+            methods::PING => Response::ok(request.id, empty_object()),
+            methods::ELICITATION_CREATE => {
+                // This client does not elicit: approval belongs inside the tool. The calls in
+                // flight may be waiting on the answer, so they end now with their outcome
+                // unknown, and the server is told they are cancelled.
+                let calls: Vec<Id> = self
+                    .pending
+                    .iter()
+                    .filter(|(_, p)| p.method == methods::TOOLS_CALL)
+                    .map(|(id, _)| id.clone())
+                    .collect();
+                for id in calls {
+                    self.abandon(
+                        &id,
+                        FailureKind::ElicitationRequested,
+                        "the server asked for user input (elicitation/create) during the call"
+                            .to_owned(),
+                    );
+                }
+                Response::error(Some(request.id), not_supported(methods::ELICITATION_CREATE))
+            }
+            method => Response::error(Some(request.id), not_supported(method)),
+        };
+        self.transmit(Message::Response(response));
+    }
+
+    fn handle_notification(&mut self, notification: Notification<'_>, now: Instant) {
+        match notification.method.as_ref() {
+            methods::PROGRESS => {
+                let Some(params) = notification.params.as_deref().and_then(|raw| {
+                    serde_json::from_str::<ProgressNotificationParams>(raw.get()).ok()
+                }) else {
+                    return;
+                };
+                let Some(id) = self.progress_routes.get(&params.progress_token).cloned() else {
+                    return;
+                };
+                if let Some(pending) = self.pending.get_mut(&id) {
+                    if let Some((idle, deadline)) = &mut pending.idle {
+                        *deadline = now + *idle;
+                    }
+                    self.outputs.push_back(Output::Progress { id, params });
+                }
+            }
+            methods::LOGGING_MESSAGE
+            | methods::TOOLS_LIST_CHANGED
+            | methods::RESOURCES_LIST_CHANGED
+            | methods::RESOURCES_UPDATED
+            | methods::PROMPTS_LIST_CHANGED => {
+                self.outputs
+                    .push_back(Output::Notification(notification.into_owned()));
+            }
+            // Cancellation of a server request we never received, task status and anything
+            // unknown: nothing to do.
+            _ => {}
+        }
+    }
+
+    /// Ends a pending request from our side (cancel, timeout, elicitation): settles it,
+    /// withdraws it if unsent, and tells the server if it may have it.
+    fn abandon(&mut self, id: &Id, kind: FailureKind, detail: String) {
+        let Some(pending) = self.pending.remove(id) else {
+            return;
+        };
+        self.forget_route(&pending);
+        let delivery = if pending.delivery == Delivery::NotSent {
+            let queued = self.outputs.iter().position(
+                |output| matches!(output, Output::Transmit(t) if t.request_id() == Some(id)),
+            );
+            if let Some(index) = queued {
+                self.outputs.remove(index);
+            }
+            Delivery::NotSent
+        } else {
+            pending.delivery
+        };
+        let is_initialize = self.initialize_id.as_ref() == Some(id);
+        if delivery == Delivery::MayHaveReached && !is_initialize {
+            let params = CancelledNotificationParams::new(id.clone(), Some(detail.clone()));
+            let params = serde_json::value::to_raw_value(&params).ok();
+            self.transmit(Message::notification(methods::CANCELLED.to_owned(), params));
+        }
+        self.settle(
+            id.clone(),
+            pending.method,
+            Err(Failure::new(kind, delivery, detail)),
+        );
+        if is_initialize {
+            self.close();
+        }
+    }
+
+    fn enqueue_request(
+        &mut self,
+        method: &str,
+        params: Option<Box<RawValue>>,
+        options: RequestOptions,
+        now: Instant,
+    ) -> Id {
+        let id = Id::Number(self.next_id);
+        self.next_id += 1;
+        if let Some(token) = &options.progress_token {
+            self.progress_routes.insert(token.clone(), id.clone());
+        }
+        self.pending.insert(
+            id.clone(),
+            Pending {
+                method: method.to_owned(),
+                delivery: Delivery::NotSent,
+                deadline: now + options.timeout,
+                idle: options.idle_timeout.map(|idle| (idle, now + idle)),
+                progress_token: options.progress_token,
+            },
+        );
+        self.transmit(Message::Request(Request::new(
+            id.clone(),
+            method.to_owned(),
+            params,
+        )));
+        id
+    }
+
+    fn transmit(&mut self, message: Message<'static>) {
+        self.outputs
+            .push_back(Output::Transmit(Transmit { message }));
+    }
+
+    fn settle(&mut self, id: Id, method: String, outcome: Result<Box<RawValue>, Failure>) {
+        self.outputs.push_back(Output::Settled(Settled {
+            id,
+            method,
+            outcome,
+        }));
+    }
+
+    fn forget_route(&mut self, pending: &Pending) {
+        if let Some(token) = &pending.progress_token {
+            self.progress_routes.remove(token);
+        }
+    }
+
+    fn missing_capability(&self, method: &str) -> Option<&'static str> {
+        let capabilities = &self.server.as_ref()?.capabilities;
+        let (needed, present) = match method.split_once('/') {
+            Some(("tools", _)) => ("tools", capabilities.tools.is_some()),
+            Some(("prompts", _)) => ("prompts", capabilities.prompts.is_some()),
+            Some(("resources", _)) => ("resources", capabilities.resources.is_some()),
+            Some(("logging", _)) => ("logging", capabilities.logging.is_some()),
+            Some(("completion", _)) => ("completions", capabilities.completions.is_some()),
+            _ => return None,
+        };
+        (!present).then_some(needed)
+    }
+}
+
+fn empty_object() -> Box<RawValue> {
+    // Serializing an empty map cannot fail; the default (`null`) keeps `unwrap` out.
+    serde_json::value::to_raw_value(&serde_json::Map::new()).unwrap_or_default()
+}
+
+fn not_supported(method: &str) -> ErrorObject<'static> {
+    ErrorObject::new(
+        jsonrpc::METHOD_NOT_FOUND,
+        format!("this client does not support `{method}`"),
+    )
+}

@@ -1,0 +1,104 @@
+//! When to resume a response stream that ended before its response, and when to give up.
+//!
+//! Streamable HTTP lets a server end an SSE response stream early (to free a connection, or
+//! because it dropped) and the client resume it with a GET carrying `Last-Event-ID`
+//! (`basic/transports.mdx`, "Resumability and Redelivery"). A stream can only be resumed once
+//! an event id was seen; the server's `retry` field sets the wait; without it the wait grows
+//! exponentially with jitter, up to a cap, for a bounded number of attempts. Attempts that
+//! bring new events reset the count, so a long call polled by a server that closes streams
+//! on purpose (SEP-1699) is not cut off.
+
+use std::time::{Duration, Instant};
+
+/// Bounds on resuming one response stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ResumePolicy {
+    /// Attempts in a row that brought no new event before giving up.
+    pub max_attempts: u32,
+    /// The first wait when the server gave no `retry`.
+    pub initial_delay: Duration,
+    /// The longest wait, whatever `retry` or the backoff says.
+    pub max_delay: Duration,
+}
+
+impl Default for ResumePolicy {
+    fn default() -> Self {
+        ResumePolicy {
+            max_attempts: 5,
+            initial_delay: Duration::from_millis(250),
+            max_delay: Duration::from_secs(10),
+        }
+    }
+}
+
+/// The resumption state of one request's response stream.
+#[derive(Clone, Debug)]
+pub struct Resumption {
+    policy: ResumePolicy,
+    last_event_id: String,
+    retry: Option<Duration>,
+    failed_attempts: u32,
+    events_since_resume: bool,
+}
+
+impl Resumption {
+    /// A stream that has not been resumed yet.
+    pub fn new(policy: ResumePolicy) -> Self {
+        Resumption {
+            policy,
+            last_event_id: String::new(),
+            retry: None,
+            failed_attempts: 0,
+            events_since_resume: false,
+        }
+    }
+
+    /// Records what the stream's decoder knows after an event: its last event id and the
+    /// server's reconnection time, if it set one.
+    pub fn observe(&mut self, last_event_id: &str, retry_ms: Option<u64>) {
+        if self.last_event_id != last_event_id {
+            self.last_event_id.clear();
+            self.last_event_id.push_str(last_event_id);
+        }
+        self.events_since_resume = true;
+        if let Some(ms) = retry_ms {
+            self.retry = Some(Duration::from_millis(ms));
+        }
+    }
+
+    /// The `Last-Event-ID` to resume with (`""` when none was seen).
+    pub fn last_event_id(&self) -> &str {
+        &self.last_event_id
+    }
+
+    /// The stream ended without the response. Returns when to resume, or `None` to give up:
+    /// no event id was ever seen (nothing to resume from) or the attempts are used up.
+    /// `jitter` is a number in `[0, 1)` from the driver (randomness is an input too).
+    pub fn next_attempt(&mut self, now: Instant, jitter: f64) -> Option<Instant> {
+        if self.last_event_id.is_empty() {
+            return None;
+        }
+        if self.events_since_resume {
+            self.failed_attempts = 0;
+        }
+        self.events_since_resume = false;
+        if self.failed_attempts >= self.policy.max_attempts {
+            return None;
+        }
+        let delay = match self.retry {
+            // The server said how long to wait: honour it exactly (clients are checked on it).
+            Some(retry) => retry.min(self.policy.max_delay),
+            None => {
+                let backoff = self
+                    .policy
+                    .initial_delay
+                    .saturating_mul(1 << self.failed_attempts.min(16))
+                    .min(self.policy.max_delay);
+                // "Equal jitter": half fixed, half random, so waits never collapse to zero.
+                backoff / 2 + backoff.mul_f64(jitter.clamp(0.0, 1.0) / 2.0)
+            }
+        };
+        self.failed_attempts += 1;
+        Some(now + delay)
+    }
+}

@@ -1,0 +1,677 @@
+//! Deterministic session tests: an in-memory server peer and a clock that only moves when told.
+
+// One reading of the clock gives the fake clock its origin; after that time moves only when a
+// test says so.
+#![allow(clippy::disallowed_methods)]
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::*;
+use crate::jsonrpc;
+
+/// The session under test, a fake clock, and everything it has output so far.
+struct Harness {
+    session: Session,
+    now: Instant,
+    sent: Vec<Value>,
+    settled: Vec<Settled>,
+    progress: Vec<(Id, f64)>,
+    notifications: Vec<String>,
+}
+
+impl Harness {
+    fn new() -> Self {
+        Harness::with_config(Config::default())
+    }
+
+    fn with_config(config: Config) -> Self {
+        Harness {
+            session: Session::new(config),
+            now: Instant::now(),
+            sent: Vec::new(),
+            settled: Vec::new(),
+            progress: Vec::new(),
+            notifications: Vec::new(),
+        }
+    }
+
+    /// Drains the session's outputs into the harness's records.
+    fn pump(&mut self) {
+        while let Some(output) = self.session.poll_output() {
+            match output {
+                Output::Transmit(t) => self
+                    .sent
+                    .push(serde_json::from_str(&t.message.encode()).unwrap()),
+                Output::Settled(s) => self.settled.push(s),
+                Output::Progress { id, params } => self.progress.push((id, params.progress)),
+                Output::Notification(n) => self.notifications.push(n.method.into_owned()),
+            }
+        }
+    }
+
+    /// The server sends this JSON-RPC text.
+    fn receive(&mut self, text: Value) {
+        let text = text.to_string();
+        let message = jsonrpc::decode_message(text.as_bytes()).unwrap();
+        self.session.handle_message(message, self.now);
+        self.pump();
+    }
+
+    fn advance(&mut self, by: Duration) {
+        self.now += by;
+        self.session.handle_timeout(self.now);
+        self.pump();
+    }
+
+    /// Starts and completes the handshake with a server offering `capabilities`.
+    fn ready(capabilities: Value) -> Self {
+        let mut h = Harness::new();
+        h.session.start(h.now);
+        h.pump();
+        h.receive(json!({"jsonrpc": "2.0", "id": 0, "result": {
+            "protocolVersion": "2025-11-25", "capabilities": capabilities,
+            "serverInfo": {"name": "fake", "version": "1"}}}));
+        h.sent.clear();
+        h.settled.clear();
+        h
+    }
+
+    fn call(&mut self, options: RequestOptions) -> Id {
+        let params = serde_json::value::to_raw_value(&json!({"name": "t"})).unwrap();
+        let id = self
+            .session
+            .request("tools/call", Some(params), options, self.now)
+            .unwrap();
+        self.pump();
+        id
+    }
+
+    fn failure(&self, id: &Id) -> &Failure {
+        let settled = self.settled.iter().find(|s| &s.id == id).expect("settled");
+        settled.outcome.as_ref().expect_err("a failure")
+    }
+}
+
+fn secs(n: u64) -> Duration {
+    Duration::from_secs(n)
+}
+
+#[test]
+fn handshake_offers_latest_and_accepts_a_downgrade() {
+    let mut h = Harness::new();
+    h.session.start(h.now);
+    h.pump();
+    assert_eq!(h.sent.len(), 1);
+    let init = &h.sent[0];
+    assert_eq!(init["method"], "initialize");
+    assert_eq!(init["params"]["protocolVersion"], "2025-11-25");
+    assert_eq!(init["params"]["clientInfo"]["name"], "mcpwire");
+    assert!(matches!(h.session.phase(), Phase::Initializing));
+    h.receive(json!({"jsonrpc": "2.0", "id": init["id"], "result": {
+        "protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
+        "serverInfo": {"name": "s", "version": "1"}}}));
+    assert_eq!(
+        h.session.protocol_version(),
+        Some(ProtocolVersion::V2025_06_18)
+    );
+    assert_eq!(
+        h.sent[1],
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    );
+    assert!(h.settled[0].outcome.is_ok());
+    assert_eq!(h.session.server().unwrap().server_info.name, "s");
+}
+
+#[test]
+fn an_unaccepted_version_closes_the_session_with_a_known_outcome() {
+    let mut h = Harness::new();
+    h.session.start(h.now);
+    h.pump();
+    h.receive(json!({"jsonrpc": "2.0", "id": 0, "result": {
+        "protocolVersion": "2024-11-05", "capabilities": {},
+        "serverInfo": {"name": "old", "version": "1"}}}));
+    let failure = h.failure(&Id::Number(0));
+    assert_eq!(failure.kind, FailureKind::UnsupportedVersion);
+    assert!(failure.detail.contains("2024-11-05"), "{failure}");
+    assert!(!failure.outcome_unknown());
+    assert!(matches!(h.session.phase(), Phase::Closed));
+    assert_eq!(h.sent.len(), 1, "no initialized notification");
+}
+
+#[test]
+fn the_legacy_version_is_accepted_when_configured() {
+    let mut config = Config::default();
+    config.accepted_versions.push(ProtocolVersion::V2024_11_05);
+    let mut h = Harness::with_config(config);
+    h.session.start(h.now);
+    h.pump();
+    h.receive(json!({"jsonrpc": "2.0", "id": 0, "result": {
+        "protocolVersion": "2024-11-05", "capabilities": {"tools": {}},
+        "serverInfo": {"name": "old", "version": "1"}}}));
+    assert_eq!(
+        h.session.protocol_version(),
+        Some(ProtocolVersion::V2024_11_05)
+    );
+}
+
+#[test]
+fn a_malformed_initialize_result_is_a_protocol_failure() {
+    let mut h = Harness::new();
+    h.session.start(h.now);
+    h.pump();
+    h.receive(json!({"jsonrpc": "2.0", "id": 0, "result": {"hello": "world"}}));
+    assert_eq!(h.failure(&Id::Number(0)).kind, FailureKind::Protocol);
+    assert!(matches!(h.session.phase(), Phase::Closed));
+}
+
+#[test]
+fn an_initialize_error_response_is_a_server_error() {
+    let mut h = Harness::new();
+    h.session.start(h.now);
+    h.pump();
+    h.receive(json!({"jsonrpc": "2.0", "id": 0, "error": {"code": -32602, "message": "bad"}}));
+    let failure = h.failure(&Id::Number(0));
+    assert_eq!(failure.kind, FailureKind::ServerError { code: -32602 });
+    assert!(failure.detail.contains("bad"));
+}
+
+#[test]
+fn initialize_timeout_closes_without_a_cancel_notification() {
+    let mut h = Harness::new();
+    h.session.start(h.now);
+    h.pump();
+    assert_eq!(h.session.poll_timeout(), Some(h.now + secs(30)));
+    h.advance(secs(30));
+    assert_eq!(h.failure(&Id::Number(0)).kind, FailureKind::Timeout);
+    assert_eq!(
+        h.sent.len(),
+        1,
+        "initialize must not be cancelled by notification"
+    );
+    assert!(matches!(h.session.phase(), Phase::Closed));
+}
+
+#[test]
+fn requests_are_refused_before_the_handshake_and_without_capability() {
+    let mut h = Harness::new();
+    let refused = h.session.request(
+        "tools/list",
+        None,
+        RequestOptions::with_timeout(secs(1)),
+        h.now,
+    );
+    assert_eq!(refused, Err(RequestError::NotReady));
+    let mut h = Harness::ready(json!({"prompts": {}}));
+    let refused = h.session.request(
+        "tools/list",
+        None,
+        RequestOptions::with_timeout(secs(1)),
+        h.now,
+    );
+    assert!(matches!(
+        refused,
+        Err(RequestError::CapabilityMissing {
+            capability: "tools",
+            ..
+        })
+    ));
+    h.pump();
+    assert!(h.sent.is_empty());
+    // Methods outside any capability, such as ping, are always allowed.
+    assert!(
+        h.session
+            .request("ping", None, RequestOptions::with_timeout(secs(1)), h.now)
+            .is_ok()
+    );
+}
+
+#[test]
+fn responses_are_matched_by_id_in_any_order_and_late_ones_dropped() {
+    let mut h = Harness::ready(json!({"tools": {}}));
+    let a = h.call(RequestOptions::with_timeout(secs(5)));
+    let b = h.call(RequestOptions::with_timeout(secs(5)));
+    assert_ne!(a, b);
+    h.receive(json!({"jsonrpc": "2.0", "id": h.sent[1]["id"], "result": {"content": []}}));
+    assert_eq!(h.settled.len(), 1);
+    assert_eq!(h.settled[0].id, b);
+    h.receive(json!({"jsonrpc": "2.0", "id": h.sent[0]["id"], "result": {"content": []}}));
+    assert_eq!(h.settled[1].id, a);
+    // A repeat, and an id nobody asked for, are dropped.
+    h.receive(json!({"jsonrpc": "2.0", "id": h.sent[0]["id"], "result": {}}));
+    h.receive(json!({"jsonrpc": "2.0", "id": "nobody", "result": {}}));
+    assert_eq!(h.settled.len(), 2);
+    assert_eq!(h.session.dropped_responses(), 2);
+}
+
+#[test]
+fn progress_is_routed_by_token_and_resets_the_idle_deadline() {
+    let mut h = Harness::ready(json!({"tools": {}}));
+    let id = h.call(RequestOptions {
+        timeout: secs(60),
+        idle_timeout: Some(secs(5)),
+        progress_token: Some(Id::String("call-1".into())),
+    });
+    assert_eq!(h.session.poll_timeout(), Some(h.now + secs(5)));
+    h.advance(secs(4));
+    h.receive(json!({"jsonrpc": "2.0", "method": "notifications/progress",
+        "params": {"progressToken": "call-1", "progress": 1, "total": 3}}));
+    h.receive(json!({"jsonrpc": "2.0", "method": "notifications/progress",
+        "params": {"progressToken": "someone-else", "progress": 9}}));
+    assert_eq!(h.progress, vec![(id.clone(), 1.0)]);
+    assert_eq!(h.session.poll_timeout(), Some(h.now + secs(5)));
+    h.advance(secs(4));
+    assert!(h.settled.is_empty(), "the idle deadline moved");
+    h.advance(secs(1));
+    let failure = h.failure(&id);
+    assert_eq!(failure.kind, FailureKind::IdleTimeout);
+    assert!(failure.outcome_unknown());
+}
+
+#[test]
+fn the_hard_deadline_caps_an_idle_timer_kept_alive_by_progress() {
+    let mut h = Harness::ready(json!({"tools": {}}));
+    let id = h.call(RequestOptions {
+        timeout: secs(10),
+        idle_timeout: Some(secs(3)),
+        progress_token: Some(Id::Number(77)),
+    });
+    for _ in 0..5 {
+        h.advance(secs(2));
+        h.receive(json!({"jsonrpc": "2.0", "method": "notifications/progress",
+            "params": {"progressToken": 77, "progress": 1}}));
+    }
+    assert_eq!(h.failure(&id).kind, FailureKind::Timeout);
+}
+
+#[test]
+fn a_timeout_after_sending_cancels_on_the_wire_and_drops_the_late_response() {
+    let mut h = Harness::ready(json!({"tools": {}}));
+    let id = h.call(RequestOptions::with_timeout(secs(3)));
+    h.advance(secs(3));
+    let failure = h.failure(&id);
+    assert_eq!(
+        (failure.kind.clone(), failure.delivery),
+        (FailureKind::Timeout, Delivery::MayHaveReached)
+    );
+    assert!(failure.outcome_unknown());
+    let cancel = h.sent.last().unwrap();
+    assert_eq!(cancel["method"], "notifications/cancelled");
+    assert_eq!(cancel["params"]["requestId"], h.sent[0]["id"]);
+    h.receive(json!({"jsonrpc": "2.0", "id": h.sent[0]["id"], "result": {"content": []}}));
+    assert_eq!(h.settled.len(), 1);
+    assert_eq!(h.session.dropped_responses(), 1);
+}
+
+#[test]
+fn cancelling_a_request_not_yet_handed_out_withdraws_it() {
+    let mut h = Harness::ready(json!({"tools": {}}));
+    let id = h
+        .session
+        .request(
+            "tools/call",
+            None,
+            RequestOptions::with_timeout(secs(3)),
+            h.now,
+        )
+        .unwrap();
+    h.session.cancel(&id, "user interrupt");
+    h.pump();
+    assert!(h.sent.is_empty(), "nothing may be sent: {:?}", h.sent);
+    let failure = h.failure(&id);
+    assert_eq!(
+        (failure.kind.clone(), failure.delivery),
+        (FailureKind::Cancelled, Delivery::NotSent)
+    );
+    assert!(!failure.outcome_unknown());
+}
+
+#[test]
+fn cancelling_a_sent_request_notifies_the_server_once() {
+    let mut h = Harness::ready(json!({"tools": {}}));
+    let id = h.call(RequestOptions::with_timeout(secs(3)));
+    h.session.cancel(&id, "user interrupt");
+    h.session.cancel(&id, "again");
+    h.pump();
+    let cancels: Vec<_> = h
+        .sent
+        .iter()
+        .filter(|m| m["method"] == "notifications/cancelled")
+        .collect();
+    assert_eq!(cancels.len(), 1);
+    assert_eq!(cancels[0]["params"]["reason"], "user interrupt");
+    assert_eq!(h.settled.len(), 1);
+    assert!(h.session.poll_timeout().is_none());
+}
+
+#[test]
+fn server_requests_are_answered() {
+    let mut h = Harness::ready(json!({"tools": {}}));
+    h.receive(json!({"jsonrpc": "2.0", "id": "p1", "method": "ping"}));
+    assert_eq!(
+        h.sent[0],
+        json!({"jsonrpc": "2.0", "id": "p1", "result": {}})
+    );
+    h.receive(
+        json!({"jsonrpc": "2.0", "id": 5, "method": "sampling/createMessage",
+        "params": {"messages": [], "maxTokens": 1}}),
+    );
+    assert_eq!(h.sent[1]["id"], 5);
+    assert_eq!(h.sent[1]["error"]["code"], -32601);
+    h.receive(json!({"jsonrpc": "2.0", "id": 6, "method": "roots/list"}));
+    assert_eq!(h.sent[2]["error"]["code"], -32601);
+}
+
+#[test]
+fn sampling_does_not_disturb_a_call_in_flight() {
+    let mut h = Harness::ready(json!({"tools": {}}));
+    let id = h.call(RequestOptions::with_timeout(secs(3)));
+    h.receive(
+        json!({"jsonrpc": "2.0", "id": 9, "method": "sampling/createMessage",
+        "params": {}}),
+    );
+    assert!(h.session.is_pending(&id));
+    h.receive(json!({"jsonrpc": "2.0", "id": h.sent[0]["id"], "result": {"content": []}}));
+    assert!(h.settled[0].outcome.is_ok());
+}
+
+#[test]
+fn elicitation_during_a_call_ends_the_call_with_its_outcome_unknown() {
+    let mut h = Harness::ready(json!({"tools": {}}));
+    let id = h.call(RequestOptions::with_timeout(secs(30)));
+    h.receive(
+        json!({"jsonrpc": "2.0", "id": 3, "method": "elicitation/create",
+        "params": {"message": "Approve?", "requestedSchema": {"type": "object"}}}),
+    );
+    let failure = h.failure(&id);
+    assert_eq!(failure.kind, FailureKind::ElicitationRequested);
+    assert!(failure.outcome_unknown());
+    let methods: Vec<_> = h.sent.iter().map(|m| m["method"].clone()).collect();
+    assert!(
+        methods.contains(&json!("notifications/cancelled")),
+        "{methods:?}"
+    );
+    let answer = h.sent.iter().find(|m| m["id"] == 3).unwrap();
+    assert_eq!(answer["error"]["code"], -32601);
+}
+
+#[test]
+fn notifications_for_the_host_pass_and_unknown_ones_are_ignored() {
+    let mut h = Harness::ready(json!({"tools": {}}));
+    h.receive(json!({"jsonrpc": "2.0", "method": "notifications/message",
+        "params": {"level": "info", "data": "hi"}}));
+    h.receive(json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
+    h.receive(json!({"jsonrpc": "2.0", "method": "notifications/whatever", "params": {}}));
+    h.receive(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 99}}),
+    );
+    assert_eq!(
+        h.notifications,
+        vec!["notifications/message", "notifications/tools/list_changed"]
+    );
+    assert!(h.sent.is_empty());
+}
+
+#[test]
+fn transport_failures_keep_their_delivery_facts() {
+    let mut h = Harness::ready(json!({"tools": {}}));
+    let cases = [
+        (FailureKind::Connect, Delivery::NotSent, false),
+        (
+            FailureKind::Unauthorized { status: 401 },
+            Delivery::Refused,
+            false,
+        ),
+        (FailureKind::SessionExpired, Delivery::Refused, false),
+        (FailureKind::ConnectionLost, Delivery::MayHaveReached, true),
+        (FailureKind::Protocol, Delivery::Answered, true),
+        (FailureKind::LimitExceeded, Delivery::Answered, true),
+    ];
+    for (kind, delivery, unknown) in cases {
+        let id = h.call(RequestOptions::with_timeout(secs(3)));
+        h.session
+            .fail_request(&id, Failure::new(kind.clone(), delivery, "x"));
+        h.pump();
+        let failure = h.failure(&id);
+        assert_eq!((&failure.kind, failure.delivery), (&kind, delivery));
+        assert_eq!(failure.outcome_unknown(), unknown, "{kind:?}");
+        assert!(!h.session.is_pending(&id));
+    }
+    assert!(
+        !h.sent
+            .iter()
+            .any(|m| m["method"] == "notifications/cancelled")
+    );
+}
+
+#[test]
+fn a_server_error_response_is_a_known_outcome() {
+    let mut h = Harness::ready(json!({"tools": {}}));
+    let id = h.call(RequestOptions::with_timeout(secs(3)));
+    h.receive(json!({"jsonrpc": "2.0", "id": h.sent[0]["id"],
+        "error": {"code": -32602, "message": "Unknown tool", "data": {"tool": "t"}}}));
+    let failure = h.failure(&id);
+    assert_eq!(failure.kind, FailureKind::ServerError { code: -32602 });
+    assert!(!failure.outcome_unknown());
+    assert!(failure.detail.contains("Unknown tool"));
+}
+
+#[test]
+fn close_settles_everything_and_sends_nothing_more() {
+    let mut h = Harness::ready(json!({"tools": {}}));
+    let sent = h.call(RequestOptions::with_timeout(secs(3)));
+    let queued = h
+        .session
+        .request(
+            "tools/call",
+            None,
+            RequestOptions::with_timeout(secs(3)),
+            h.now,
+        )
+        .unwrap();
+    h.session.close();
+    h.pump();
+    assert_eq!(h.sent.len(), 1, "the queued request is withdrawn");
+    assert_eq!(h.failure(&sent).delivery, Delivery::MayHaveReached);
+    assert_eq!(h.failure(&queued).delivery, Delivery::NotSent);
+    h.receive(json!({"jsonrpc": "2.0", "id": "p", "method": "ping"}));
+    assert_eq!(h.sent.len(), 1, "a closed session answers nothing");
+}
+
+#[test]
+fn the_pending_limit_refuses_without_sending() {
+    let config = Config {
+        max_pending_requests: 2,
+        ..Config::default()
+    };
+    let mut h = Harness::with_config(config);
+    h.session.start(h.now);
+    h.pump();
+    h.receive(json!({"jsonrpc": "2.0", "id": 0, "result": {
+        "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+        "serverInfo": {"name": "s", "version": "1"}}}));
+    h.call(RequestOptions::with_timeout(secs(3)));
+    h.call(RequestOptions::with_timeout(secs(3)));
+    let third = h.session.request(
+        "tools/call",
+        None,
+        RequestOptions::with_timeout(secs(3)),
+        h.now,
+    );
+    assert_eq!(third, Err(RequestError::TooManyPending { limit: 2 }));
+}
+
+#[test]
+fn resumption_needs_an_event_id() {
+    let mut r = Resumption::new(ResumePolicy::default());
+    let now = Instant::now();
+    assert_eq!(r.next_attempt(now, 0.5), None);
+    r.observe("", None);
+    assert_eq!(r.next_attempt(now, 0.5), None);
+}
+
+#[test]
+fn resumption_honours_the_server_retry_exactly() {
+    let mut r = Resumption::new(ResumePolicy::default());
+    let now = Instant::now();
+    r.observe("event-1", Some(500));
+    for jitter in [0.0, 0.99] {
+        assert_eq!(
+            r.next_attempt(now, jitter),
+            Some(now + Duration::from_millis(500))
+        );
+    }
+    assert_eq!(r.last_event_id(), "event-1");
+}
+
+#[test]
+fn resumption_backs_off_with_jitter_up_to_a_cap_then_gives_up() {
+    let policy = ResumePolicy {
+        max_attempts: 4,
+        initial_delay: Duration::from_millis(100),
+        max_delay: Duration::from_millis(300),
+    };
+    let mut r = Resumption::new(policy);
+    let now = Instant::now();
+    r.observe("e", None);
+    let waits: Vec<Duration> = (0..4)
+        .map(|_| r.next_attempt(now, 1.0).unwrap() - now)
+        .collect();
+    assert_eq!(
+        waits,
+        [100, 200, 300, 300].map(Duration::from_millis).to_vec()
+    );
+    assert_eq!(r.next_attempt(now, 1.0), None);
+    let mut r = Resumption::new(policy);
+    r.observe("e", None);
+    assert_eq!(
+        r.next_attempt(now, 0.0),
+        Some(now + Duration::from_millis(50))
+    );
+}
+
+#[test]
+fn resumption_attempts_that_bring_events_do_not_count() {
+    let policy = ResumePolicy {
+        max_attempts: 2,
+        ..ResumePolicy::default()
+    };
+    let mut r = Resumption::new(policy);
+    let now = Instant::now();
+    for n in 0..10 {
+        r.observe(&format!("e{n}"), None);
+        assert!(r.next_attempt(now, 0.5).is_some(), "attempt {n}");
+    }
+    assert!(r.next_attempt(now, 0.5).is_some());
+    assert!(r.next_attempt(now, 0.5).is_none());
+}
+
+/// Random operations; invariants: every request settles exactly once, a request is never
+/// reported as having reached the server unless it was handed out, and nothing stays pending
+/// after close.
+#[test]
+fn random_operation_sequences_keep_the_invariants() {
+    let mut state = 0x1234_5678_9ABC_DEF1_u64;
+    let mut rand = move |n: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % n
+    };
+    for _ in 0..2_000 {
+        let mut h = Harness::ready(json!({"tools": {}}));
+        let mut made: Vec<Id> = Vec::new();
+        let mut handed_out: HashMap<Id, bool> = HashMap::new();
+        for _ in 0..rand(40) {
+            match rand(7) {
+                0 | 1 => {
+                    let options = RequestOptions {
+                        timeout: Duration::from_millis(1 + rand(5000)),
+                        idle_timeout: (rand(2) == 0).then(|| Duration::from_millis(1 + rand(900))),
+                        progress_token: Some(Id::Number(made.len() as i64)),
+                    };
+                    let id = h
+                        .session
+                        .request("tools/call", None, options, h.now)
+                        .unwrap();
+                    made.push(id);
+                }
+                2 => {
+                    // Drain some outputs, noting what was handed to the transport.
+                    for _ in 0..rand(4) {
+                        match h.session.poll_output() {
+                            Some(Output::Transmit(t)) => {
+                                if let Some(id) = t.request_id() {
+                                    handed_out.insert(id.clone(), true);
+                                }
+                            }
+                            Some(Output::Settled(s)) => h.settled.push(s),
+                            _ => {}
+                        }
+                    }
+                }
+                3 if !made.is_empty() => {
+                    let id = &made[rand(made.len() as u64) as usize];
+                    let reply = if rand(2) == 0 {
+                        json!({"jsonrpc": "2.0", "id": id, "result": {}})
+                    } else {
+                        json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                            "params": {"progressToken": id, "progress": 1}})
+                    };
+                    let text = reply.to_string();
+                    let message = jsonrpc::decode_message(text.as_bytes()).unwrap();
+                    h.session.handle_message(message, h.now);
+                }
+                4 => {
+                    h.now += Duration::from_millis(rand(1500));
+                    h.session.handle_timeout(h.now);
+                }
+                5 if !made.is_empty() => {
+                    let id = made[rand(made.len() as u64) as usize].clone();
+                    if rand(2) == 0 {
+                        h.session.cancel(&id, "test");
+                    } else {
+                        h.session.fail_request(
+                            &id,
+                            Failure::new(
+                                FailureKind::ConnectionLost,
+                                Delivery::MayHaveReached,
+                                "x",
+                            ),
+                        );
+                    }
+                }
+                _ => {}
+            }
+        }
+        h.session.close();
+        while let Some(output) = h.session.poll_output() {
+            if let Output::Settled(s) = output {
+                h.settled.push(s);
+            }
+        }
+        for id in &made {
+            let settled: Vec<_> = h.settled.iter().filter(|s| &s.id == id).collect();
+            assert_eq!(
+                settled.len(),
+                1,
+                "request {id} settled {} times",
+                settled.len()
+            );
+            if let Err(failure) = &settled[0].outcome {
+                let transport_said = failure.kind == FailureKind::ConnectionLost;
+                if failure.delivery != Delivery::NotSent && !transport_said {
+                    assert!(
+                        handed_out.contains_key(id),
+                        "{id} reported {:?} but was never handed out",
+                        failure.delivery
+                    );
+                }
+            }
+        }
+        assert!(h.session.poll_timeout().is_none());
+    }
+}
