@@ -1,0 +1,4 @@
+//! Support code for the integration tests: in-process servers and peers.
+
+pub mod fault_server;
+pub mod peers;

@@ -1,0 +1,675 @@
+//! Real MCP servers written by others, run as child processes for interop tests.
+//!
+//! `scripts/install-peers` installs them into [`peers_dir`]: the official TypeScript
+//! `@modelcontextprotocol/server-everything`, and two venvs with the official Python SDK (`mcp` 2.x
+//! and 1.x) that run our own `tests/peers/py_server.py`. A test asks [`require`] first: without the
+//! peers it is skipped with a note on stderr, unless `MCPWIRE_REQUIRE_PEERS=1` (the project's test
+//! script, so CI), which turns a missing peer into a failure.
+//!
+//! ```ignore
+//! if !peers::require(Peer::Python(Sdk::V2)) {
+//!     return;
+//! }
+//! let server = PeerServer::python(Sdk::V2, &["--json-response"]);
+//! // ... talk to server.url (http://127.0.0.1:PORT/mcp) ...
+//! // dropping `server` kills its whole process group
+//! ```
+//!
+//! Every server listens on 127.0.0.1 only, on a free port picked here. Its stdout and stderr go to
+//! a log file under the target directory ([`PeerServer::log_path`]); a failure to start panics with
+//! the tail of that log. Only std is used: processes, a TCP connect for readiness, `kill` for the
+//! process group.
+
+#![allow(
+    dead_code,
+    reason = "test support: each interop test uses only some of the helpers"
+)]
+#![allow(
+    clippy::disallowed_methods,
+    reason = "a process driver: waiting for a child process needs the clock"
+)]
+
+use std::fs::{self, File};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+/// How long a server may take to accept connections.
+const START_DEADLINE: Duration = Duration::from_secs(20);
+/// How often readiness and exit are polled.
+const POLL: Duration = Duration::from_millis(50);
+/// How long a server gets after SIGTERM before its process group gets SIGKILL.
+const STOP_GRACE: Duration = Duration::from_secs(3);
+/// How many lines of the server's log a failure message shows.
+const LOG_TAIL_LINES: usize = 40;
+
+/// What skip and failure messages tell the reader to do.
+const INSTALL_HINT: &str = "run scripts/install-peers";
+
+/// Which major version of the official Python SDK runs `py_server.py`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sdk {
+    /// `mcp` 1.x (`FastMCP`), in `venv-v1`.
+    V1,
+    /// `mcp` 2.x (`MCPServer`), in `venv-v2`.
+    V2,
+}
+
+impl Sdk {
+    fn venv(self) -> &'static str {
+        match self {
+            Sdk::V1 => "venv-v1",
+            Sdk::V2 => "venv-v2",
+        }
+    }
+}
+
+/// An installable peer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Peer {
+    /// `@modelcontextprotocol/server-everything` (npm).
+    Everything,
+    /// `tests/peers/py_server.py` on the official Python SDK.
+    Python(Sdk),
+}
+
+impl Peer {
+    /// The name of the marker file `scripts/install-peers` writes when the component is complete.
+    fn marker(self) -> &'static str {
+        match self {
+            Peer::Everything => ".installed-everything",
+            Peer::Python(Sdk::V1) => ".installed-venv-v1",
+            Peer::Python(Sdk::V2) => ".installed-venv-v2",
+        }
+    }
+
+    /// The file that must exist for the peer to run.
+    fn entry_point(self) -> PathBuf {
+        match self {
+            Peer::Everything => everything_main(),
+            Peer::Python(sdk) => python_bin(sdk),
+        }
+    }
+
+    fn is_installed(self) -> bool {
+        peers_dir().join(self.marker()).is_file() && self.entry_point().is_file()
+    }
+}
+
+/// Where `scripts/install-peers` put the peers: `$MCPWIRE_PEERS_DIR`, else `<repo>/target/peers`.
+pub fn peers_dir() -> PathBuf {
+    match std::env::var_os("MCPWIRE_PEERS_DIR") {
+        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+        _ => Path::new(env!("CARGO_MANIFEST_DIR")).join("target/peers"),
+    }
+}
+
+/// True when `peer` is installed. When it is not: panics if `MCPWIRE_REQUIRE_PEERS=1`, else
+/// prints a skip note to stderr and returns false (the test should then return early).
+pub fn require(peer: Peer) -> bool {
+    if peer.is_installed() {
+        return true;
+    }
+    let what = format!("{peer:?} is not installed in {}", peers_dir().display());
+    if std::env::var("MCPWIRE_REQUIRE_PEERS").as_deref() == Ok("1") {
+        panic!("{what}: {INSTALL_HINT} (MCPWIRE_REQUIRE_PEERS=1 forbids skipping)");
+    }
+    // Written past the test harness's output capture, so a plain `cargo test` shows the skip.
+    let _ = writeln!(
+        std::io::stderr(),
+        "SKIPPED: {what}; {INSTALL_HINT} to run this interop test"
+    );
+    false
+}
+
+fn repo_path(relative: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(relative)
+}
+
+fn everything_main() -> PathBuf {
+    peers_dir().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+}
+
+fn python_bin(sdk: Sdk) -> PathBuf {
+    peers_dir().join(sdk.venv()).join("bin/python")
+}
+
+fn py_server_script() -> PathBuf {
+    repo_path("tests/peers/py_server.py")
+}
+
+/// `name` resolved on `PATH`, or `name` itself when it is not found there.
+fn find_program(name: &str) -> PathBuf {
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|dir| dir.join(name))
+        .find(|path| path.is_file())
+        .unwrap_or_else(|| PathBuf::from(name))
+}
+
+/// The program and arguments that run `py_server.py` over stdio on the given SDK.
+pub fn python_stdio_command(sdk: Sdk) -> (PathBuf, Vec<String>) {
+    let args = vec![
+        py_server_script().display().to_string(),
+        "--transport".to_owned(),
+        "stdio".to_owned(),
+    ];
+    (python_bin(sdk), args)
+}
+
+/// The program and arguments that run server-everything over stdio. (Its `gzip-file-as-resource`
+/// tool fetches an https URL by default; call it with a `data:` URI.)
+pub fn everything_stdio_command() -> (PathBuf, Vec<String>) {
+    let args = vec![everything_main().display().to_string(), "stdio".to_owned()];
+    (find_program("node"), args)
+}
+
+/// A peer server process listening on 127.0.0.1; dropping it kills its whole process group.
+#[derive(Debug)]
+pub struct PeerServer {
+    /// The MCP endpoint: `http://127.0.0.1:PORT/mcp` (Streamable HTTP) or `.../sse` (HTTP+SSE).
+    pub url: String,
+    /// The TCP port on 127.0.0.1.
+    pub port: u16,
+    child: Child,
+    log: PathBuf,
+}
+
+impl PeerServer {
+    /// server-everything with `transport` `"streamableHttp"` (endpoint `/mcp`) or `"sse"` (the
+    /// legacy HTTP+SSE transport: `GET /sse`, then POSTs to the announced `/message?sessionId=...`).
+    pub fn everything(transport: &str) -> PeerServer {
+        let path = match transport {
+            "streamableHttp" => "/mcp",
+            "sse" => "/sse",
+            other => {
+                panic!("server-everything transport {other:?}: use \"streamableHttp\" or \"sse\"")
+            }
+        };
+        assert!(
+            Peer::Everything.is_installed(),
+            "server-everything is not installed in {}: {INSTALL_HINT}",
+            peers_dir().display()
+        );
+        PeerServer::start(&format!("everything-{transport}"), path, |port| {
+            let mut cmd = Command::new(find_program("node"));
+            // server-everything calls app.listen(PORT) without a host: the preload pins it to loopback.
+            cmd.arg("--require")
+                .arg(repo_path("tests/peers/loopback.cjs"))
+                .arg(everything_main())
+                .arg(transport)
+                .env("PORT", port.to_string())
+                // Its gzip tool may then only fetch from loopback (its default URL is on GitHub).
+                .env("GZIP_ALLOWED_DOMAINS", "localhost,127.0.0.1");
+            cmd
+        })
+    }
+
+    /// `tests/peers/py_server.py` on the given SDK, with extra arguments (`--json-response`,
+    /// `--stateless`, `--event-store`, `--retry-ms N`, `--page-size N`, `--drop-stream-after N`,
+    /// `--transport sse`). The endpoint is `/mcp`, or `/sse` with `--transport sse`.
+    pub fn python(sdk: Sdk, args: &[&str]) -> PeerServer {
+        assert!(
+            Peer::Python(sdk).is_installed(),
+            "the Python SDK {sdk:?} is not installed in {}: {INSTALL_HINT}",
+            peers_dir().display()
+        );
+        let sse = args.windows(2).any(|w| w == ["--transport", "sse"])
+            || args.contains(&"--transport=sse");
+        let path = if sse { "/sse" } else { "/mcp" };
+        let name = format!("py-{}", sdk.venv().trim_start_matches("venv-"));
+        PeerServer::start(&name, path, |port| {
+            let mut cmd = Command::new(python_bin(sdk));
+            cmd.arg(py_server_script())
+                .arg("--port")
+                .arg(port.to_string())
+                .args(args)
+                .env("PYTHONUNBUFFERED", "1")
+                .env("PYTHONDONTWRITEBYTECODE", "1");
+            cmd
+        })
+    }
+
+    /// The file that holds the server's stdout and stderr.
+    pub fn log_path(&self) -> &Path {
+        &self.log
+    }
+
+    /// The last `lines` lines of the server's log.
+    pub fn log_tail(&self, lines: usize) -> String {
+        tail(&self.log, lines)
+    }
+
+    /// Starts the command that `build(port)` makes on a free port and waits until it accepts
+    /// connections. A port taken between our probe and the server's bind is retried.
+    fn start(name: &str, path: &str, build: impl Fn(u16) -> Command) -> PeerServer {
+        const ATTEMPTS: usize = 3;
+        for attempt in 1..=ATTEMPTS {
+            let port = free_port();
+            let log = log_file(name, port);
+            let mut cmd = build(port);
+            let out =
+                File::create(&log).unwrap_or_else(|e| panic!("create {}: {e}", log.display()));
+            let err = out.try_clone().expect("clone log file handle");
+            cmd.stdin(Stdio::null())
+                .stdout(out)
+                .stderr(err)
+                .process_group(0);
+            let child = cmd
+                .spawn()
+                .unwrap_or_else(|e| panic!("{name}: cannot start {cmd:?}: {e}"));
+            let mut server = PeerServer {
+                url: format!("http://127.0.0.1:{port}{path}"),
+                port,
+                child,
+                log,
+            };
+            match server.wait_ready() {
+                Ok(()) => return server,
+                Err(why) => {
+                    let tail = server.log_tail(LOG_TAIL_LINES);
+                    drop(server); // stops whatever is left of it
+                    let port_taken = tail.contains("already in use") || tail.contains("EADDRINUSE");
+                    if port_taken && attempt < ATTEMPTS {
+                        continue;
+                    }
+                    panic!("{name} on port {port}: {why}; last lines of its log:\n{tail}");
+                }
+            }
+        }
+        unreachable!("the last attempt panics")
+    }
+
+    fn wait_ready(&mut self) -> Result<(), String> {
+        let addr = SocketAddr::from(([127, 0, 0, 1], self.port));
+        let deadline = Instant::now() + START_DEADLINE;
+        loop {
+            if let Some(status) = self.child.try_wait().map_err(|e| e.to_string())? {
+                return Err(format!("exited before accepting connections ({status})"));
+            }
+            if TcpStream::connect_timeout(&addr, POLL).is_ok() {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "not accepting connections after {START_DEADLINE:?}"
+                ));
+            }
+            sleep(POLL);
+        }
+    }
+}
+
+impl Drop for PeerServer {
+    fn drop(&mut self) {
+        let group = format!("-{}", self.child.id());
+        signal_group("TERM", &group);
+        let deadline = Instant::now() + STOP_GRACE;
+        // Reap the leader first: a zombie would still count as a member of the group.
+        while self.child.try_wait().ok().flatten().is_none() || group_alive(&group) {
+            if Instant::now() >= deadline {
+                signal_group("KILL", &group);
+                let _ = self.child.wait();
+                break;
+            }
+            sleep(POLL);
+        }
+    }
+}
+
+/// Sends `signal` to the process group `group` (`-PGID`) with kill(1); errors are ignored.
+fn signal_group(signal: &str, group: &str) {
+    let _ = Command::new("kill")
+        .args([&format!("-{signal}"), "--", group])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+}
+
+/// Whether any process of the group still exists (`kill -0 -PGID`).
+fn group_alive(group: &str) -> bool {
+    Command::new("kill")
+        .args(["-0", "--", group])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// A port that was free on 127.0.0.1 a moment ago.
+fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    listener.local_addr().expect("local addr").port()
+}
+
+/// A fresh log file path under the target directory.
+fn log_file(name: &str, port: u16) -> PathBuf {
+    static SEQ: AtomicUsize = AtomicUsize::new(0);
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("peer-logs");
+    fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("create {}: {e}", dir.display()));
+    let seq = SEQ.fetch_add(1, Ordering::Relaxed);
+    dir.join(format!("{name}-{}-{seq}-{port}.log", std::process::id()))
+}
+
+fn tail(path: &Path, lines: usize) -> String {
+    let mut text = String::new();
+    if let Ok(mut file) = File::open(path) {
+        let mut bytes = Vec::new();
+        let _ = file.read_to_end(&mut bytes);
+        text = String::from_utf8_lossy(&bytes).into_owned();
+    }
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{BufRead, BufReader};
+    use std::process::ChildStdin;
+
+    const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"mcpwire-peers-test","version":"0"}}}"#;
+    const IO_TIMEOUT: Duration = Duration::from_secs(10);
+
+    /// A hand-written HTTP/1.1 request with `Connection: close`. Reads until the server closes
+    /// the connection or `done(response so far)`; returns the status and the raw response (head
+    /// and body, chunked or not).
+    fn http(
+        port: u16,
+        request_line: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+        done: impl Fn(&str) -> bool,
+    ) -> (u16, String) {
+        let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        stream
+            .set_read_timeout(Some(IO_TIMEOUT))
+            .expect("read timeout");
+        let mut request =
+            format!("{request_line} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n");
+        for (name, value) in headers {
+            request.push_str(&format!("{name}: {value}\r\n"));
+        }
+        request.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
+        stream.write_all(request.as_bytes()).expect("send request");
+        let mut response = Vec::new();
+        let mut buf = [0u8; 4096];
+        loop {
+            match stream.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => response.extend_from_slice(&buf[..n]),
+                Err(e) => panic!(
+                    "reading the response: {e}; so far: {}",
+                    String::from_utf8_lossy(&response)
+                ),
+            }
+            if done(&String::from_utf8_lossy(&response)) {
+                break;
+            }
+        }
+        let text = String::from_utf8_lossy(&response).into_owned();
+        let status = text
+            .strip_prefix("HTTP/1.1 ")
+            .and_then(|rest| rest.get(..3))
+            .and_then(|code| code.parse().ok())
+            .unwrap_or_else(|| panic!("not an HTTP/1.1 response: {text:?}"));
+        (status, text)
+    }
+
+    fn post_initialize_to(port: u16, path: &str) -> (u16, String) {
+        let headers = [
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+        ];
+        http(port, &format!("POST {path}"), &headers, INITIALIZE, |_| {
+            false
+        })
+    }
+
+    fn post_initialize(server: &PeerServer) {
+        let path = server
+            .url
+            .trim_start_matches(&format!("http://127.0.0.1:{}", server.port));
+        let (status, response) = post_initialize_to(server.port, path);
+        assert_eq!(status, 200, "initialize answered {response}");
+        assert!(
+            response.contains(r#""protocolVersion""#),
+            "no protocolVersion in {response}"
+        );
+        assert!(
+            response.contains(r#""serverInfo""#),
+            "no serverInfo in {response}"
+        );
+    }
+
+    /// The legacy transport's GET stream opens with an `endpoint` event naming the POST URL.
+    fn get_sse_endpoint(server: &PeerServer) -> String {
+        // The stream stays open: stop once the event's data line is complete.
+        let endpoint_seen = |so_far: &str| {
+            so_far
+                .split_once("event: endpoint")
+                .and_then(|(_, rest)| rest.split_once("data:"))
+                .is_some_and(|(_, data)| data.contains('\n'))
+        };
+        let (status, response) = http(
+            server.port,
+            "GET /sse",
+            &[("Accept", "text/event-stream")],
+            "",
+            endpoint_seen,
+        );
+        assert_eq!(status, 200, "GET /sse answered {response}");
+        assert!(
+            response.contains("event: endpoint"),
+            "no endpoint event in {response}"
+        );
+        response
+    }
+
+    fn send_line(stdin: &mut ChildStdin, line: &str) {
+        stdin
+            .write_all(line.as_bytes())
+            .expect("write to the server's stdin");
+        stdin.write_all(b"\n").expect("write to the server's stdin");
+        stdin.flush().expect("flush the server's stdin");
+    }
+
+    /// Spawns a stdio server, sends initialize, and returns the first line it writes.
+    fn stdio_initialize(program: &Path, args: &[String]) -> String {
+        let mut child = Command::new(program)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {}: {e}", program.display()));
+        let mut stdin = child.stdin.take().expect("stdin");
+        send_line(&mut stdin, INITIALIZE);
+        let stdout = child.stdout.take().expect("stdout");
+        // Read on a thread so a silent server fails the test instead of hanging it.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        let line = rx.recv_timeout(START_DEADLINE);
+        drop(stdin); // EOF: the server should exit by itself
+        let deadline = Instant::now() + STOP_GRACE;
+        while child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+            sleep(POLL);
+        }
+        if child.try_wait().ok().flatten().is_none() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        line.unwrap_or_else(|_| {
+            panic!(
+                "{} wrote nothing within {START_DEADLINE:?}",
+                program.display()
+            )
+        })
+    }
+
+    #[test]
+    fn everything_streamable_http_answers_initialize() {
+        if !require(Peer::Everything) {
+            return;
+        }
+        let server = PeerServer::everything("streamableHttp");
+        assert!(server.url.ends_with("/mcp"), "{}", server.url);
+        post_initialize(&server);
+    }
+
+    #[test]
+    fn everything_sse_transport_announces_its_endpoint() {
+        if !require(Peer::Everything) {
+            return;
+        }
+        let server = PeerServer::everything("sse");
+        let response = get_sse_endpoint(&server);
+        assert!(response.contains("/message?sessionId="), "{response}");
+    }
+
+    #[test]
+    fn python_v2_answers_initialize() {
+        if !require(Peer::Python(Sdk::V2)) {
+            return;
+        }
+        post_initialize(&PeerServer::python(Sdk::V2, &[]));
+    }
+
+    #[test]
+    fn python_v1_answers_initialize() {
+        if !require(Peer::Python(Sdk::V1)) {
+            return;
+        }
+        post_initialize(&PeerServer::python(Sdk::V1, &[]));
+    }
+
+    #[test]
+    fn python_json_response_mode_answers_with_json() {
+        for sdk in [Sdk::V1, Sdk::V2] {
+            if !require(Peer::Python(sdk)) {
+                return;
+            }
+            let server = PeerServer::python(sdk, &["--json-response", "--stateless"]);
+            let (status, response) = post_initialize_to(server.port, "/mcp");
+            assert_eq!(status, 200, "{sdk:?}: {response}");
+            let lower = response.to_ascii_lowercase();
+            assert!(
+                lower.contains("content-type: application/json"),
+                "{sdk:?}: {response}"
+            );
+            assert!(
+                !lower.contains("mcp-session-id"),
+                "{sdk:?} stateless sent a session id: {response}"
+            );
+        }
+    }
+
+    #[test]
+    fn python_sse_transport_announces_its_endpoint() {
+        for sdk in [Sdk::V1, Sdk::V2] {
+            if !require(Peer::Python(sdk)) {
+                return;
+            }
+            let server = PeerServer::python(sdk, &["--transport", "sse"]);
+            assert!(server.url.ends_with("/sse"), "{}", server.url);
+            let response = get_sse_endpoint(&server);
+            assert!(
+                response.contains("/messages/?session_id="),
+                "{sdk:?}: {response}"
+            );
+        }
+    }
+
+    #[test]
+    fn python_stdio_answers_initialize() {
+        for sdk in [Sdk::V1, Sdk::V2] {
+            if !require(Peer::Python(sdk)) {
+                return;
+            }
+            let (program, args) = python_stdio_command(sdk);
+            let line = stdio_initialize(&program, &args);
+            assert!(line.contains(r#""id":1"#), "{sdk:?}: {line}");
+            assert!(
+                line.contains(r#""protocolVersion":"2025-11-25""#),
+                "{sdk:?}: {line}"
+            );
+        }
+    }
+
+    #[test]
+    fn everything_stdio_answers_initialize() {
+        if !require(Peer::Everything) {
+            return;
+        }
+        let (program, args) = everything_stdio_command();
+        let line = stdio_initialize(&program, &args);
+        assert!(line.contains(r#""protocolVersion":"2025-11-25""#), "{line}");
+    }
+
+    #[test]
+    fn dropping_a_server_frees_its_port_and_keeps_its_log() {
+        if !require(Peer::Python(Sdk::V2)) {
+            return;
+        }
+        let server = PeerServer::python(Sdk::V2, &[]);
+        let (port, log) = (server.port, server.log_path().to_owned());
+        let started = Instant::now();
+        drop(server);
+        assert!(
+            started.elapsed() < STOP_GRACE,
+            "stopping took {:?}",
+            started.elapsed()
+        );
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        assert!(
+            TcpStream::connect_timeout(&addr, Duration::from_secs(1)).is_err(),
+            "port {port} still accepts connections"
+        );
+        assert!(tail(&log, 50).contains("mcp 2."), "{}", tail(&log, 50));
+    }
+
+    #[test]
+    fn servers_listen_on_loopback_only() {
+        if !require(Peer::Everything) || !require(Peer::Python(Sdk::V2)) {
+            return;
+        }
+        // /proc/net/tcp lists listening sockets (state 0A) as hex local_address:port.
+        let servers = [
+            PeerServer::everything("streamableHttp"),
+            PeerServer::python(Sdk::V2, &[]),
+        ];
+        let table = fs::read_to_string("/proc/net/tcp").expect("read /proc/net/tcp")
+            + &fs::read_to_string("/proc/net/tcp6").unwrap_or_default();
+        for server in &servers {
+            let port = format!(":{:04X}", server.port);
+            let mut listening = 0;
+            for line in table.lines() {
+                let fields: Vec<&str> = line.split_whitespace().collect();
+                let (Some(local), Some(state)) = (fields.get(1), fields.get(3)) else {
+                    continue;
+                };
+                if local.ends_with(&port) && *state == "0A" {
+                    listening += 1;
+                    // 0100007F is 127.0.0.1 in /proc/net/tcp byte order.
+                    assert!(
+                        local.starts_with("0100007F:"),
+                        "{} listens on {local}",
+                        server.url
+                    );
+                }
+            }
+            assert!(listening > 0, "nothing listens on port {}", server.port);
+        }
+    }
+}
