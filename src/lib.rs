@@ -33,9 +33,15 @@
 //! # }
 //! ```
 #![deny(missing_docs)]
-#![forbid(unsafe_code)]
+// One audited exception: sending SIGTERM to a stdio server's process group
+// (`transport::stdio::signal_group`).
+#![deny(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+#[cfg(feature = "client")]
+pub mod client;
+#[cfg(feature = "client")]
+mod error;
 #[cfg(feature = "jsonrpc")]
 pub mod jsonrpc;
 #[cfg(feature = "mcp")]
@@ -44,6 +50,11 @@ pub mod mcp;
 pub mod session;
 #[cfg(feature = "sse")]
 pub mod sse;
+#[cfg(feature = "client")]
+pub mod transport;
+
+#[cfg(feature = "client")]
+pub use error::{Error, ErrorKind};
 
 #[doc(hidden)]
 pub mod internal;

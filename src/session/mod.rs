@@ -365,6 +365,35 @@ impl Session {
         }
     }
 
+    /// Also accepts `version` in the server's initialize answer (the legacy HTTP+SSE transport
+    /// speaks 2024-11-05).
+    pub fn accept_version(&mut self, version: ProtocolVersion) {
+        if !self.config.accepted_versions.contains(&version) {
+            self.config.accepted_versions.push(version);
+        }
+    }
+
+    /// The connection is gone for good: every pending request fails with `failure`'s kind and
+    /// detail, keeping what is known of its own delivery (a request never handed out stays
+    /// [`Delivery::NotSent`]), and the session closes.
+    pub fn fail_all(&mut self, failure: &Failure) {
+        let mut ids: Vec<Id> = self.pending.keys().cloned().collect();
+        ids.sort();
+        for id in ids {
+            if let Some(pending) = self.pending.remove(&id) {
+                self.forget_route(&pending);
+                let delivery = if pending.delivery == Delivery::NotSent {
+                    Delivery::NotSent
+                } else {
+                    failure.delivery
+                };
+                let failure = Failure::new(failure.kind.clone(), delivery, failure.detail.clone());
+                self.settle(id, pending.method, Err(failure));
+            }
+        }
+        self.close();
+    }
+
     /// Closes the session: every pending request fails with [`FailureKind::Closed`] and nothing
     /// more is sent. Requests that may have reached the server keep that fact.
     pub fn close(&mut self) {

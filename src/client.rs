@@ -1,0 +1,770 @@
+//! The async client a host uses: connect (initialize and initialized), list tools, call a
+//! tool with progress, deadlines and cancellation, ping, close.
+//!
+//! Each [`Client`] is one MCP session. A driver task owns the sans-IO
+//! [`Session`](crate::session::Session) and the transport link; the client talks to it over a
+//! channel. The driver sleeps until the session's next deadline, so no request outlives it.
+//!
+//! ```no_run
+//! use mcpwire::client::{CallOptions, Client, ClientOptions};
+//! use mcpwire::transport::http::{HttpConfig, HttpPool, TlsOptions};
+//!
+//! # async fn demo() -> Result<(), mcpwire::Error> {
+//! let pool = HttpPool::new(&TlsOptions::default()).map_err(mcpwire::Error::config)?;
+//! let config = HttpConfig::new("http://127.0.0.1:3001/mcp").map_err(mcpwire::Error::config)?;
+//! let client = Client::connect_http(&pool, config, ClientOptions::default()).await?;
+//! for tool in client.list_tools().await? {
+//!     println!("{}: {}", tool.name, tool.description.as_deref().unwrap_or(""));
+//! }
+//! let mut options = CallOptions::default();
+//! options.on_progress = Some(Box::new(|p| eprintln!("progress {}", p.progress)));
+//! let result = client
+//!     .call_tool("echo", serde_json::json!({"message": "hi"}).as_object().cloned(), options)
+//!     .await?;
+//! println!("{:?}", result.content);
+//! client.close().await;
+//! # Ok(()) }
+//! ```
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use serde_json::value::RawValue;
+use tokio::sync::{Notify, mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+use crate::error::Error;
+use crate::jsonrpc::{Id, Message, Notification};
+use crate::mcp::{
+    CallToolRequestParams, CallToolResult, InitializeResult, JsonObject, ListToolsRequestParams,
+    ListToolsResult, ProgressNotificationParams, ProgressToken, ProtocolVersion, Tool, methods,
+};
+use crate::session::{
+    self, Delivery, Failure, FailureKind, Output, RequestError, RequestOptions, Session,
+};
+use crate::transport::LinkEvent;
+use crate::transport::http::{HttpConfig, HttpLink, HttpPool, RequestLimits};
+use crate::transport::stdio::{StdioConfig, StdioLink};
+
+/// How long a `tools/list` page or a ping may take by default.
+const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Options for a session.
+#[derive(Clone, Debug)]
+pub struct ClientOptions {
+    /// The session machine's configuration: client info, capabilities, versions, limits.
+    pub session: session::Config,
+    /// How long each `tools/list` page and each ping may take.
+    pub request_timeout: Duration,
+    /// The most `tools/list` pages read before giving up (a loop guard).
+    pub max_list_pages: usize,
+    /// The most tools accepted in one listing.
+    pub max_tools: usize,
+    /// Receives logging and list-changed notifications. Full buffers drop notifications
+    /// rather than grow.
+    pub notifications: Option<mpsc::Sender<Notification<'static>>>,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions {
+            session: session::Config::default(),
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            max_list_pages: 100,
+            max_tools: 10_000,
+            notifications: None,
+        }
+    }
+}
+
+/// A handle that cancels a call from anywhere (another task, a signal handler).
+#[derive(Clone, Debug, Default)]
+pub struct CancelToken(Arc<(AtomicBool, Notify)>);
+
+impl CancelToken {
+    /// A token not yet cancelled.
+    pub fn new() -> Self {
+        CancelToken::default()
+    }
+
+    /// Cancels every call watching this token.
+    pub fn cancel(&self) {
+        self.0.0.store(true, Ordering::SeqCst);
+        self.0.1.notify_waiters();
+    }
+
+    /// Whether [`cancel`](CancelToken::cancel) was called.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.0.load(Ordering::SeqCst)
+    }
+
+    /// Completes once the token is cancelled.
+    pub async fn cancelled(&self) {
+        loop {
+            let notified = self.0.1.notified();
+            if self.is_cancelled() {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+/// A progress callback.
+pub type ProgressSink = Box<dyn FnMut(&ProgressNotificationParams) + Send>;
+
+/// Options for one tool call.
+pub struct CallOptions {
+    /// The hard deadline for the call.
+    pub timeout: Duration,
+    /// Fail when no progress arrives for this long (the hard deadline still caps it).
+    pub idle_timeout: Option<Duration>,
+    /// The `progressToken` to send in `_meta`; a fresh unique one when `None`.
+    pub progress_token: Option<ProgressToken>,
+    /// More `_meta` members to send (for instance a caller's identity).
+    pub meta: Option<JsonObject>,
+    /// The most reply bytes the call may receive, counted as they stream in.
+    pub max_response_bytes: Option<u64>,
+    /// Cancels the call when triggered.
+    pub cancel: Option<CancelToken>,
+    /// Called with each progress notification, in order, before the result is returned.
+    pub on_progress: Option<ProgressSink>,
+}
+
+impl Default for CallOptions {
+    fn default() -> Self {
+        CallOptions {
+            timeout: Duration::from_secs(300),
+            idle_timeout: None,
+            progress_token: None,
+            meta: None,
+            max_response_bytes: None,
+            cancel: None,
+            on_progress: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for CallOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallOptions")
+            .field("timeout", &self.timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("progress_token", &self.progress_token)
+            .field("max_response_bytes", &self.max_response_bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One MCP session with a server.
+pub struct Client {
+    commands: mpsc::Sender<Command>,
+    driver: Option<JoinHandle<()>>,
+    next_key: AtomicU64,
+    server: InitializeResult,
+    version: ProtocolVersion,
+    session_id: Option<String>,
+    options: ClientOptions,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("server", &self.server.server_info.name)
+            .field("version", &self.version)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a request produced no result.
+#[derive(Debug)]
+enum CallError {
+    Refused(RequestError),
+    Failed(Failure),
+}
+
+type Reply = oneshot::Sender<Result<Box<RawValue>, CallError>>;
+
+enum Command {
+    Start {
+        reply: Reply,
+    },
+    Request {
+        key: u64,
+        method: &'static str,
+        params: Option<Box<RawValue>>,
+        options: RequestOptions,
+        limits: RequestLimits,
+        progress: Option<mpsc::Sender<ProgressNotificationParams>>,
+        reply: Reply,
+    },
+    Cancel {
+        key: u64,
+        reason: String,
+    },
+    Close {
+        reply: oneshot::Sender<()>,
+    },
+}
+
+enum Link {
+    Http(Box<HttpLink>),
+    Stdio(StdioLink),
+}
+
+impl Link {
+    fn send(&self, message: Message<'static>, limits: RequestLimits) -> Option<JoinHandle<()>> {
+        match self {
+            Link::Http(link) => Some(link.send(message, limits)),
+            Link::Stdio(link) => {
+                link.send(message);
+                None
+            }
+        }
+    }
+
+    async fn close(&self) {
+        match self {
+            Link::Http(link) => {
+                link.close().await;
+            }
+            Link::Stdio(link) => link.close().await,
+        }
+    }
+}
+
+impl Client {
+    /// Opens a session over Streamable HTTP (falling back to legacy HTTP+SSE when the server
+    /// speaks only that, if the config allows it).
+    pub async fn connect_http(
+        pool: &HttpPool,
+        config: HttpConfig,
+        options: ClientOptions,
+    ) -> Result<Client, Error> {
+        let (events, link_events) = mpsc::channel(256);
+        let link = HttpLink::new(pool.clone(), config, events);
+        let session_link = link.clone();
+        let mut client = Client::start(Link::Http(Box::new(link)), link_events, options).await?;
+        client.session_id = session_link.session_id();
+        Ok(client)
+    }
+
+    /// Opens a session with a server run as a child process speaking newline-delimited JSON on
+    /// stdin and stdout.
+    pub async fn connect_stdio(
+        config: StdioConfig,
+        options: ClientOptions,
+    ) -> Result<Client, Error> {
+        let (events, link_events) = mpsc::channel(256);
+        let link = StdioLink::spawn(config, events).map_err(Error::from_failure)?;
+        Client::start(Link::Stdio(link), link_events, options).await
+    }
+
+    async fn start(
+        link: Link,
+        link_events: mpsc::Receiver<LinkEvent>,
+        options: ClientOptions,
+    ) -> Result<Client, Error> {
+        let (commands, command_rx) = mpsc::channel(64);
+        let driver = Driver {
+            session: Session::new(options.session.clone()),
+            link,
+            link_events,
+            commands: command_rx,
+            entries: HashMap::new(),
+            keys: HashMap::new(),
+            notifications: options.notifications.clone(),
+            link_version_set: false,
+        };
+        let driver = tokio::spawn(driver.run());
+        let (reply, answer) = oneshot::channel();
+        let _ = commands.send(Command::Start { reply }).await;
+        let raw = match answer.await {
+            Ok(Ok(raw)) => raw,
+            Ok(Err(error)) => return Err(call_error(error)),
+            Err(_) => return Err(Error::closed()),
+        };
+        let server: InitializeResult = serde_json::from_str(raw.get()).map_err(|e| {
+            Error::from_failure(Failure::new(
+                FailureKind::Protocol,
+                Delivery::Answered,
+                format!("the initialize result is malformed: {e}"),
+            ))
+        })?;
+        let version = server.protocol_version().unwrap_or(ProtocolVersion::LATEST);
+        Ok(Client {
+            commands,
+            driver: Some(driver),
+            next_key: AtomicU64::new(0),
+            server,
+            version,
+            session_id: None,
+            options,
+        })
+    }
+
+    /// The server's answer to `initialize`: its name, version, capabilities, instructions.
+    pub fn server(&self) -> &InitializeResult {
+        &self.server
+    }
+
+    /// The protocol revision both sides speak.
+    pub fn protocol_version(&self) -> ProtocolVersion {
+        self.version
+    }
+
+    /// The `Mcp-Session-Id` the server assigned (Streamable HTTP only).
+    pub fn session_id(&self) -> Option<&str> {
+        self.session_id.as_deref()
+    }
+
+    /// Lists every tool, following `nextCursor` page by page. A cursor seen twice, more than
+    /// `max_list_pages` pages or more than `max_tools` tools is an error, never a loop.
+    pub async fn list_tools(&self) -> Result<Vec<Tool>, Error> {
+        let mut tools = Vec::new();
+        let mut cursors = HashSet::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..self.options.max_list_pages {
+            let params = ListToolsRequestParams {
+                cursor: cursor.clone(),
+                ..ListToolsRequestParams::default()
+            };
+            let params = serde_json::value::to_raw_value(&params).map_err(Error::internal)?;
+            let raw = self
+                .request(
+                    methods::TOOLS_LIST,
+                    Some(params),
+                    RequestOptions::with_timeout(self.options.request_timeout),
+                    RequestLimits::default(),
+                    None,
+                    None,
+                )
+                .await?;
+            let page: ListToolsResult = serde_json::from_str(raw.get()).map_err(|e| {
+                Error::from_failure(Failure::new(
+                    FailureKind::Protocol,
+                    Delivery::Answered,
+                    format!("the tools/list result is malformed: {e}"),
+                ))
+            })?;
+            tools.extend(page.tools);
+            if tools.len() > self.options.max_tools {
+                return Err(Error::from_failure(Failure::new(
+                    FailureKind::LimitExceeded,
+                    Delivery::Answered,
+                    format!(
+                        "the server lists more than {} tools",
+                        self.options.max_tools
+                    ),
+                )));
+            }
+            match page.next_cursor {
+                None => return Ok(tools),
+                Some(next) => {
+                    if !cursors.insert(next.clone()) {
+                        return Err(Error::from_failure(Failure::new(
+                            FailureKind::Protocol,
+                            Delivery::Answered,
+                            format!("tools/list repeated the cursor {next:?}; stopping a loop"),
+                        )));
+                    }
+                    cursor = Some(next);
+                }
+            }
+        }
+        Err(Error::from_failure(Failure::new(
+            FailureKind::LimitExceeded,
+            Delivery::Answered,
+            format!(
+                "tools/list has more than {} pages",
+                self.options.max_list_pages
+            ),
+        )))
+    }
+
+    /// Calls a tool. Progress is reported to `options.on_progress` as it arrives; the call
+    /// ends at its deadline, on cancellation (with `notifications/cancelled` sent when the
+    /// server may have it), or when the future is dropped.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+        mut options: CallOptions,
+    ) -> Result<CallToolResult, Error> {
+        let token = options.progress_token.take().unwrap_or_else(|| {
+            ProgressToken::String(format!(
+                "mcpwire-{}-{}",
+                std::process::id(),
+                self.next_key.fetch_add(1, Ordering::Relaxed)
+            ))
+        });
+        let mut params = CallToolRequestParams::new(name, arguments);
+        if let Some(meta) = options.meta.take() {
+            for (key, value) in meta {
+                params.set_meta(key, value);
+            }
+        }
+        params.set_progress_token(&token);
+        let params = serde_json::value::to_raw_value(&params).map_err(Error::internal)?;
+        let request_options = RequestOptions {
+            timeout: options.timeout,
+            idle_timeout: options.idle_timeout,
+            progress_token: Some(token),
+        };
+        let limits = RequestLimits {
+            max_response_bytes: options.max_response_bytes,
+        };
+        let raw = self
+            .request(
+                methods::TOOLS_CALL,
+                Some(params),
+                request_options,
+                limits,
+                options.on_progress.take(),
+                options.cancel.take(),
+            )
+            .await?;
+        serde_json::from_str(raw.get()).map_err(|e| {
+            Error::from_failure(Failure::new(
+                FailureKind::Protocol,
+                Delivery::Answered,
+                format!("the tools/call result is malformed: {e}"),
+            ))
+        })
+    }
+
+    /// Sends `ping` and waits for the answer.
+    pub async fn ping(&self) -> Result<(), Error> {
+        self.request(
+            methods::PING,
+            None,
+            RequestOptions::with_timeout(self.options.request_timeout),
+            RequestLimits::default(),
+            None,
+            None,
+        )
+        .await
+        .map(drop)
+    }
+
+    /// Ends the session: pending requests fail, and an HTTP session is ended with `DELETE`
+    /// (bounded by the transport's close timeout); a stdio server gets its stdin closed, then
+    /// is terminated, then killed.
+    pub async fn close(mut self) {
+        let (reply, done) = oneshot::channel();
+        if self.commands.send(Command::Close { reply }).await.is_ok() {
+            let _ = done.await;
+        }
+        if let Some(driver) = self.driver.take() {
+            let _ = driver.await;
+        }
+    }
+
+    async fn request(
+        &self,
+        method: &'static str,
+        params: Option<Box<RawValue>>,
+        options: RequestOptions,
+        limits: RequestLimits,
+        mut on_progress: Option<ProgressSink>,
+        cancel: Option<CancelToken>,
+    ) -> Result<Box<RawValue>, Error> {
+        let key = self.next_key.fetch_add(1, Ordering::Relaxed);
+        let (reply, mut answer) = oneshot::channel();
+        let (progress_tx, mut progress_rx) = match on_progress {
+            Some(_) => {
+                let (tx, rx) = mpsc::channel(1024);
+                (Some(tx), Some(rx))
+            }
+            None => (None, None),
+        };
+        self.commands
+            .send(Command::Request {
+                key,
+                method,
+                params,
+                options,
+                limits,
+                progress: progress_tx,
+                reply,
+            })
+            .await
+            .map_err(|_| Error::closed())?;
+        // If this future is dropped before the answer, the guard cancels the request.
+        let mut guard = CancelOnDrop {
+            commands: self.commands.clone(),
+            key,
+            armed: true,
+        };
+        let cancel = cancel.unwrap_or_default();
+        let outcome = loop {
+            tokio::select! {
+                biased;
+                progress = recv_progress(&mut progress_rx) => match (progress, on_progress.as_mut()) {
+                    (Some(params), Some(sink)) => sink(&params),
+                    // The driver dropped its sender: the answer is about to arrive; stop
+                    // polling a closed channel (it would be ready forever).
+                    _ => progress_rx = None,
+                },
+                answer = &mut answer => break answer,
+                () = cancel.cancelled() => {
+                    let _ = self.commands.send(Command::Cancel { key, reason: "cancelled by the caller".to_owned() }).await;
+                    // The session settles the request at once; keep waiting for that answer.
+                    break (&mut answer).await;
+                }
+            }
+        };
+        guard.armed = false;
+        // Progress that arrived before the answer is delivered before the result.
+        if let (Some(rx), Some(sink)) = (progress_rx.as_mut(), on_progress.as_mut()) {
+            while let Ok(params) = rx.try_recv() {
+                sink(&params);
+            }
+        }
+        match outcome {
+            Ok(Ok(raw)) => Ok(raw),
+            Ok(Err(error)) => Err(call_error(error)),
+            Err(_) => Err(Error::closed()),
+        }
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        // A client dropped without `close` still ends its driver; its requests fail as closed.
+        if let Some(driver) = self.driver.take() {
+            let commands = self.commands.clone();
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn(async move {
+                    let (reply, done) = oneshot::channel();
+                    if commands.send(Command::Close { reply }).await.is_ok() {
+                        let _ = done.await;
+                    }
+                    let _ = driver.await;
+                });
+            } else {
+                driver.abort();
+            }
+        }
+    }
+}
+
+async fn recv_progress(
+    rx: &mut Option<mpsc::Receiver<ProgressNotificationParams>>,
+) -> Option<ProgressNotificationParams> {
+    match rx {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+fn call_error(error: CallError) -> Error {
+    match error {
+        CallError::Refused(refused) => Error::refused(refused),
+        CallError::Failed(failure) => Error::from_failure(failure),
+    }
+}
+
+/// Cancels a request whose caller went away.
+struct CancelOnDrop {
+    commands: mpsc::Sender<Command>,
+    key: u64,
+    armed: bool,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = self.commands.try_send(Command::Cancel {
+                key: self.key,
+                reason: "the caller went away".to_owned(),
+            });
+        }
+    }
+}
+
+/// What the driver keeps per request.
+struct Entry {
+    key: Option<u64>,
+    reply: Reply,
+    progress: Option<mpsc::Sender<ProgressNotificationParams>>,
+    limits: RequestLimits,
+    task: Option<JoinHandle<()>>,
+}
+
+struct Driver {
+    session: Session,
+    link: Link,
+    link_events: mpsc::Receiver<LinkEvent>,
+    commands: mpsc::Receiver<Command>,
+    entries: HashMap<Id, Entry>,
+    keys: HashMap<u64, Id>,
+    notifications: Option<mpsc::Sender<Notification<'static>>>,
+    link_version_set: bool,
+}
+
+#[allow(clippy::disallowed_methods)] // The driver owns the clock.
+fn now() -> std::time::Instant {
+    tokio::time::Instant::now().into_std()
+}
+
+impl Driver {
+    async fn run(mut self) {
+        loop {
+            let deadline = self.session.poll_timeout();
+            let sleep = async {
+                match deadline {
+                    Some(at) => tokio::time::sleep_until(at.into()).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                event = self.link_events.recv() => {
+                    if let Some(event) = event {
+                        self.on_link_event(event);
+                    }
+                }
+                command = self.commands.recv() => match command {
+                    Some(Command::Close { reply }) => {
+                        self.session.close();
+                        self.flush();
+                        self.link.close().await;
+                        let _ = reply.send(());
+                        return;
+                    }
+                    Some(command) => self.on_command(command),
+                    None => {
+                        self.session.close();
+                        self.flush();
+                        self.link.close().await;
+                        return;
+                    }
+                },
+                () = sleep => self.session.handle_timeout(now()),
+            }
+            self.flush();
+        }
+    }
+
+    fn on_command(&mut self, command: Command) {
+        match command {
+            Command::Start { reply } => {
+                self.session.start(now());
+                if let Some(id) = self.pending_initialize() {
+                    self.entries.insert(
+                        id,
+                        Entry {
+                            key: None,
+                            reply,
+                            progress: None,
+                            limits: RequestLimits::default(),
+                            task: None,
+                        },
+                    );
+                }
+            }
+            Command::Request {
+                key,
+                method,
+                params,
+                options,
+                limits,
+                progress,
+                reply,
+            } => match self.session.request(method, params, options, now()) {
+                Ok(id) => {
+                    self.keys.insert(key, id.clone());
+                    self.entries.insert(
+                        id,
+                        Entry {
+                            key: Some(key),
+                            reply,
+                            progress,
+                            limits,
+                            task: None,
+                        },
+                    );
+                }
+                Err(refused) => {
+                    let _ = reply.send(Err(CallError::Refused(refused)));
+                }
+            },
+            Command::Cancel { key, reason } => {
+                if let Some(id) = self.keys.get(&key).cloned() {
+                    self.session.cancel(&id, &reason);
+                }
+            }
+            Command::Close { .. } => {}
+        }
+    }
+
+    /// The id of the initialize request just queued (the only request pending at start).
+    fn pending_initialize(&self) -> Option<Id> {
+        let id = Id::Number(0);
+        self.session.is_pending(&id).then_some(id)
+    }
+
+    fn on_link_event(&mut self, event: LinkEvent) {
+        match event {
+            LinkEvent::Message(message) => {
+                self.session.handle_message(message, now());
+                if !self.link_version_set
+                    && let (Some(version), Link::Http(link)) =
+                        (self.session.protocol_version(), &self.link)
+                {
+                    // Before `notifications/initialized` goes out, so it carries the header.
+                    link.set_protocol_version(version.as_str());
+                    self.link_version_set = true;
+                }
+            }
+            LinkEvent::RequestFailed(id, failure) => self.session.fail_request(&id, failure),
+            LinkEvent::LegacyTransport => self.session.accept_version(ProtocolVersion::V2024_11_05),
+            LinkEvent::Down(failure) => self.session.fail_all(&failure),
+        }
+    }
+
+    fn flush(&mut self) {
+        while let Some(output) = self.session.poll_output() {
+            match output {
+                Output::Transmit(transmit) => {
+                    let limits = transmit
+                        .request_id()
+                        .and_then(|id| self.entries.get(id))
+                        .map(|entry| entry.limits)
+                        .unwrap_or_default();
+                    let id = transmit.request_id().cloned();
+                    let task = self.link.send(transmit.message, limits);
+                    if let Some(entry) = id.and_then(|id| self.entries.get_mut(&id)) {
+                        entry.task = task;
+                    }
+                }
+                Output::Settled(settled) => {
+                    if let Some(entry) = self.entries.remove(&settled.id) {
+                        if let Some(task) = entry.task {
+                            task.abort();
+                        }
+                        if let Some(key) = entry.key {
+                            self.keys.remove(&key);
+                        }
+                        let _ = entry.reply.send(settled.outcome.map_err(CallError::Failed));
+                    }
+                }
+                Output::Progress { id, params } => {
+                    if let Some(progress) = self.entries.get(&id).and_then(|e| e.progress.as_ref())
+                    {
+                        // A full buffer means the caller is slow; later progress supersedes.
+                        let _ = progress.try_send(params);
+                    }
+                }
+                Output::Notification(notification) => {
+                    if let Some(sink) = &self.notifications {
+                        let _ = sink.try_send(notification);
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,1198 @@
+//! Streamable HTTP (MCP `basic/transports.mdx`) on hyper with a pooled, keep-alive
+//! connection set, rustls, and a fallback to the legacy HTTP+SSE transport of 2024-11-05.
+//!
+//! One POST per message, `Accept: application/json, text/event-stream`. A request's reply is
+//! one JSON body or an event stream, decoded as bytes arrive (never buffered whole); an event
+//! stream may carry notifications and server requests before the response, and a stream that
+//! ends before the response is resumed by GET with `Last-Event-ID` when an event id was seen.
+//! `Mcp-Session-Id` comes only from a successful initialize reply; `MCP-Protocol-Version`
+//! goes on every request after initialize. The bearer token goes on every request to the
+//! configured origin and nowhere else: redirects are never followed.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{ACCEPT, AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, HeaderValue};
+use http::{Method, Request, Response, StatusCode, Uri};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper_util::client::legacy::Client as HyperClient;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
+use rustls::RootCertStore;
+use rustls::pki_types::CertificateDer;
+
+use super::{LinkEvent, LinkEvents, Secret, WireLog};
+use crate::jsonrpc::{self, Id, Message};
+use crate::session::{Delivery, Failure, FailureKind, ResumePolicy, Resumption};
+use crate::sse;
+
+const ACCEPT_BOTH: &str = "application/json, text/event-stream";
+const SESSION_ID: &str = "mcp-session-id";
+const PROTOCOL_VERSION: &str = "mcp-protocol-version";
+const LAST_EVENT_ID: &str = "last-event-id";
+/// The longest session id accepted; the specification only says it must be visible ASCII.
+const MAX_SESSION_ID_BYTES: usize = 1024;
+/// How much of an error body is kept for the message.
+const ERROR_BODY_BYTES: usize = 512;
+
+/// Size limits for what a server sends over HTTP.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HttpLimits {
+    /// The largest `application/json` reply body, in bytes.
+    pub max_body_bytes: usize,
+    /// Line and event limits for `text/event-stream` replies.
+    pub sse: sse::Limits,
+}
+
+impl Default for HttpLimits {
+    fn default() -> Self {
+        HttpLimits {
+            max_body_bytes: 16 * 1024 * 1024,
+            sse: sse::Limits::default(),
+        }
+    }
+}
+
+/// How to reach one Streamable HTTP endpoint.
+#[derive(Clone)]
+pub struct HttpConfig {
+    /// The MCP endpoint, `http://` or `https://`.
+    pub url: Uri,
+    /// Sent as `Authorization: Bearer ...` on every request to the endpoint's origin.
+    pub bearer_token: Option<Secret>,
+    /// Size limits.
+    pub limits: HttpLimits,
+    /// How response streams that end early are resumed.
+    pub resume: ResumePolicy,
+    /// How long a notification or response POST may take.
+    pub post_timeout: Duration,
+    /// How long the `DELETE` that ends a session may take.
+    pub close_timeout: Duration,
+    /// Fall back to the legacy HTTP+SSE transport when the initialize POST is answered 400,
+    /// 404 or 405.
+    pub legacy_fallback: bool,
+    /// Receives a redacted trace of the wire conversation.
+    pub wire_log: Option<WireLog>,
+}
+
+impl std::fmt::Debug for HttpConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpConfig")
+            .field("url", &self.url)
+            .field("bearer_token", &self.bearer_token)
+            .field("limits", &self.limits)
+            .field("resume", &self.resume)
+            .field("legacy_fallback", &self.legacy_fallback)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HttpConfig {
+    /// A configuration for `url` with default limits and no token. Fails for anything but an
+    /// absolute `http` or `https` URL.
+    pub fn new(url: &str) -> Result<Self, String> {
+        let uri: Uri = url
+            .parse()
+            .map_err(|e| format!("invalid URL {url:?}: {e}"))?;
+        match uri.scheme_str() {
+            Some("http" | "https") => {}
+            _ => {
+                return Err(format!(
+                    "the URL {url:?} must start with http:// or https://"
+                ));
+            }
+        }
+        if uri.host().is_none_or(str::is_empty) {
+            return Err(format!("the URL {url:?} has no host"));
+        }
+        Ok(HttpConfig {
+            url: uri,
+            bearer_token: None,
+            limits: HttpLimits::default(),
+            resume: ResumePolicy::default(),
+            post_timeout: Duration::from_secs(30),
+            close_timeout: Duration::from_secs(2),
+            legacy_fallback: true,
+            wire_log: None,
+        })
+    }
+}
+
+/// TLS settings for a pool.
+#[derive(Clone, Debug, Default)]
+pub struct TlsOptions {
+    /// Certificates trusted in addition to the webpki roots (for tests and private CAs).
+    pub extra_roots: Vec<CertificateDer<'static>>,
+}
+
+type Connector = hyper_rustls::HttpsConnector<CountingConnector>;
+
+/// A pool of keep-alive HTTP/1.1 and HTTP/2 connections (ALPN decides), shared by every
+/// session made with it. Cheap to clone. Create one per tokio runtime: its connections live
+/// on the runtime that opened them.
+#[derive(Clone)]
+pub struct HttpPool {
+    client: HyperClient<Connector, Full<Bytes>>,
+    opened: Arc<AtomicU64>,
+}
+
+impl std::fmt::Debug for HttpPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpPool")
+            .field("connections_opened", &self.connections_opened())
+            .finish()
+    }
+}
+
+impl HttpPool {
+    /// A pool trusting the webpki roots (loaded once per process) and `tls.extra_roots`.
+    pub fn new(tls: &TlsOptions) -> Result<Self, String> {
+        let mut roots = webpki_root_store().clone();
+        for cert in &tls.extra_roots {
+            roots
+                .add(cert.clone())
+                .map_err(|e| format!("an extra root certificate is invalid: {e}"))?;
+        }
+        let tls_config = rustls::ClientConfig::builder_with_provider(Arc::new(crypto_provider()))
+            .with_safe_default_protocol_versions()
+            .map_err(|e| format!("TLS setup failed: {e}"))?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let mut http = HttpConnector::new();
+        http.enforce_http(false);
+        http.set_nodelay(true);
+        http.set_connect_timeout(Some(Duration::from_secs(10)));
+        let opened = Arc::new(AtomicU64::new(0));
+        let counting = CountingConnector {
+            inner: http,
+            opened: opened.clone(),
+        };
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls_config)
+            .https_or_http()
+            .enable_http1()
+            .enable_http2()
+            .wrap_connector(counting);
+        let client = HyperClient::builder(TokioExecutor::new())
+            .pool_idle_timeout(Duration::from_secs(30))
+            .pool_timer(TokioTimer::new())
+            .timer(TokioTimer::new())
+            .build(connector);
+        Ok(HttpPool { client, opened })
+    }
+
+    /// How many connections this pool has opened (a measure of keep-alive reuse).
+    pub fn connections_opened(&self) -> u64 {
+        self.opened.load(Ordering::Relaxed)
+    }
+
+    async fn send(
+        &self,
+        request: Request<Full<Bytes>>,
+    ) -> Result<Response<Incoming>, hyper_util::client::legacy::Error> {
+        self.client.request(request).await
+    }
+}
+
+/// The webpki roots, parsed once per process.
+fn webpki_root_store() -> &'static RootCertStore {
+    static ROOTS: OnceLock<RootCertStore> = OnceLock::new();
+    ROOTS.get_or_init(|| RootCertStore {
+        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+    })
+}
+
+#[cfg(not(feature = "aws-lc-rs"))]
+fn crypto_provider() -> rustls::crypto::CryptoProvider {
+    rustls::crypto::ring::default_provider()
+}
+
+#[cfg(feature = "aws-lc-rs")]
+fn crypto_provider() -> rustls::crypto::CryptoProvider {
+    rustls::crypto::aws_lc_rs::default_provider()
+}
+
+/// Counts the TCP connections the pool opens.
+#[derive(Clone)]
+struct CountingConnector {
+    inner: HttpConnector,
+    opened: Arc<AtomicU64>,
+}
+
+impl tower_service::Service<Uri> for CountingConnector {
+    type Response = <HttpConnector as tower_service::Service<Uri>>::Response;
+    type Error = <HttpConnector as tower_service::Service<Uri>>::Error;
+    type Future = std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<Self::Response, Self::Error>> + Send>,
+    >;
+
+    fn poll_ready(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, uri: Uri) -> Self::Future {
+        let opened = self.opened.clone();
+        let connecting = self.inner.call(uri);
+        Box::pin(async move {
+            let connection = connecting.await?;
+            opened.fetch_add(1, Ordering::Relaxed);
+            Ok(connection)
+        })
+    }
+}
+
+/// What the link learns during the session and puts on later requests.
+#[derive(Debug, Default)]
+struct LinkState {
+    session_id: Option<String>,
+    protocol_version: Option<&'static str>,
+    /// Where messages go when the server speaks the legacy HTTP+SSE transport.
+    legacy_endpoint: Option<Uri>,
+}
+
+/// One session's connection to a Streamable HTTP endpoint.
+#[derive(Clone)]
+pub(crate) struct HttpLink {
+    pool: HttpPool,
+    config: Arc<HttpConfig>,
+    state: Arc<Mutex<LinkState>>,
+    events: LinkEvents,
+    jitter: Arc<AtomicU64>,
+}
+
+/// Per-request transport options.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct RequestLimits {
+    /// Bytes of reply (bodies and streams, resumptions included) the request may receive.
+    pub max_response_bytes: Option<u64>,
+}
+
+impl HttpLink {
+    pub(crate) fn new(pool: HttpPool, config: HttpConfig, events: LinkEvents) -> Self {
+        let seed = std::time::SystemTime::UNIX_EPOCH
+            .elapsed()
+            .map_or(0x9E37_79B9, |d| d.as_nanos() as u64)
+            | 1;
+        HttpLink {
+            pool,
+            config: Arc::new(config),
+            state: Arc::new(Mutex::new(LinkState::default())),
+            events,
+            jitter: Arc::new(AtomicU64::new(seed)),
+        }
+    }
+
+    /// Records the negotiated revision, sent as `MCP-Protocol-Version` from now on.
+    pub(crate) fn set_protocol_version(&self, version: &'static str) {
+        self.lock().protocol_version = Some(version);
+    }
+
+    /// The session id the server assigned, if any.
+    pub(crate) fn session_id(&self) -> Option<String> {
+        self.lock().session_id.clone()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, LinkState> {
+        // A panic while holding this lock cannot leave the state half-written (each access
+        // is a single assignment or clone), so a poisoned lock is still usable.
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn log(&self, line: impl FnOnce() -> String) {
+        if let Some(log) = &self.config.wire_log {
+            let line = line();
+            let line = match &self.config.bearer_token {
+                Some(token) => token.redact(&line),
+                None => line,
+            };
+            log(&line);
+        }
+    }
+
+    /// Sends one message on a task of its own; returns the task so the driver can abort it
+    /// when the request is settled.
+    pub(crate) fn send(
+        &self,
+        message: Message<'static>,
+        limits: RequestLimits,
+    ) -> tokio::task::JoinHandle<()> {
+        let link = self.clone();
+        tokio::spawn(async move {
+            match &message {
+                Message::Request(request) => {
+                    let id = request.id.clone();
+                    let is_initialize = request.method == crate::mcp::methods::INITIALIZE;
+                    if let Err(failure) = link
+                        .request_exchange(&message, &id, is_initialize, limits)
+                        .await
+                    {
+                        link.report(LinkEvent::RequestFailed(id, failure)).await;
+                    }
+                }
+                _ => link.one_way(&message).await,
+            }
+        })
+    }
+
+    async fn report(&self, event: LinkEvent) {
+        // The driver may be gone (the client was dropped); nothing is waiting then.
+        let _ = self.events.send(event).await;
+    }
+
+    /// Builds a request to the endpoint (or the legacy message endpoint) with every header
+    /// this session needs.
+    fn build(&self, method: Method, uri: Uri, body: Bytes, accept: &str) -> Request<Full<Bytes>> {
+        let state = self.lock();
+        let mut builder = Request::builder()
+            .method(method.clone())
+            .uri(uri)
+            .header(ACCEPT, accept);
+        if method == Method::POST {
+            builder = builder.header(CONTENT_TYPE, "application/json");
+        }
+        if let Some(token) = &self.config.bearer_token {
+            builder = builder.header(AUTHORIZATION, format!("Bearer {}", token.expose()));
+        }
+        if let Some(session_id) = &state.session_id {
+            builder = builder.header(SESSION_ID, session_id);
+        }
+        if let Some(version) = state.protocol_version {
+            builder = builder.header(PROTOCOL_VERSION, version);
+        }
+        drop(state);
+        builder
+            .body(Full::new(body))
+            .unwrap_or_else(|_| Request::new(Full::new(Bytes::new())))
+    }
+
+    fn message_uri(&self) -> Uri {
+        self.lock()
+            .legacy_endpoint
+            .clone()
+            .unwrap_or_else(|| self.config.url.clone())
+    }
+
+    /// POSTs a notification or a response: the server answers 202 (or any 2xx); nothing is
+    /// read beyond a bounded error body.
+    async fn one_way(&self, message: &Message<'static>) {
+        let body = Bytes::from(message.encode());
+        self.log(|| {
+            format!(
+                "> POST {} {}",
+                self.message_uri(),
+                String::from_utf8_lossy(&body)
+            )
+        });
+        let request = self.build(Method::POST, self.message_uri(), body, ACCEPT_BOTH);
+        let exchange = async {
+            let response = self.pool.send(request).await.map_err(|e| e.to_string())?;
+            let status = response.status();
+            let body = read_prefix(response.into_body(), ERROR_BODY_BYTES).await;
+            Ok::<_, String>((status, body))
+        };
+        match tokio::time::timeout(self.config.post_timeout, exchange).await {
+            Ok(Ok((status, body))) => {
+                self.log(|| format!("< {status} {}", String::from_utf8_lossy(&body)));
+            }
+            Ok(Err(error)) => self.log(|| format!("< error: {error}")),
+            Err(_) => self.log(|| "< timed out".to_owned()),
+        }
+    }
+
+    /// POSTs a request and reads its reply until the response arrives.
+    async fn request_exchange(
+        &self,
+        message: &Message<'static>,
+        id: &Id,
+        is_initialize: bool,
+        limits: RequestLimits,
+    ) -> Result<(), Failure> {
+        let body = Bytes::from(message.encode());
+        let mut budget = ByteBudget::new(limits.max_response_bytes);
+        let uri = self.message_uri();
+        self.log(|| format!("> POST {uri} {}", String::from_utf8_lossy(&body)));
+        let request = self.build(Method::POST, uri, body.clone(), ACCEPT_BOTH);
+        let response = self.pool.send(request).await.map_err(send_failure)?;
+        let status = response.status();
+        self.log(|| format!("< {status} {}", content_type(&response).unwrap_or("")));
+        if is_initialize
+            && self.config.legacy_fallback
+            && self.lock().legacy_endpoint.is_none()
+            && matches!(status.as_u16(), 400 | 404 | 405)
+        {
+            return self.fall_back_to_legacy(body).await;
+        }
+        self.check_status(&response, is_initialize).await?;
+        if is_initialize && status.is_success() {
+            self.capture_session_id(&response)?;
+        }
+        if self.lock().legacy_endpoint.is_some() {
+            // Legacy transport: replies arrive on the event stream, not here.
+            return Ok(());
+        }
+        let reply = classify_reply(&response);
+        match reply {
+            Reply::Empty => Err(Failure::new(
+                FailureKind::Protocol,
+                Delivery::MayHaveReached,
+                format!(
+                    "the server answered {status} with no body to a request; a request needs a \
+                     JSON or event-stream reply"
+                ),
+            )),
+            Reply::Json => {
+                let body = self
+                    .read_json_body(response.into_body(), &mut budget)
+                    .await?;
+                let packet = jsonrpc::decode(&body).map_err(|e| {
+                    Failure::new(
+                        FailureKind::Protocol,
+                        Delivery::Answered,
+                        format!("the JSON reply is not JSON-RPC: {e}"),
+                    )
+                })?;
+                let mut answered = false;
+                for message in packet.into_messages() {
+                    answered |= is_response_to(&message, id);
+                    self.report(LinkEvent::Message(message.into_owned())).await;
+                }
+                if answered {
+                    Ok(())
+                } else {
+                    Err(Failure::new(
+                        FailureKind::Protocol,
+                        Delivery::Answered,
+                        "the JSON reply does not contain the response",
+                    ))
+                }
+            }
+            Reply::EventStream => {
+                let mut resumption = Resumption::new(self.config.resume);
+                let mut decoder = sse::Decoder::new(self.config.limits.sse);
+                let mut body = response.into_body();
+                loop {
+                    match self
+                        .read_stream(&mut body, &mut decoder, &mut resumption, &mut budget, id)
+                        .await
+                    {
+                        StreamEnd::Answered => return Ok(()),
+                        StreamEnd::Failed(failure) => return Err(failure),
+                        StreamEnd::Ended(why) => {
+                            body = self.resume(&mut resumption, &why, &mut decoder).await?;
+                        }
+                    }
+                }
+            }
+            Reply::Other(kind) => {
+                let snippet = read_prefix(response.into_body(), ERROR_BODY_BYTES).await;
+                Err(Failure::new(
+                    FailureKind::Protocol,
+                    Delivery::Answered,
+                    format!(
+                        "the server answered {status} with content type {kind:?}, not JSON or an \
+                         event stream: {}",
+                        self.snippet(&snippet)
+                    ),
+                ))
+            }
+        }
+    }
+
+    /// Waits as the resumption policy says and re-opens the stream with a GET carrying
+    /// `Last-Event-ID`; gives up with the reason the stream ended.
+    async fn resume(
+        &self,
+        resumption: &mut Resumption,
+        why: &str,
+        decoder: &mut sse::Decoder,
+    ) -> Result<Incoming, Failure> {
+        let lost = |detail: String| {
+            Failure::new(
+                FailureKind::ConnectionLost,
+                Delivery::MayHaveReached,
+                detail,
+            )
+        };
+        loop {
+            let now = tokio::time::Instant::now();
+            let Some(at) = resumption.next_attempt(now.into_std(), self.next_jitter()) else {
+                return Err(lost(format!(
+                    "the response stream {why} before the response{}",
+                    if resumption.last_event_id().is_empty() {
+                        " (no event id to resume from)"
+                    } else {
+                        ", and resuming it failed"
+                    }
+                )));
+            };
+            tokio::time::sleep_until(at.into()).await;
+            let mut request = self.build(
+                Method::GET,
+                self.config.url.clone(),
+                Bytes::new(),
+                "text/event-stream",
+            );
+            if let Ok(value) = HeaderValue::from_str(resumption.last_event_id()) {
+                request.headers_mut().insert(LAST_EVENT_ID, value);
+            }
+            self.log(|| {
+                format!(
+                    "> GET {} (Last-Event-ID: {})",
+                    self.config.url,
+                    resumption.last_event_id()
+                )
+            });
+            let response = match self.pool.send(request).await {
+                Ok(response) => response,
+                Err(error) => {
+                    self.log(|| format!("< resume failed: {error}"));
+                    continue;
+                }
+            };
+            let status = response.status();
+            self.log(|| format!("< {status} {}", content_type(&response).unwrap_or("")));
+            if status.is_success() && matches!(classify_reply(&response), Reply::EventStream) {
+                decoder.reset_stream();
+                return Ok(response.into_body());
+            }
+            if status == StatusCode::NOT_FOUND && self.lock().session_id.is_some() {
+                return Err(Failure::new(
+                    FailureKind::SessionExpired,
+                    Delivery::MayHaveReached,
+                    "the session expired while resuming the response stream",
+                ));
+            }
+            if status == StatusCode::METHOD_NOT_ALLOWED {
+                return Err(lost(format!(
+                    "the response stream {why} before the response, and the server does not \
+                     allow resuming it (GET answered 405)"
+                )));
+            }
+        }
+    }
+
+    /// Reads events until the response to `id` arrives or the stream ends.
+    async fn read_stream(
+        &self,
+        body: &mut Incoming,
+        decoder: &mut sse::Decoder,
+        resumption: &mut Resumption,
+        budget: &mut ByteBudget,
+        id: &Id,
+    ) -> StreamEnd {
+        let mut answered = false;
+        loop {
+            let frame = match body.frame().await {
+                None => {
+                    return if answered {
+                        StreamEnd::Answered
+                    } else {
+                        StreamEnd::Ended("ended".to_owned())
+                    };
+                }
+                Some(Err(error)) => {
+                    return if answered {
+                        StreamEnd::Answered
+                    } else {
+                        StreamEnd::Ended(format!("broke ({error})"))
+                    };
+                }
+                Some(Ok(frame)) => frame,
+            };
+            let Ok(chunk) = frame.into_data() else {
+                continue;
+            };
+            if let Err(failure) = budget.take(chunk.len()) {
+                return StreamEnd::Failed(failure);
+            }
+            decoder.push(&chunk);
+            loop {
+                match decoder.next_event() {
+                    Ok(Some(event)) => {
+                        resumption.observe(decoder.last_event_id(), decoder.retry_ms());
+                        if event.data().is_empty() || event.event_type() != "message" {
+                            // A priming event, or an event type MCP does not use.
+                            continue;
+                        }
+                        self.log(|| format!("< event {}", event.data()));
+                        match jsonrpc::decode(event.data().as_bytes()) {
+                            Ok(packet) => {
+                                for message in packet.into_messages() {
+                                    answered |= is_response_to(&message, id);
+                                    self.report(LinkEvent::Message(message.into_owned())).await;
+                                }
+                            }
+                            Err(error) => {
+                                return StreamEnd::Failed(Failure::new(
+                                    FailureKind::Protocol,
+                                    Delivery::MayHaveReached,
+                                    format!(
+                                        "an event on the response stream is not JSON-RPC: {error}"
+                                    ),
+                                ));
+                            }
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(error) => {
+                        return StreamEnd::Failed(Failure::new(
+                            FailureKind::LimitExceeded,
+                            Delivery::MayHaveReached,
+                            format!("the response stream was refused: {error}"),
+                        ));
+                    }
+                }
+            }
+            if answered {
+                // The server closes the stream after the response; stop reading either way
+                // so a server that keeps it open cannot hold the request.
+                return StreamEnd::Answered;
+            }
+        }
+    }
+
+    async fn read_json_body(
+        &self,
+        mut body: Incoming,
+        budget: &mut ByteBudget,
+    ) -> Result<Vec<u8>, Failure> {
+        let limit = self.config.limits.max_body_bytes;
+        let mut collected = Vec::new();
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|e| {
+                Failure::new(
+                    FailureKind::ConnectionLost,
+                    Delivery::MayHaveReached,
+                    format!("the reply body broke off: {e}"),
+                )
+            })?;
+            if let Ok(chunk) = frame.into_data() {
+                budget.take(chunk.len())?;
+                if collected.len() + chunk.len() > limit {
+                    return Err(Failure::new(
+                        FailureKind::LimitExceeded,
+                        Delivery::MayHaveReached,
+                        format!("the reply body is larger than the {limit}-byte limit"),
+                    ));
+                }
+                collected.extend_from_slice(&chunk);
+            }
+        }
+        Ok(collected)
+    }
+
+    /// Turns statuses that are not a usable reply into failures.
+    async fn check_status(
+        &self,
+        response: &Response<Incoming>,
+        is_initialize: bool,
+    ) -> Result<(), Failure> {
+        let status = response.status();
+        if status.is_success() {
+            return Ok(());
+        }
+        let has_session = self.lock().session_id.is_some();
+        let failure = match status.as_u16() {
+            300..=399 => Failure::new(
+                FailureKind::HttpStatus {
+                    status: status.as_u16(),
+                },
+                Delivery::Refused,
+                format!(
+                    "the server answered {status} (a redirect{}); redirects are not followed",
+                    response
+                        .headers()
+                        .get(http::header::LOCATION)
+                        .and_then(|l| l.to_str().ok())
+                        .map(|l| format!(" to {}", self.snippet(l.as_bytes())))
+                        .unwrap_or_default()
+                ),
+            ),
+            401 | 403 => Failure::new(
+                FailureKind::Unauthorized {
+                    status: status.as_u16(),
+                },
+                Delivery::Refused,
+                describe_challenge(status, response.headers()),
+            ),
+            404 if has_session && !is_initialize => Failure::new(
+                FailureKind::SessionExpired,
+                Delivery::Refused,
+                "the server no longer knows this session (404)",
+            ),
+            400..=499 => Failure::new(
+                FailureKind::HttpStatus {
+                    status: status.as_u16(),
+                },
+                Delivery::Refused,
+                format!("the server refused the request with {status}"),
+            ),
+            _ => Failure::new(
+                FailureKind::HttpStatus {
+                    status: status.as_u16(),
+                },
+                Delivery::MayHaveReached,
+                format!("the server failed with {status}"),
+            ),
+        };
+        Err(failure)
+    }
+
+    fn capture_session_id(&self, response: &Response<Incoming>) -> Result<(), Failure> {
+        let Some(value) = response.headers().get(SESSION_ID) else {
+            return Ok(());
+        };
+        let valid = value.len() <= MAX_SESSION_ID_BYTES
+            && value.as_bytes().iter().all(|b| (0x21..=0x7E).contains(b));
+        let session_id = value.to_str().ok().filter(|_| valid).ok_or_else(|| {
+            Failure::new(
+                FailureKind::Protocol,
+                Delivery::Answered,
+                "the server sent an invalid Mcp-Session-Id (it must be visible ASCII)",
+            )
+        })?;
+        self.lock().session_id = Some(session_id.to_owned());
+        Ok(())
+    }
+
+    /// The server does not speak Streamable HTTP: open the legacy event stream, wait for its
+    /// `endpoint` event, and send the initialize request there.
+    async fn fall_back_to_legacy(&self, initialize: Bytes) -> Result<(), Failure> {
+        let refused =
+            |detail: String| Failure::new(FailureKind::Protocol, Delivery::Refused, detail);
+        let request = self.build(
+            Method::GET,
+            self.config.url.clone(),
+            Bytes::new(),
+            "text/event-stream",
+        );
+        self.log(|| format!("> GET {} (legacy HTTP+SSE)", self.config.url));
+        let response = self.pool.send(request).await.map_err(send_failure)?;
+        let status = response.status();
+        if !status.is_success() || !matches!(classify_reply(&response), Reply::EventStream) {
+            self.check_status(&response, true).await?;
+            return Err(refused(format!(
+                "the server refused the initialize POST and its GET answered {status} without an \
+                 event stream: neither Streamable HTTP nor the legacy HTTP+SSE transport"
+            )));
+        }
+        let mut body = response.into_body();
+        let mut decoder = sse::Decoder::new(self.config.limits.sse);
+        let endpoint = loop {
+            let Some(Ok(frame)) = body.frame().await else {
+                return Err(refused(
+                    "the legacy event stream ended before its endpoint event".to_owned(),
+                ));
+            };
+            let Ok(chunk) = frame.into_data() else {
+                continue;
+            };
+            decoder.push(&chunk);
+            match decoder.next_event() {
+                Ok(Some(event)) if event.event_type() == "endpoint" => break event.into_data(),
+                Ok(_) => continue,
+                Err(error) => {
+                    return Err(refused(format!(
+                        "the legacy event stream was refused: {error}"
+                    )));
+                }
+            }
+        };
+        let endpoint = resolve_same_origin(&self.config.url, endpoint.trim()).map_err(refused)?;
+        self.log(|| format!("< legacy endpoint {endpoint}"));
+        self.lock().legacy_endpoint = Some(endpoint.clone());
+        self.report(LinkEvent::LegacyTransport).await;
+        tokio::spawn(self.clone().legacy_stream(body, decoder));
+        let request = self.build(Method::POST, endpoint, initialize, ACCEPT_BOTH);
+        let response = self.pool.send(request).await.map_err(send_failure)?;
+        self.check_status(&response, true).await?;
+        Ok(())
+    }
+
+    /// Forwards every message of the legacy event stream until it ends.
+    async fn legacy_stream(self, mut body: Incoming, mut decoder: sse::Decoder) {
+        let reason = loop {
+            let chunk = match body.frame().await {
+                None => break "the legacy event stream ended".to_owned(),
+                Some(Err(error)) => break format!("the legacy event stream broke ({error})"),
+                Some(Ok(frame)) => match frame.into_data() {
+                    Ok(chunk) => chunk,
+                    Err(_) => continue,
+                },
+            };
+            decoder.push(&chunk);
+            let mut refused = None;
+            loop {
+                match decoder.next_event() {
+                    Ok(Some(event))
+                        if event.event_type() == "message" && !event.data().is_empty() =>
+                    {
+                        self.log(|| format!("< event {}", event.data()));
+                        if let Ok(packet) = jsonrpc::decode(event.data().as_bytes()) {
+                            for message in packet.into_messages() {
+                                self.report(LinkEvent::Message(message.into_owned())).await;
+                            }
+                        }
+                    }
+                    Ok(Some(_)) => {}
+                    Ok(None) => break,
+                    Err(error) => {
+                        refused = Some(format!("the legacy event stream was refused: {error}"));
+                        break;
+                    }
+                }
+            }
+            if let Some(reason) = refused {
+                break reason;
+            }
+        };
+        self.report(LinkEvent::Down(Failure::new(
+            FailureKind::ConnectionLost,
+            Delivery::MayHaveReached,
+            reason,
+        )))
+        .await;
+    }
+
+    /// Ends the session with `DELETE` (when the server gave a session id). Returns the status,
+    /// if one came back within the close timeout; 405 and 404 are a normal end too.
+    pub(crate) async fn close(&self) -> Option<StatusCode> {
+        self.lock().session_id.as_ref()?;
+        if self.lock().legacy_endpoint.is_some() {
+            return None;
+        }
+        let request = self.build(
+            Method::DELETE,
+            self.config.url.clone(),
+            Bytes::new(),
+            ACCEPT_BOTH,
+        );
+        self.log(|| format!("> DELETE {}", self.config.url));
+        let exchange = async {
+            let response = self.pool.send(request).await.ok()?;
+            let status = response.status();
+            // Drain a small body so the connection can go back to the pool.
+            let _ = read_prefix(response.into_body(), ERROR_BODY_BYTES).await;
+            Some(status)
+        };
+        let status = tokio::time::timeout(self.config.close_timeout, exchange)
+            .await
+            .ok()
+            .flatten();
+        self.log(|| format!("< DELETE {status:?}"));
+        status
+    }
+
+    fn next_jitter(&self) -> f64 {
+        let mut x = self.jitter.load(Ordering::Relaxed);
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.jitter.store(x, Ordering::Relaxed);
+        (x >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// A bounded, printable, redacted excerpt of server-sent bytes for an error message.
+    fn snippet(&self, bytes: &[u8]) -> String {
+        let text: String = String::from_utf8_lossy(&bytes[..bytes.len().min(ERROR_BODY_BYTES)])
+            .chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect();
+        match &self.config.bearer_token {
+            Some(token) => token.redact(text.trim()),
+            None => text.trim().to_owned(),
+        }
+    }
+}
+
+/// Why `read_stream` stopped.
+enum StreamEnd {
+    Answered,
+    Ended(String),
+    Failed(Failure),
+}
+
+/// What kind of reply a response is, by status and content type.
+enum Reply {
+    Empty,
+    Json,
+    EventStream,
+    Other(String),
+}
+
+fn content_type(response: &Response<Incoming>) -> Option<&str> {
+    response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+}
+
+/// Media types are compared without parameters and case-insensitively
+/// (`text/event-stream; charset=utf-8` is an event stream).
+fn classify_reply(response: &Response<Incoming>) -> Reply {
+    let status = response.status();
+    let declared_empty = response
+        .headers()
+        .get(CONTENT_LENGTH)
+        .is_some_and(|v| v.as_bytes() == b"0");
+    if status == StatusCode::ACCEPTED || status == StatusCode::NO_CONTENT || declared_empty {
+        return Reply::Empty;
+    }
+    let Some(value) = content_type(response) else {
+        return Reply::Other(String::new());
+    };
+    let media_type = value.split(';').next().unwrap_or("").trim();
+    if media_type.eq_ignore_ascii_case("application/json") {
+        Reply::Json
+    } else if media_type.eq_ignore_ascii_case("text/event-stream") {
+        Reply::EventStream
+    } else {
+        Reply::Other(media_type.chars().take(100).collect())
+    }
+}
+
+fn is_response_to(message: &Message<'_>, id: &Id) -> bool {
+    matches!(message, Message::Response(response) if response.id.as_ref() == Some(id))
+}
+
+fn send_failure(error: hyper_util::client::legacy::Error) -> Failure {
+    if error.is_connect() {
+        Failure::new(
+            FailureKind::Connect,
+            Delivery::NotSent,
+            format!("could not connect: {}", error_chain(&error)),
+        )
+    } else {
+        Failure::new(
+            FailureKind::ConnectionLost,
+            Delivery::MayHaveReached,
+            format!("the connection failed: {}", error_chain(&error)),
+        )
+    }
+}
+
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// Reads at most `limit` bytes of a body, for error messages and draining.
+async fn read_prefix(mut body: Incoming, limit: usize) -> Vec<u8> {
+    let mut collected = Vec::new();
+    while collected.len() < limit {
+        match body.frame().await {
+            Some(Ok(frame)) => {
+                if let Ok(chunk) = frame.into_data() {
+                    let room = limit - collected.len();
+                    collected.extend_from_slice(&chunk[..chunk.len().min(room)]);
+                }
+            }
+            _ => break,
+        }
+    }
+    collected
+}
+
+/// Names the `WWW-Authenticate` challenge of a 401 or 403: scheme, `resource_metadata`,
+/// `scope`, `error`.
+fn describe_challenge(status: StatusCode, headers: &http::HeaderMap) -> String {
+    let challenges: Vec<&str> = headers
+        .get_all(http::header::WWW_AUTHENTICATE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    if challenges.is_empty() {
+        return format!(
+            "the server refused the credentials with {status} and sent no WWW-Authenticate challenge"
+        );
+    }
+    let mut described = Vec::new();
+    for challenge in challenges {
+        let scheme = challenge.split_whitespace().next().unwrap_or("");
+        let mut parts = vec![format!("scheme {scheme}")];
+        for key in [
+            "resource_metadata",
+            "scope",
+            "error",
+            "error_description",
+            "realm",
+        ] {
+            if let Some(value) = auth_param(challenge, key) {
+                parts.push(format!("{key}={value:?}"));
+            }
+        }
+        described.push(parts.join(", "));
+    }
+    format!(
+        "the server refused the credentials with {status}; WWW-Authenticate: {}",
+        described.join("; ")
+    )
+}
+
+/// The value of one `key=value` or `key="value"` parameter of an auth challenge.
+fn auth_param(challenge: &str, key: &str) -> Option<String> {
+    let mut rest = challenge;
+    while let Some(position) = rest.find(key) {
+        let before_ok =
+            position == 0 || matches!(rest.as_bytes()[position - 1], b' ' | b',' | b'\t');
+        let after = rest[position + key.len()..].trim_start();
+        if before_ok && let Some(value) = after.strip_prefix('=') {
+            let value = value.trim_start();
+            let value = if let Some(quoted) = value.strip_prefix('"') {
+                quoted.split('"').next().unwrap_or("")
+            } else {
+                value.split([',', ' ']).next().unwrap_or("")
+            };
+            return Some(value.chars().take(256).collect());
+        }
+        rest = &rest[position + key.len()..];
+    }
+    None
+}
+
+/// Resolves the legacy `endpoint` event's URI against the base URL, refusing another origin
+/// (the bearer token must never go there).
+fn resolve_same_origin(base: &Uri, reference: &str) -> Result<Uri, String> {
+    let resolved: Uri = if reference.starts_with("http://") || reference.starts_with("https://") {
+        reference
+            .parse()
+            .map_err(|e| format!("the legacy endpoint {reference:?} is not a URI: {e}"))?
+    } else {
+        let path = if reference.starts_with('/') {
+            reference.to_owned()
+        } else {
+            let base_path = base.path();
+            let directory = &base_path[..base_path.rfind('/').map_or(0, |i| i + 1)];
+            format!("{directory}{reference}")
+        };
+        let scheme = base.scheme_str().unwrap_or("http");
+        let authority = base.authority().map(|a| a.as_str()).unwrap_or("");
+        format!("{scheme}://{authority}{path}")
+            .parse()
+            .map_err(|e| format!("the legacy endpoint {reference:?} is not a URI: {e}"))?
+    };
+    let same_origin = resolved.scheme() == base.scheme()
+        && resolved.host() == base.host()
+        && resolved.port_u16().or(default_port(&resolved))
+            == base.port_u16().or(default_port(base));
+    if same_origin {
+        Ok(resolved)
+    } else {
+        Err(format!(
+            "the legacy endpoint {reference:?} is on another origin than {base}; refusing to \
+             send messages (and credentials) there"
+        ))
+    }
+}
+
+fn default_port(uri: &Uri) -> Option<u16> {
+    match uri.scheme_str() {
+        Some("https") => Some(443),
+        Some("http") => Some(80),
+        _ => None,
+    }
+}
+
+/// Counts reply bytes against a request's limit, across resumptions.
+struct ByteBudget {
+    remaining: Option<u64>,
+    limit: u64,
+}
+
+impl ByteBudget {
+    fn new(limit: Option<u64>) -> Self {
+        ByteBudget {
+            remaining: limit,
+            limit: limit.unwrap_or(u64::MAX),
+        }
+    }
+
+    fn take(&mut self, bytes: usize) -> Result<(), Failure> {
+        let Some(remaining) = &mut self.remaining else {
+            return Ok(());
+        };
+        *remaining = remaining.checked_sub(bytes as u64).ok_or_else(|| {
+            Failure::new(
+                FailureKind::LimitExceeded,
+                Delivery::MayHaveReached,
+                format!(
+                    "the reply is larger than the {}-byte output limit",
+                    self.limit
+                ),
+            )
+        })?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_legacy_endpoints_resolve_against_the_base() {
+        let base: Uri = "http://127.0.0.1:3001/sse".parse().unwrap();
+        assert_eq!(
+            resolve_same_origin(&base, "/messages?sessionId=abc").unwrap(),
+            "http://127.0.0.1:3001/messages?sessionId=abc"
+        );
+        assert_eq!(
+            resolve_same_origin(&base, "messages?x=1").unwrap(),
+            "http://127.0.0.1:3001/messages?x=1"
+        );
+        assert_eq!(
+            resolve_same_origin(&base, "http://127.0.0.1:3001/m").unwrap(),
+            "http://127.0.0.1:3001/m"
+        );
+        assert!(resolve_same_origin(&base, "http://evil.example/m").is_err());
+        assert!(resolve_same_origin(&base, "https://127.0.0.1:3001/m").is_err());
+    }
+
+    #[test]
+    fn challenges_are_described() {
+        let mut headers = http::HeaderMap::new();
+        headers.insert(
+            http::header::WWW_AUTHENTICATE,
+            HeaderValue::from_static(
+                r#"Bearer resource_metadata="https://a.example/.well-known/oauth-protected-resource", scope="read write", error="invalid_token""#,
+            ),
+        );
+        let text = describe_challenge(StatusCode::UNAUTHORIZED, &headers);
+        assert!(text.contains("scheme Bearer"), "{text}");
+        assert!(
+            text.contains(
+                r#"resource_metadata="https://a.example/.well-known/oauth-protected-resource""#
+            ),
+            "{text}"
+        );
+        assert!(text.contains(r#"scope="read write""#), "{text}");
+        assert!(text.contains(r#"error="invalid_token""#), "{text}");
+        assert!(
+            describe_challenge(StatusCode::FORBIDDEN, &http::HeaderMap::new())
+                .contains("no WWW-Authenticate")
+        );
+    }
+
+    #[test]
+    fn byte_budget_counts_across_calls() {
+        let mut budget = ByteBudget::new(Some(10));
+        assert!(budget.take(6).is_ok());
+        assert!(budget.take(4).is_ok());
+        assert_eq!(budget.take(1).unwrap_err().kind, FailureKind::LimitExceeded);
+        assert!(ByteBudget::new(None).take(usize::MAX).is_ok());
+    }
+}
