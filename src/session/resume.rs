@@ -53,14 +53,14 @@ impl Resumption {
         }
     }
 
-    /// Records what the stream's decoder knows after an event: its last event id and the
-    /// server's reconnection time, if it set one.
+    /// Records what the stream's decoder knows: its last event id and the server's
+    /// reconnection time, if it set one. A new id counts as progress since the last resumption.
     pub fn observe(&mut self, last_event_id: &str, retry_ms: Option<u64>) {
         if self.last_event_id != last_event_id {
             self.last_event_id.clear();
             self.last_event_id.push_str(last_event_id);
+            self.events_since_resume = true;
         }
-        self.events_since_resume = true;
         if let Some(ms) = retry_ms {
             self.retry = Some(Duration::from_millis(ms));
         }

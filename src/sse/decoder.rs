@@ -2,20 +2,33 @@
 //!
 //! The rules are those of the HTML standard, section 9.2.6 "Parsing an event stream" and
 //! 9.2.7 "Interpreting an event stream"; comments below quote the rule each step implements.
+//!
+//! How it is fast: input is decoded from UTF-8 once, as it is pushed, into one buffer (the
+//! line terminators and field syntax are ASCII, so decoding the stream first and splitting
+//! lines after is exactly the standard's order). Lines are then found with `memchr` and
+//! interpreted in place, and an event whose data is one line is handed out as a slice of that
+//! buffer: no allocation and no copy per event. Only events with several data lines are
+//! assembled in a second buffer.
 
-use std::collections::VecDeque;
 use std::fmt;
-use std::sync::Arc;
 
 /// The byte order mark that UTF-8 decoding strips once, at the start of the stream.
 const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
 
-/// The longest field name the decoder acts on (`retry`); longer names are unknown fields.
+/// The longest field name the decoder acts on (`retry`).
 const LONGEST_FIELD_NAME: usize = 5;
 
-/// Values are scanned, validated and copied in steps of at most this size, so that the three
-/// passes over a long line run on bytes that are still in cache.
-const DATA_BLOCK_BYTES: usize = 64 * 1024;
+/// Input is validated, copied and scanned in blocks of at most this size, so that each block
+/// is still in cache for the next pass over it.
+const BLOCK_BYTES: usize = 64 * 1024;
+
+/// Blocks at least this large are scanned for the end of the current line as they are
+/// appended.
+const SCAN_IN_PUSH_BYTES: usize = 4096;
+
+/// Interpreted input is dropped from the buffer once it is at least this large (or is most of
+/// the buffer), so that small pushes do not each move the line in progress.
+const COMPACT_BYTES: usize = 4096;
 
 /// Size limits for one stream. Every byte the decoder keeps is counted against one of them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,7 +51,7 @@ impl Default for Limits {
 }
 
 /// Why a stream was refused. After an error the decoder drops further input and keeps
-/// returning the same error once the events decoded before it have been taken.
+/// returning the same error.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Error {
     /// A line was longer than [`Limits::max_line_bytes`].
@@ -68,80 +81,62 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
-/// One dispatched event.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Event {
-    event_type: EventType,
-    data: String,
-    last_event_id: Arc<str>,
+/// One dispatched event, borrowed from the decoder until the next call to
+/// [`Decoder::next_event`] (use [`Event::to_owned`] to keep it longer).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Event<'a> {
+    event_type: &'a str,
+    data: &'a str,
+    last_event_id: &'a str,
 }
 
-/// The event type, without an allocation for the default `message`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum EventType {
-    Message,
-    Other(Box<str>),
-}
-
-impl Event {
+impl<'a> Event<'a> {
     /// The event type: the last `event` field's value, or `message` when none was given or it
     /// was empty.
-    pub fn event_type(&self) -> &str {
-        match &self.event_type {
-            EventType::Message => "message",
-            EventType::Other(name) => name,
-        }
+    pub fn event_type(&self) -> &'a str {
+        self.event_type
     }
 
     /// The data: the values of the event's `data` fields joined with `\n`.
-    pub fn data(&self) -> &str {
-        &self.data
-    }
-
-    /// Takes the data without copying it.
-    pub fn into_data(self) -> String {
+    pub fn data(&self) -> &'a str {
         self.data
     }
 
     /// The stream's last event id when this event was dispatched (`""` when none was set).
-    pub fn last_event_id(&self) -> &str {
-        &self.last_event_id
+    pub fn last_event_id(&self) -> &'a str {
+        self.last_event_id
     }
-}
 
-/// Where the decoder stands in the current line.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Line {
-    /// No byte of the line has been seen.
-    Start,
-    /// Reading the field name (its bytes so far are in `name`).
-    Name,
-    /// The colon was just read; one space after it is dropped.
-    BeforeValue(Field),
-    /// Reading the value, up to the line end.
-    Value(Field),
-}
-
-/// The fields the decoder acts on; everything else, comments included, is `Ignored`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Field {
-    Data,
-    Event,
-    Id,
-    Retry,
-    Ignored,
-}
-
-impl Field {
-    fn from_name(name: &[u8]) -> Field {
-        match name {
-            b"data" => Field::Data,
-            b"event" => Field::Event,
-            b"id" => Field::Id,
-            b"retry" => Field::Retry,
-            _ => Field::Ignored,
+    /// An owned copy.
+    pub fn to_owned(&self) -> OwnedEvent {
+        OwnedEvent {
+            event_type: self.event_type.to_owned(),
+            data: self.data.to_owned(),
+            last_event_id: self.last_event_id.to_owned(),
         }
     }
+}
+
+/// An [`Event`] that owns its text.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OwnedEvent {
+    /// The event type.
+    pub event_type: String,
+    /// The data.
+    pub data: String,
+    /// The last event id when it was dispatched.
+    pub last_event_id: String,
+}
+
+/// Where the pending event's data is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Data {
+    /// No `data` field yet.
+    None,
+    /// One `data` field so far: its value is this range of the input buffer.
+    Borrowed(usize, usize),
+    /// Several `data` fields: joined in `data_joined`.
+    Joined,
 }
 
 /// A sans-IO decoder for one `text/event-stream`.
@@ -150,9 +145,9 @@ impl Field {
 /// [`next_event`](Decoder::next_event) until it returns `None`. The output does not depend on
 /// how the input was split. Nothing is read from a socket or a clock.
 ///
-/// Memory is bounded: the decoder keeps at most one event's data (up to
-/// [`Limits::max_event_bytes`]), one short field value (up to [`Limits::max_line_bytes`]) and the
-/// events decoded from the last chunk that have not been taken yet.
+/// Memory is bounded: the decoder keeps the unparsed input (the line in progress plus what the
+/// last push brought), one event's data and a few short field values, each within
+/// [`Limits`]. A line that grows past the limit is refused as it arrives, never buffered.
 ///
 /// ```
 /// use mcpwire::sse::{Decoder, Limits};
@@ -174,53 +169,53 @@ pub struct Decoder {
     limits: Limits,
     /// How many bytes of a leading BOM have been matched; `None` once the stream start is past.
     bom_matched: Option<usize>,
-    /// The last line ended with a CR, so an LF at the start of the next input completes it.
-    skip_lf: bool,
-    line: Line,
-    line_bytes: usize,
-    name: [u8; LONGEST_FIELD_NAME],
-    name_len: usize,
-    /// The value of the current `id` or `retry` line.
-    value: Vec<u8>,
-    /// The data buffer, decoded as it arrives.
-    data: String,
-    /// Whether a `data` field was seen since the last dispatch (the data may still be empty).
-    has_data: bool,
-    /// A valid but incomplete UTF-8 sequence at the end of the data pushed so far.
+    /// A valid but incomplete UTF-8 sequence at the end of the input pushed so far.
     utf8_carry: [u8; 4],
     utf8_carry_len: usize,
-    event_type: Vec<u8>,
+    /// Decoded input; everything before `pos` has been interpreted.
+    buf: String,
+    /// Where the current line starts.
+    pos: usize,
+    /// How many bytes from `pos` are known to hold no line terminator.
+    scanned: usize,
+    /// The last line ended with a CR at the very end of the input, so an LF pushed next is
+    /// the second half of that CRLF.
+    skip_lf: bool,
+    data: Data,
+    data_joined: String,
+    event_type: String,
     /// The last event ID buffer: set by `id` fields.
-    id_buffer: Arc<str>,
+    id_buffer: String,
     /// The last event ID string: the buffer's value at the last dispatch.
-    last_event_id: Arc<str>,
+    last_event_id: String,
+    /// An `id` field was seen since the last dispatch.
+    id_changed: bool,
     retry_ms: Option<u64>,
-    ready: VecDeque<Event>,
+    /// An event was handed out; its buffers are cleared on the next call.
+    dispatched: bool,
     error: Option<Error>,
 }
 
 impl Decoder {
     /// A decoder for a new stream.
     pub fn new(limits: Limits) -> Self {
-        let empty: Arc<str> = Arc::from("");
         Decoder {
             limits,
             bom_matched: Some(0),
-            skip_lf: false,
-            line: Line::Start,
-            line_bytes: 0,
-            name: [0; LONGEST_FIELD_NAME],
-            name_len: 0,
-            value: Vec::new(),
-            data: String::new(),
-            has_data: false,
             utf8_carry: [0; 4],
             utf8_carry_len: 0,
-            event_type: Vec::new(),
-            id_buffer: empty.clone(),
-            last_event_id: empty,
+            buf: String::new(),
+            pos: 0,
+            scanned: 0,
+            skip_lf: false,
+            data: Data::None,
+            data_joined: String::new(),
+            event_type: String::new(),
+            id_buffer: String::new(),
+            last_event_id: String::new(),
+            id_changed: false,
             retry_ms: None,
-            ready: VecDeque::new(),
+            dispatched: false,
             error: None,
         }
     }
@@ -234,12 +229,11 @@ impl Decoder {
     /// stream (a BOM may lead again, a partial event is dropped, any error is cleared), while
     /// the last event id and the reconnection time are kept, as an `EventSource` keeps them.
     pub fn reset_stream(&mut self) {
-        let last_event_id = self.last_event_id.clone();
-        let retry_ms = self.retry_ms;
-        *self = Decoder::new(self.limits);
-        self.id_buffer = last_event_id.clone();
-        self.last_event_id = last_event_id;
-        self.retry_ms = retry_ms;
+        let mut fresh = Decoder::new(self.limits);
+        fresh.id_buffer = std::mem::take(&mut self.last_event_id);
+        fresh.last_event_id = fresh.id_buffer.clone();
+        fresh.retry_ms = self.retry_ms;
+        *self = fresh;
     }
 
     /// The last event id of the stream: the value of the `id` field in force at the last
@@ -253,43 +247,29 @@ impl Decoder {
         self.retry_ms
     }
 
-    /// Whether the stream is between events: no partial line or event is pending. A stream
-    /// that ends when this is false ended inside an event, which is then dropped.
+    /// Whether the stream is between events: all input interpreted, no partial line or event
+    /// pending. A stream that ends when this is false ended inside an event, which is dropped.
     pub fn is_between_events(&self) -> bool {
-        self.line == Line::Start && !self.has_data && self.event_type.is_empty()
+        self.pos == self.buf.len()
+            && (self.dispatched || (self.data == Data::None && self.event_type.is_empty()))
     }
 
-    /// Bytes of memory the decoder holds for the event and line in progress (capacity, not
-    /// length): at most `max_event_bytes` for data, as much again for the event type and
-    /// `max_line_bytes` for an `id` or `retry` value, whatever the input. Events decoded but
-    /// not yet taken are counted by [`queued_bytes`](Decoder::queued_bytes).
+    /// Bytes of memory the decoder holds (capacity, not length): at most the line limit plus
+    /// the last push for input, the event limit for joined data, and the line limit for each of
+    /// the event type and the two id strings.
     pub fn buffered_bytes(&self) -> usize {
-        self.value.capacity() + self.data.capacity() + self.event_type.capacity()
+        self.buf.capacity()
+            + self.data_joined.capacity()
+            + self.event_type.capacity()
+            + self.id_buffer.capacity()
+            + self.last_event_id.capacity()
     }
 
-    /// Bytes of memory held by decoded events not yet taken with
-    /// [`next_event`](Decoder::next_event).
-    pub fn queued_bytes(&self) -> usize {
-        self.ready
-            .iter()
-            .map(|event| event.data.capacity() + event.event_type().len())
-            .sum()
-    }
-
-    /// Takes the next dispatched event. `Ok(None)` means more input is needed. Once the events
-    /// decoded before an error have been taken, the error is returned on every call.
-    pub fn next_event(&mut self) -> Result<Option<Event>, Error> {
-        match self.ready.pop_front() {
-            Some(event) => Ok(Some(event)),
-            None => self.error.map_or(Ok(None), Err),
-        }
-    }
-
-    /// Feeds the next bytes of the stream. Events completed by them are queued for
-    /// [`next_event`](Decoder::next_event); take them before pushing much more, since queued
-    /// events are not counted against the limits.
+    /// Feeds the next bytes of the stream. Take the events they complete with
+    /// [`next_event`](Decoder::next_event) before pushing more: unparsed input is held until
+    /// then.
     pub fn push(&mut self, mut input: &[u8]) {
-        if self.error.is_some() {
+        if self.error.is_some() || input.is_empty() {
             return;
         }
         // UTF-8 decode: "one leading U+FEFF BYTE ORDER MARK character must be ignored if any
@@ -310,380 +290,390 @@ impl Decoder {
             } else {
                 // Not a BOM after all: what was held back is ordinary content.
                 self.bom_matched = None;
-                self.feed(&BOM[..matched_now]);
+                self.append(&BOM[..matched_now]);
                 input = &input[used..];
             }
         }
-        self.feed(input);
-    }
-
-    fn feed(&mut self, input: &[u8]) {
-        let mut pos = 0;
         if self.skip_lf && !input.is_empty() {
-            // The second half of a CRLF whose CR ended the previous input.
+            // The second half of a CRLF whose CR ended the input interpreted so far.
             self.skip_lf = false;
             if input[0] == b'\n' {
-                pos = 1;
+                input = &input[1..];
             }
         }
-        while pos < input.len() && self.error.is_none() {
-            let rest = &input[pos..];
-            match self.line {
-                Line::Start => match rest[0] {
-                    // "If the line is empty (a blank line): dispatch the event."
-                    b'\r' | b'\n' => {
-                        pos += self.end_line(rest);
-                        self.dispatch();
-                    }
-                    // "If the line starts with a U+003A COLON character (:): ignore the line."
-                    b':' => {
-                        self.line = Line::Value(Field::Ignored);
-                        self.line_bytes = 1;
-                        pos += 1;
-                    }
-                    _ => {
-                        self.line = Line::Name;
-                        self.name_len = 0;
-                    }
-                },
-                Line::Name => {
-                    let end = memchr::memchr3(b':', b'\r', b'\n', rest);
-                    let name_part = &rest[..end.unwrap_or(rest.len())];
-                    if !self.count_line_bytes(name_part.len()) {
-                        return;
-                    }
-                    pos += name_part.len();
-                    let name_fits = self.name_len + name_part.len() <= LONGEST_FIELD_NAME;
-                    if name_fits {
-                        self.name[self.name_len..self.name_len + name_part.len()]
-                            .copy_from_slice(name_part);
-                        self.name_len += name_part.len();
-                    } else {
-                        // Too long to be a known field: the rest of the line is ignored.
-                        self.line = Line::Value(Field::Ignored);
-                        continue;
-                    }
-                    let Some(end) = end else { continue };
-                    let field = Field::from_name(&self.name[..self.name_len]);
-                    if rest[end] == b':' {
-                        // "Collect the characters on the line before the first U+003A COLON
-                        // character (:), and let field be that string."
-                        if !self.count_line_bytes(1) {
-                            return;
-                        }
-                        pos += 1;
-                        self.begin_value(field);
-                        self.line = Line::BeforeValue(field);
-                    } else {
-                        // "Otherwise, the string is not empty but does not contain a U+003A
-                        // COLON character (:): process the field using the whole line as the
-                        // field name, and the empty string as the field value."
-                        self.begin_value(field);
-                        self.finish_field(field);
-                        pos += self.end_line(&rest[end..]);
-                    }
-                }
-                Line::BeforeValue(field) => {
-                    // "If value starts with a U+0020 SPACE character, remove it from value."
-                    if rest[0] == b' ' {
-                        if !self.count_line_bytes(1) {
-                            return;
-                        }
-                        pos += 1;
-                    }
-                    self.line = Line::Value(field);
-                }
-                Line::Value(field) => {
-                    // Each step stops one byte past the line's remaining room, so the line limit
-                    // can only be crossed by a step's last byte, and after the event limit has
-                    // been checked for the same bytes: which limit is reported then does not
-                    // depend on how the input was chunked.
-                    let room = self.limits.max_line_bytes - self.line_bytes;
-                    let step = rest.len().min(room + 1).min(DATA_BLOCK_BYTES);
-                    let scan = &rest[..step];
-                    let end = memchr::memchr2(b'\r', b'\n', scan);
-                    let value_part = &scan[..end.unwrap_or(scan.len())];
-                    match field {
-                        Field::Data => self.push_data(value_part),
-                        Field::Event => {
-                            extend_within(
-                                &mut self.event_type,
-                                value_part,
-                                self.limits.max_event_bytes,
-                            );
-                            self.check_event_size();
-                        }
-                        Field::Id | Field::Retry => {
-                            extend_within(&mut self.value, value_part, self.limits.max_line_bytes);
-                        }
-                        Field::Ignored => {}
-                    }
-                    if self.error.is_some() || !self.count_line_bytes(value_part.len()) {
-                        return;
-                    }
-                    pos += value_part.len();
-                    if let Some(end) = end {
-                        self.finish_field(field);
-                        pos += self.end_line(&rest[end..]);
-                    }
-                }
+        for block in input.chunks(BLOCK_BYTES) {
+            if self.error.is_some() {
+                return;
             }
+            self.append(block);
         }
     }
 
-    /// Consumes the line end at the start of `rest` (CR, LF or CRLF) and returns its length.
-    /// A CR at the very end of the input may be the first half of a CRLF split across pushes.
-    fn end_line(&mut self, rest: &[u8]) -> usize {
-        self.line = Line::Start;
-        self.line_bytes = 0;
-        if rest[0] == b'\r' {
-            match rest.get(1) {
-                Some(b'\n') => 2,
-                Some(_) => 1,
-                None => {
-                    self.skip_lf = true;
-                    1
-                }
-            }
-        } else {
-            1
-        }
-    }
-
-    /// Work done when a field's name is known, before any byte of its value.
-    fn begin_value(&mut self, field: Field) {
-        match field {
-            // "Append the field value to the data buffer, then append a single U+000A LINE FEED
-            // (LF) character to the data buffer." The LF is written before the next line's
-            // value instead, which leaves out the last LF that dispatch would remove.
-            Field::Data => {
-                if self.has_data {
-                    self.append_data("\n");
-                }
-                self.has_data = true;
-            }
-            // "Set the event type buffer to the field value."
-            Field::Event => self.event_type.clear(),
-            Field::Id | Field::Retry => self.value.clear(),
-            Field::Ignored => {}
-        }
-    }
-
-    /// Work done at the end of a field's line.
-    fn finish_field(&mut self, field: Field) {
-        match field {
-            Field::Data => {
-                if self.utf8_carry_len > 0 {
-                    // The line ended inside a multi-byte sequence: one U+FFFD replaces it.
-                    self.utf8_carry_len = 0;
-                    self.append_data("\u{FFFD}");
-                }
-            }
-            // "If the field value does not contain U+0000 NULL, then set the last event ID
-            // buffer to the field value. Otherwise, ignore the field."
-            Field::Id => {
-                if !self.value.contains(&0) {
-                    self.id_buffer = Arc::from(String::from_utf8_lossy(&self.value));
-                }
-            }
-            // "If the field value consists of only ASCII digits, then interpret the field value
-            // as an integer in base ten, and set the event stream's reconnection time to that
-            // integer. Otherwise, ignore the field." An empty value is ignored; a value too
-            // large for u64 saturates.
-            Field::Retry => {
-                if !self.value.is_empty() && self.value.iter().all(u8::is_ascii_digit) {
-                    let ms = self.value.iter().fold(0u64, |ms, digit| {
-                        ms.saturating_mul(10)
-                            .saturating_add(u64::from(digit - b'0'))
-                    });
-                    self.retry_ms = Some(ms);
-                }
-            }
-            Field::Event | Field::Ignored => {}
-        }
-    }
-
-    /// Dispatches the event at a blank line ("Interpreting an event stream", dispatch steps).
-    fn dispatch(&mut self) {
-        // "Set the last event ID string of the event source to the value of the last event ID
-        // buffer." This happens even when no event is dispatched.
-        self.last_event_id = self.id_buffer.clone();
-        // "If the data buffer is an empty string, set the data buffer and the event type buffer
-        // to the empty string and return."
-        if !self.has_data {
-            self.event_type.clear();
-            return;
-        }
-        self.has_data = false;
-        let data = std::mem::take(&mut self.data);
-        // "Initialize event's type attribute to "message" ... If the event type buffer has a
-        // value other than the empty string, change the type of the newly created event to
-        // equal the value of the event type buffer."
-        let event_type = match self.event_type.as_slice() {
-            b"" | b"message" => EventType::Message,
-            other => EventType::Other(String::from_utf8_lossy(other).into()),
-        };
-        self.event_type.clear();
-        self.ready.push_back(Event {
-            event_type,
-            data,
-            last_event_id: self.last_event_id.clone(),
-        });
-    }
-
-    /// Appends part of a data value, decoding UTF-8 as it goes: each invalid sequence becomes
-    /// one U+FFFD (the WHATWG decoder's "maximal subpart" rule, which `std` follows too) and an
-    /// incomplete sequence at the end waits for the next bytes.
-    fn push_data(&mut self, bytes: &[u8]) {
-        // Each input byte adds at least one byte to the event size (see `event_size`), so an
-        // event that cannot fit is refused before its bytes are copied.
-        if self.event_size() + bytes.len() > self.limits.max_event_bytes {
-            self.fail(Error::EventTooLarge {
-                limit: self.limits.max_event_bytes,
-            });
-            return;
-        }
-        self.reserve_data(bytes.len());
-        self.decode_data(bytes);
-    }
-
-    fn decode_data(&mut self, mut bytes: &[u8]) {
+    /// Decodes `bytes` onto the buffer (each invalid sequence becomes one U+FFFD, the
+    /// WHATWG decoder's "maximal subpart" rule, which `std` follows too; an incomplete sequence
+    /// at the end waits for the next bytes), then scans the new text for the end of the current
+    /// line while it is in cache, refusing a line that outgrows the limit.
+    fn append(&mut self, mut bytes: &[u8]) {
+        let start = self.buf.len();
+        self.reserve(bytes.len());
         while self.utf8_carry_len > 0 {
             let Some((&next, after)) = bytes.split_first() else {
-                return;
+                break;
             };
             let mut sequence = self.utf8_carry;
             sequence[self.utf8_carry_len] = next;
             match std::str::from_utf8(&sequence[..=self.utf8_carry_len]) {
                 Ok(complete) => {
+                    self.buf.push_str(complete);
                     self.utf8_carry_len = 0;
-                    if !self.append_data(complete) {
-                        return;
-                    }
                     bytes = after;
                 }
                 Err(error) if error.error_len().is_none() => {
                     self.utf8_carry = sequence;
                     self.utf8_carry_len += 1;
-                    self.check_event_size();
                     bytes = after;
                 }
                 Err(_) => {
                     // `next` cannot continue the sequence: the held bytes are one maximal
                     // subpart, and `next` starts afresh.
                     self.utf8_carry_len = 0;
-                    if !self.append_data("\u{FFFD}") {
-                        return;
-                    }
+                    self.buf.push(char::REPLACEMENT_CHARACTER);
                 }
             }
         }
         loop {
-            let (valid, rest) = match std::str::from_utf8(bytes) {
-                Ok(valid) => (valid, None),
+            match std::str::from_utf8(bytes) {
+                Ok(valid) => {
+                    self.buf.push_str(valid);
+                    break;
+                }
                 Err(error) => {
                     let (valid, after) = bytes.split_at(error.valid_up_to());
-                    (
-                        std::str::from_utf8(valid).unwrap_or_default(),
-                        Some((after, error.error_len())),
-                    )
-                }
-            };
-            if !self.append_data(valid) {
-                return;
-            }
-            match rest {
-                None => return,
-                Some((after, Some(invalid))) => {
-                    if !self.append_data("\u{FFFD}") {
-                        return;
+                    self.buf
+                        .push_str(std::str::from_utf8(valid).unwrap_or_default());
+                    match error.error_len() {
+                        Some(invalid) => {
+                            self.buf.push(char::REPLACEMENT_CHARACTER);
+                            bytes = &after[invalid..];
+                        }
+                        None => {
+                            self.utf8_carry[..after.len()].copy_from_slice(after);
+                            self.utf8_carry_len = after.len();
+                            break;
+                        }
                     }
-                    bytes = &after[invalid..];
                 }
-                Some((after, None)) => {
-                    self.utf8_carry[..after.len()].copy_from_slice(after);
-                    self.utf8_carry_len = after.len();
-                    self.check_event_size();
+            }
+        }
+        if self.pos + self.scanned == start && (self.buf.len() - start >= SCAN_IN_PUSH_BYTES) {
+            // The current line was open up to here and a large block arrived: look for the
+            // line's end in the new text now, while it is in cache, and refuse a line that
+            // outgrows the limit before more of it is buffered. (Small blocks are scanned by
+            // `next_event`; scanning them here too would only add a call per push.)
+            let found = memchr::memchr2(b'\r', b'\n', &self.buf.as_bytes()[start..]);
+            self.scanned = match found {
+                Some(offset) => start + offset - self.pos,
+                None => self.buf.len() - self.pos,
+            };
+            if found.is_none() && self.scanned > self.limits.max_line_bytes {
+                self.fail(Error::LineTooLong {
+                    limit: self.limits.max_line_bytes,
+                });
+            }
+        }
+    }
+
+    /// Grows the buffer for `added` more bytes, doubling as usual but not past the line limit
+    /// plus the new bytes: a long line never holds twice the limit.
+    fn reserve(&mut self, added: usize) {
+        let needed = self.buf.len() + added;
+        if needed > self.buf.capacity() {
+            let target = self
+                .buf
+                .capacity()
+                .saturating_mul(2)
+                .min(self.limits.max_line_bytes.saturating_add(added))
+                .max(needed);
+            self.buf.reserve_exact(target - self.buf.len());
+        }
+    }
+
+    /// Takes the next dispatched event. `Ok(None)` means more input is needed. After an error,
+    /// every call returns it.
+    pub fn next_event(&mut self) -> Result<Option<Event<'_>>, Error> {
+        if let Some(error) = self.error {
+            return Err(error);
+        }
+        if self.dispatched {
+            self.dispatched = false;
+            self.data = Data::None;
+            self.data_joined.clear();
+            self.event_type.clear();
+        }
+        loop {
+            let bytes = self.buf.as_bytes();
+            let from = self.pos + self.scanned;
+            let Some(offset) = memchr::memchr2(b'\r', b'\n', &bytes[from..]) else {
+                self.scanned = bytes.len() - self.pos;
+                if self.scanned > self.limits.max_line_bytes {
+                    let error = Error::LineTooLong {
+                        limit: self.limits.max_line_bytes,
+                    };
+                    self.fail(error);
+                    return Err(error);
+                }
+                self.compact();
+                return Ok(None);
+            };
+            let end = from + offset;
+            if end - self.pos > self.limits.max_line_bytes {
+                self.fail(Error::LineTooLong {
+                    limit: self.limits.max_line_bytes,
+                });
+                return Err(Error::LineTooLong {
+                    limit: self.limits.max_line_bytes,
+                });
+            }
+            let line_start = self.pos;
+            self.pos = match bytes[end] {
+                b'\r' => match bytes.get(end + 1) {
+                    Some(b'\n') => end + 2,
+                    Some(_) => end + 1,
+                    None => {
+                        // An LF pushed next completes this CRLF, unless bytes of an incomplete
+                        // UTF-8 sequence already stand between them.
+                        self.skip_lf = self.utf8_carry_len == 0;
+                        end + 1
+                    }
+                },
+                _ => end + 1,
+            };
+            self.scanned = 0;
+            if end == line_start {
+                // "If the line is empty (a blank line): dispatch the event."
+                if self.dispatch() {
+                    return Ok(Some(self.event()));
+                }
+                continue;
+            }
+            self.interpret(line_start, end);
+            if let Some(error) = self.error {
+                return Err(error);
+            }
+        }
+    }
+
+    /// Interprets one non-empty line, `buf[start..end]`.
+    fn interpret(&mut self, start: usize, end: usize) {
+        let line = &self.buf.as_bytes()[start..end];
+        // "If the line starts with a U+003A COLON character (:): ignore the line."
+        if line[0] == b':' {
+            return;
+        }
+        // "Collect the characters on the line before the first U+003A COLON character (:),
+        // and let field be that string." Only names of up to five bytes matter, so the colon
+        // is looked for among the first six.
+        let head = &line[..line.len().min(LONGEST_FIELD_NAME + 1)];
+        let (name_end, value_start) = match head.iter().position(|&b| b == b':') {
+            Some(colon) => {
+                // "If value starts with a U+0020 SPACE character, remove it from value."
+                let value = start + colon + 1;
+                let skip =
+                    usize::from(self.buf.as_bytes().get(value) == Some(&b' ') && value < end);
+                (start + colon, value + skip)
+            }
+            // "Otherwise, the string is not empty but does not contain a U+003A COLON
+            // character (:): process the field using the whole line as the field name, and
+            // the empty string as the field value."
+            None if line.len() <= LONGEST_FIELD_NAME => (end, end),
+            None => return,
+        };
+        match &self.buf.as_bytes()[start..name_end] {
+            b"data" => self.data_field(value_start, end),
+            // "Set the event type buffer to the field value."
+            b"event" => {
+                if end - value_start > self.limits.max_event_bytes {
+                    self.fail(Error::EventTooLarge {
+                        limit: self.limits.max_event_bytes,
+                    });
                     return;
                 }
+                self.event_type.clear();
+                self.event_type.push_str(&self.buf[value_start..end]);
+                self.check_event_size();
+            }
+            // "If the field value does not contain U+0000 NULL, then set the last event ID
+            // buffer to the field value. Otherwise, ignore the field."
+            b"id" => {
+                let value = &self.buf[value_start..end];
+                if !value.as_bytes().contains(&0) {
+                    self.id_buffer.clear();
+                    self.id_buffer.push_str(value);
+                    self.id_changed = true;
+                }
+            }
+            // "If the field value consists of only ASCII digits, then interpret the field value
+            // as an integer in base ten, and set the event stream's reconnection time to that
+            // integer. Otherwise, ignore the field." An empty value is ignored; a value too
+            // large for u64 saturates.
+            b"retry" => {
+                let value = &self.buf.as_bytes()[value_start..end];
+                if !value.is_empty() && value.iter().all(u8::is_ascii_digit) {
+                    self.retry_ms = Some(value.iter().fold(0u64, |ms, digit| {
+                        ms.saturating_mul(10)
+                            .saturating_add(u64::from(digit - b'0'))
+                    }));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// "Append the field value to the data buffer, then append a single U+000A LINE FEED (LF)
+    /// character to the data buffer." The LF is written before the next value instead, which
+    /// leaves out the last LF that dispatch would remove. A single value stays in place.
+    fn data_field(&mut self, start: usize, end: usize) {
+        match self.data {
+            Data::None => self.data = Data::Borrowed(start, end),
+            Data::Borrowed(first_start, first_end) => {
+                let joined = (first_end - first_start) + 1 + (end - start);
+                if !self.fits(joined) {
+                    return;
+                }
+                self.reserve_joined(joined);
+                self.data_joined.clear();
+                self.data_joined.push_str(&self.buf[first_start..first_end]);
+                self.data_joined.push('\n');
+                self.data_joined.push_str(&self.buf[start..end]);
+                self.data = Data::Joined;
+            }
+            Data::Joined => {
+                let joined = self.data_joined.len() + 1 + (end - start);
+                if !self.fits(joined) {
+                    return;
+                }
+                self.reserve_joined(joined);
+                self.data_joined.push('\n');
+                self.data_joined.push_str(&self.buf[start..end]);
             }
         }
+        self.check_event_size();
     }
 
-    /// Appends decoded data, refusing the event if it would pass the limit. Growth goes through
-    /// `reserve_data`, so the buffer's capacity never passes the limit either.
-    fn append_data(&mut self, decoded: &str) -> bool {
-        let limit = self.limits.max_event_bytes;
-        if self.data.len() + decoded.len() + self.event_type.len() > limit {
-            self.fail(Error::EventTooLarge { limit });
-            return false;
+    fn data_len(&self) -> usize {
+        match self.data {
+            Data::None => 0,
+            Data::Borrowed(start, end) => end - start,
+            Data::Joined => self.data_joined.len(),
         }
-        self.reserve_data(decoded.len());
-        self.data.push_str(decoded);
-        true
     }
 
-    /// Counts bytes of the current line against the limit; on overflow records the error.
-    fn count_line_bytes(&mut self, added: usize) -> bool {
-        self.line_bytes += added;
-        if self.line_bytes > self.limits.max_line_bytes {
-            self.fail(Error::LineTooLong {
-                limit: self.limits.max_line_bytes,
-            });
-            return false;
-        }
-        true
-    }
-
-    /// The size charged to the current event: decoded data, the raw bytes of a pending
-    /// partial UTF-8 sequence, and the raw event type. It never shrinks as input is consumed
-    /// and grows by at least one per byte of data or event type, which keeps limit checks
-    /// independent of chunking.
-    fn event_size(&self) -> usize {
-        self.data.len() + self.utf8_carry_len + self.event_type.len()
-    }
-
-    fn check_event_size(&mut self) {
-        if self.event_size() > self.limits.max_event_bytes {
+    fn fits(&mut self, data_len: usize) -> bool {
+        if data_len + self.event_type.len() > self.limits.max_event_bytes {
             self.fail(Error::EventTooLarge {
                 limit: self.limits.max_event_bytes,
             });
+            return false;
         }
+        true
     }
 
-    /// Reserves room for `added` more data bytes, doubling as usual but never past the limit,
-    /// so a buffer near the limit does not hold twice the limit.
-    fn reserve_data(&mut self, added: usize) {
-        let needed = self.data.len() + added;
-        if needed > self.data.capacity() {
+    fn check_event_size(&mut self) {
+        let data_len = self.data_len();
+        self.fits(data_len);
+    }
+
+    /// Grows the joined data for `needed` bytes, doubling but never past the event limit.
+    fn reserve_joined(&mut self, needed: usize) {
+        if needed > self.data_joined.capacity() {
             let target = self
-                .data
+                .data_joined
                 .capacity()
                 .saturating_mul(2)
                 .min(self.limits.max_event_bytes)
                 .max(needed);
-            self.data.reserve_exact(target - self.data.len());
+            self.data_joined
+                .reserve_exact(target - self.data_joined.len());
+        }
+    }
+
+    /// At a blank line ("Interpreting an event stream", dispatch steps): whether an event is
+    /// ready to hand out.
+    fn dispatch(&mut self) -> bool {
+        // "Set the last event ID string of the event source to the value of the last event ID
+        // buffer." This happens even when no event is dispatched.
+        if self.id_changed {
+            self.id_changed = false;
+            self.last_event_id.clone_from(&self.id_buffer);
+        }
+        // "If the data buffer is an empty string, set the data buffer and the event type buffer
+        // to the empty string and return."
+        if self.data == Data::None {
+            self.event_type.clear();
+            return false;
+        }
+        self.dispatched = true;
+        true
+    }
+
+    fn event(&self) -> Event<'_> {
+        let data = match self.data {
+            Data::Borrowed(start, end) => &self.buf[start..end],
+            Data::Joined => &self.data_joined,
+            Data::None => "",
+        };
+        // "Initialize event's type attribute to "message" ... If the event type buffer has a
+        // value other than the empty string, change the type of the newly created event to
+        // equal the value of the event type buffer."
+        let event_type = if self.event_type.is_empty() {
+            "message"
+        } else {
+            &self.event_type
+        };
+        Event {
+            event_type,
+            data,
+            last_event_id: &self.last_event_id,
+        }
+    }
+
+    /// Drops interpreted input, keeping the current line and a single data value still in the
+    /// buffer (its range moves with it).
+    fn compact(&mut self) {
+        if let Data::Borrowed(start, end) = self.data
+            && self.pos - end > (end - start).max(4096)
+        {
+            // Lines after the data value (comments, ids) would stay pinned with it; copy the
+            // value out instead, so a stream of such lines cannot grow the buffer.
+            self.reserve_joined(end - start);
+            self.data_joined.clear();
+            self.data_joined.push_str(&self.buf[start..end]);
+            self.data = Data::Joined;
+        }
+        let keep_from = match self.data {
+            Data::Borrowed(start, _) => start.min(self.pos),
+            _ => self.pos,
+        };
+        if keep_from < COMPACT_BYTES && keep_from * 2 < self.buf.len() {
+            return;
+        }
+        self.buf.drain(..keep_from);
+        self.pos -= keep_from;
+        if let Data::Borrowed(start, end) = &mut self.data {
+            *start -= keep_from;
+            *end -= keep_from;
         }
     }
 
     fn fail(&mut self, error: Error) {
         self.error = Some(error);
-        // Free what a refused stream held; only the events already decoded are kept.
-        self.data = String::new();
-        self.value = Vec::new();
-        self.event_type = Vec::new();
-        self.has_data = false;
+        // Free what a refused stream held.
+        self.buf = String::new();
+        self.data_joined = String::new();
+        self.event_type = String::new();
+        self.pos = 0;
+        self.scanned = 0;
+        self.data = Data::None;
         self.utf8_carry_len = 0;
     }
-}
-
-/// Appends to a field buffer, growing it by doubling as usual but never past `max` bytes of
-/// capacity unless the content itself needs more (callers keep the content within `max + 1`).
-fn extend_within(buffer: &mut Vec<u8>, bytes: &[u8], max: usize) {
-    let needed = buffer.len() + bytes.len();
-    if needed > buffer.capacity() {
-        let target = buffer.capacity().saturating_mul(2).min(max).max(needed);
-        buffer.reserve_exact(target - buffer.len());
-    }
-    buffer.extend_from_slice(bytes);
 }

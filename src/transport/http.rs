@@ -614,24 +614,21 @@ impl HttpLink {
                 return StreamEnd::Failed(failure);
             }
             decoder.push(&chunk);
-            loop {
+            let mut messages = Vec::new();
+            let refused = loop {
                 match decoder.next_event() {
                     Ok(Some(event)) => {
-                        resumption.observe(decoder.last_event_id(), decoder.retry_ms());
                         if event.data().is_empty() || event.event_type() != "message" {
                             // A priming event, or an event type MCP does not use.
                             continue;
                         }
                         self.log(|| format!("< event {}", event.data()));
                         match jsonrpc::decode(event.data().as_bytes()) {
-                            Ok(packet) => {
-                                for message in packet.into_messages() {
-                                    answered |= is_response_to(&message, id);
-                                    self.report(LinkEvent::Message(message.into_owned())).await;
-                                }
-                            }
+                            Ok(packet) => messages.extend(
+                                packet.into_messages().into_iter().map(Message::into_owned),
+                            ),
                             Err(error) => {
-                                return StreamEnd::Failed(Failure::new(
+                                break Some(Failure::new(
                                     FailureKind::Protocol,
                                     Delivery::MayHaveReached,
                                     format!(
@@ -641,15 +638,23 @@ impl HttpLink {
                             }
                         }
                     }
-                    Ok(None) => break,
+                    Ok(None) => break None,
                     Err(error) => {
-                        return StreamEnd::Failed(Failure::new(
+                        break Some(Failure::new(
                             FailureKind::LimitExceeded,
                             Delivery::MayHaveReached,
                             format!("the response stream was refused: {error}"),
                         ));
                     }
                 }
+            };
+            resumption.observe(decoder.last_event_id(), decoder.retry_ms());
+            for message in messages {
+                answered |= is_response_to(&message, id);
+                self.report(LinkEvent::Message(message)).await;
+            }
+            if let Some(failure) = refused {
+                return StreamEnd::Failed(failure);
             }
             if answered {
                 // The server closes the stream after the response; stop reading either way
@@ -797,7 +802,9 @@ impl HttpLink {
             };
             decoder.push(&chunk);
             match decoder.next_event() {
-                Ok(Some(event)) if event.event_type() == "endpoint" => break event.into_data(),
+                Ok(Some(event)) if event.event_type() == "endpoint" => {
+                    break event.data().to_owned();
+                }
                 Ok(_) => continue,
                 Err(error) => {
                     return Err(refused(format!(
@@ -829,6 +836,7 @@ impl HttpLink {
                 },
             };
             decoder.push(&chunk);
+            let mut messages = Vec::new();
             let mut refused = None;
             loop {
                 match decoder.next_event() {
@@ -837,9 +845,9 @@ impl HttpLink {
                     {
                         self.log(|| format!("< event {}", event.data()));
                         if let Ok(packet) = jsonrpc::decode(event.data().as_bytes()) {
-                            for message in packet.into_messages() {
-                                self.report(LinkEvent::Message(message.into_owned())).await;
-                            }
+                            messages.extend(
+                                packet.into_messages().into_iter().map(Message::into_owned),
+                            );
                         }
                     }
                     Ok(Some(_)) => {}
@@ -849,6 +857,9 @@ impl HttpLink {
                         break;
                     }
                 }
+            }
+            for message in messages {
+                self.report(LinkEvent::Message(message)).await;
             }
             if let Some(reason) = refused {
                 break reason;
