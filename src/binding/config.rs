@@ -1,0 +1,728 @@
+//! The binding JSON of SPEC.md ("Tool bindings"): loading a host config, validating every
+//! field of every binding, and printing a binding back in the shape `mcp-tools` prints.
+//!
+//! ## Where bindings are
+//!
+//! A config is either the bare JSON array `mcp-tools` prints, or a host config object whose
+//! `tools` array holds the bindings; the object's other members belong to the host and are
+//! ignored here ([`load_config`]).
+//!
+//! ## Fields
+//!
+//! | field | required | rule |
+//! | --- | --- | --- |
+//! | `name` | yes | 1 to 64 characters, each `A-Z a-z 0-9 _ -` (the tool-name rule of the model APIs hosts use); unique in the config (compared exactly) |
+//! | `description` | yes | a string, possibly empty |
+//! | `input_schema` | yes | a JSON object with `"type": "object"` that [`compile`] accepts (bounded, no remote `$ref`) |
+//! | `output_schema` | no | a JSON object that [`compile`] accepts |
+//! | `url` | one of `url` / `command` | an absolute `http` or `https` URL with a host, no user info (`user:password@`: credentials go in `token_env`), no fragment, no spaces or control characters |
+//! | `token_env` | no, only with `url` | an environment variable name: `[A-Za-z_][A-Za-z0-9_]*` |
+//! | `command` | one of `url` / `command` | a non-empty string without NUL: the program of a stdio server |
+//! | `args` | no, only with `command` (default `[]`) | an array of strings without NUL |
+//! | `env` | no, only with `command` (default `[]`) | an array of distinct environment variable names, passed to the server |
+//! | `mcp_tool` | yes | a non-empty string: the tool's name on the server |
+//! | `tenants` | yes | a non-empty array of distinct non-empty strings |
+//! | `timeout_seconds` | no (default [`DEFAULT_TIMEOUT_SECONDS`]) | an integer from 1 to [`MAX_TIMEOUT_SECONDS`] |
+//! | `max_output_bytes` | no (default [`DEFAULT_MAX_OUTPUT_BYTES`]) | an integer from 1 to [`MAX_OUTPUT_BYTES_LIMIT`] |
+//!
+//! Any other member is refused: `inspect_session` with its own message (SPEC.md: "A config that
+//! sets `inspect_session` on an MCP binding is rejected"), anything else as an unknown field.
+//! `null` is not "absent": a field that is present must have its type. Integers must be written
+//! as integers (`300`, not `300.0` or `"300"`).
+//!
+//! ## Errors
+//!
+//! The first problem found stops loading, as a [`ConfigError`] naming the binding (by `name`, or
+//! `#N` by its 0-based position in the array when it has no valid name) and the field. Checks run
+//! in the order of the table above, after the name and the unknown members. Messages never quote
+//! a `url`, `command` or `args` value (they may hold secrets); they quote names.
+//!
+//! ## Example
+//!
+//! ```
+//! use mcpwire::binding::config::{Server, load_config};
+//!
+//! let bindings = load_config(r#"{"tools": [{
+//!     "name": "docs_search", "description": "Search the knowledge base.",
+//!     "input_schema": {"type": "object", "properties": {"query": {"type": "string"}}},
+//!     "url": "https://mcp.example.com/mcp", "mcp_tool": "search", "token_env": "MCP_API_KEY",
+//!     "tenants": ["local"]
+//! }], "model": "ignored by mcpwire"}"#)?;
+//! assert_eq!(bindings[0].timeout_seconds, 300);
+//! assert!(matches!(&bindings[0].server, Server::Http { token_env: Some(v), .. } if v == "MCP_API_KEY"));
+//!
+//! let error = load_config(r#"[{"name": "search", "description": "", "timeout_seconds": 0}]"#)
+//!     .unwrap_err();
+//! assert_eq!(
+//!     error.to_string(),
+//!     "binding `search`: field `input_schema`: missing (a JSON Schema object with \"type\": \"object\")",
+//! );
+//! # Ok::<(), mcpwire::binding::config::ConfigError>(())
+//! ```
+//!
+//! [`compile`]: super::schema::compile
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+
+use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::{Map, Value};
+
+use super::schema::{self, truncate};
+
+/// `timeout_seconds` when a binding leaves it out.
+pub const DEFAULT_TIMEOUT_SECONDS: u64 = 300;
+/// The largest `timeout_seconds` accepted (one day).
+pub const MAX_TIMEOUT_SECONDS: u64 = 86_400;
+/// `max_output_bytes` when a binding leaves it out (1 MiB).
+pub const DEFAULT_MAX_OUTPUT_BYTES: u64 = 1_048_576;
+/// The largest `max_output_bytes` accepted (1 GiB).
+pub const MAX_OUTPUT_BYTES_LIMIT: u64 = 1_073_741_824;
+/// The longest binding `name`, in characters.
+pub const MAX_NAME_CHARS: usize = 64;
+
+/// One tool binding: what the model sees, and how to reach the tool on its MCP server.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Binding {
+    /// The tool's name as the model sees it (may differ from [`mcp_tool`](Self::mcp_tool)).
+    pub name: String,
+    /// The tool's description as the model sees it.
+    pub description: String,
+    /// JSON Schema of the arguments (an object schema).
+    pub input_schema: Value,
+    /// JSON Schema that structured results must match, if any.
+    pub output_schema: Option<Value>,
+    /// How to reach the MCP server.
+    pub server: Server,
+    /// The tool's name on the server.
+    pub mcp_tool: String,
+    /// The tenants allowed to call the tool.
+    pub tenants: Vec<String>,
+    /// How long one call may take, in seconds.
+    pub timeout_seconds: u64,
+    /// The largest result accepted, in bytes.
+    pub max_output_bytes: u64,
+}
+
+/// How a binding reaches its MCP server.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Server {
+    /// A Streamable HTTP endpoint.
+    Http {
+        /// The endpoint URL.
+        url: String,
+        /// The name of the environment variable holding the bearer token, if any.
+        token_env: Option<String>,
+    },
+    /// An installed stdio server.
+    Stdio {
+        /// The program to run.
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// The names of the environment variables passed to it.
+        env: Vec<String>,
+    },
+}
+
+/// Why a config was refused: which binding, which field, what is wrong.
+///
+/// Displayed as ``binding `search`: field `timeout_seconds`: must be between 1 and 86400``; the
+/// binding and field parts are left out when unknown, and a binding without a valid name shows
+/// as `binding #3` (its 0-based position).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The binding's name, or `#N` (its 0-based position in the array) when it has no valid
+    /// name; `None` for a problem with the config as a whole.
+    pub binding: Option<String>,
+    /// The field, when the problem is with one.
+    pub field: Option<String>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl ConfigError {
+    fn whole(field: Option<&str>, message: impl Into<String>) -> Self {
+        Self {
+            binding: None,
+            field: field.map(str::to_owned),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.binding {
+            Some(label) if label.starts_with('#') => write!(f, "binding {label}: ")?,
+            Some(name) => write!(f, "binding `{name}`: ")?,
+            None => {}
+        }
+        if let Some(field) = &self.field {
+            write!(f, "field `{field}`: ")?;
+        }
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Loads the bindings of a config: the bare JSON array `mcp-tools` prints, or a host config
+/// object whose `tools` array holds them (its other members are ignored). Every binding is
+/// validated as the [module docs](self) say, and names must be unique.
+///
+/// # Errors
+///
+/// The first problem found: text that is not JSON, a config of the wrong shape, or a binding
+/// field that breaks its rule.
+pub fn load_config(text: &str) -> Result<Vec<Binding>, ConfigError> {
+    let value: Value = serde_json::from_str(text)
+        .map_err(|e| ConfigError::whole(None, format!("not valid JSON: {e}")))?;
+    parse_config(&value)
+}
+
+/// [`load_config`] on a parsed JSON value.
+///
+/// # Errors
+///
+/// As [`load_config`].
+pub fn parse_config(config: &Value) -> Result<Vec<Binding>, ConfigError> {
+    let items = match config {
+        Value::Array(items) => items,
+        Value::Object(host) => match host.get("tools") {
+            Some(Value::Array(items)) => items,
+            Some(other) => {
+                return Err(ConfigError::whole(
+                    Some("tools"),
+                    format!("must be an array of bindings, not {}", json_type(other)),
+                ));
+            }
+            None => {
+                return Err(ConfigError::whole(
+                    Some("tools"),
+                    "missing: a config object holds its bindings in a `tools` array",
+                ));
+            }
+        },
+        other => {
+            return Err(ConfigError::whole(
+                None,
+                format!(
+                    "a config must be an array of bindings or an object with a `tools` array, not {}",
+                    json_type(other)
+                ),
+            ));
+        }
+    };
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    let mut bindings = Vec::with_capacity(items.len());
+    for (index, item) in items.iter().enumerate() {
+        let binding = parse_binding(item, index)?;
+        if let Some(first) = seen.insert(item_name(item), index) {
+            return Err(ConfigError {
+                binding: Some(binding.name.clone()),
+                field: Some("name".to_owned()),
+                message: format!(
+                    "duplicate name: bindings #{first} and #{index} are both called `{}`",
+                    binding.name
+                ),
+            });
+        }
+        bindings.push(binding);
+    }
+    Ok(bindings)
+}
+
+/// The `name` of a binding that [`parse_binding`] accepted.
+fn item_name(item: &Value) -> &str {
+    item.get("name").and_then(Value::as_str).unwrap_or_default()
+}
+
+impl Binding {
+    /// Parses and validates one binding, as the [module docs](self) say; errors name the binding
+    /// `#0` when it has no valid name.
+    ///
+    /// # Errors
+    ///
+    /// The first field that breaks its rule.
+    pub fn from_json(value: &Value) -> Result<Self, ConfigError> {
+        parse_binding(value, 0)
+    }
+
+    /// Checks a binding built in code (by discovery, say) against the same rules as a loaded
+    /// one.
+    ///
+    /// # Errors
+    ///
+    /// The first field that breaks its rule.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        parse_binding(&self.to_json(), 0).map(drop)
+    }
+
+    /// The binding as JSON, in the shape SPEC.md shows and [`load_config`] reads back: `name`,
+    /// `description`, `input_schema`, then `url` or `command`, `args`, `env` (a stdio binding
+    /// always shows `args` and `env`), `mcp_tool`, `token_env` (only when set), `tenants`,
+    /// `timeout_seconds`, `max_output_bytes` (always shown), and `output_schema` (when set).
+    ///
+    /// Members are inserted in that order, but this crate builds serde_json without its
+    /// `preserve_order` feature, so a [`Value`] object keeps its keys sorted. To print the
+    /// members in this order, serialize the [`Binding`] itself (it implements [`Serialize`]):
+    /// `serde_json::to_string_pretty(&binding)`. The schemas inside print with sorted keys
+    /// either way.
+    pub fn to_json(&self) -> Value {
+        let mut object = Map::new();
+        self.for_each_member(|key, value| {
+            object.insert(key.to_owned(), value);
+        });
+        Value::Object(object)
+    }
+
+    /// Calls `member` for each member of [`to_json`](Self::to_json), in order.
+    fn for_each_member(&self, mut member: impl FnMut(&'static str, Value)) {
+        let strings = |items: &[String]| Value::from(items.to_vec());
+        member("name", Value::from(self.name.as_str()));
+        member("description", Value::from(self.description.as_str()));
+        member("input_schema", self.input_schema.clone());
+        let token_env = match &self.server {
+            Server::Http { url, token_env } => {
+                member("url", Value::from(url.as_str()));
+                token_env.as_deref()
+            }
+            Server::Stdio { command, args, env } => {
+                member("command", Value::from(command.as_str()));
+                member("args", strings(args));
+                member("env", strings(env));
+                None
+            }
+        };
+        member("mcp_tool", Value::from(self.mcp_tool.as_str()));
+        if let Some(token_env) = token_env {
+            member("token_env", Value::from(token_env));
+        }
+        member("tenants", strings(&self.tenants));
+        member("timeout_seconds", Value::from(self.timeout_seconds));
+        member("max_output_bytes", Value::from(self.max_output_bytes));
+        if let Some(output_schema) = &self.output_schema {
+            member("output_schema", output_schema.clone());
+        }
+    }
+}
+
+impl Serialize for Binding {
+    /// Writes the members of [`Binding::to_json`] in its documented order.
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut members = Vec::with_capacity(12);
+        self.for_each_member(|key, value| members.push((key, value)));
+        let mut map = serializer.serialize_map(Some(members.len()))?;
+        for (key, value) in &members {
+            map.serialize_entry(key, value)?;
+        }
+        map.end()
+    }
+}
+
+/// Every member a binding may have.
+const KNOWN_FIELDS: [&str; 13] = [
+    "name",
+    "description",
+    "input_schema",
+    "output_schema",
+    "url",
+    "token_env",
+    "command",
+    "args",
+    "env",
+    "mcp_tool",
+    "tenants",
+    "timeout_seconds",
+    "max_output_bytes",
+];
+
+/// Reads one binding at position `index`, checking every field.
+fn parse_binding(value: &Value, index: usize) -> Result<Binding, ConfigError> {
+    let Value::Object(object) = value else {
+        return Err(ConfigError {
+            binding: Some(format!("#{index}")),
+            field: None,
+            message: format!("a binding must be a JSON object, not {}", json_type(value)),
+        });
+    };
+    let name = object
+        .get("name")
+        .and_then(Value::as_str)
+        .filter(|n| valid_name(n));
+    let fields = Fields {
+        object,
+        label: name.map_or_else(|| format!("#{index}"), str::to_owned),
+    };
+    let Some(name) = name else {
+        return Err(fields.error(
+            "name",
+            match object.get("name") {
+                None => "missing".to_owned(),
+                Some(Value::String(_)) => format!(
+                    "must be 1 to {MAX_NAME_CHARS} characters, each a letter (A-Z, a-z), a digit, `_` or `-`"
+                ),
+                Some(other) => format!("must be a string, not {}", json_type(other)),
+            },
+        ));
+    };
+
+    if object.contains_key("inspect_session") {
+        return Err(fields.error(
+            "inspect_session",
+            "not supported on an MCP binding: an MCP server's session cannot be inspected \
+             (each call runs in a fresh MCP session); remove the field",
+        ));
+    }
+    for key in object.keys() {
+        if !KNOWN_FIELDS.contains(&key.as_str()) {
+            return Err(ConfigError {
+                binding: Some(fields.label.clone()),
+                field: Some(truncate(&key.escape_debug().to_string(), MAX_NAME_CHARS)),
+                message: format!(
+                    "unknown field (a binding has only: {})",
+                    KNOWN_FIELDS.join(", ")
+                ),
+            });
+        }
+    }
+
+    let description = fields
+        .string("description")?
+        .ok_or_else(|| fields.error("description", "missing (a string; it may be empty)"))?;
+
+    let input_schema = fields.schema("input_schema")?.ok_or_else(|| {
+        fields.error(
+            "input_schema",
+            "missing (a JSON Schema object with \"type\": \"object\")",
+        )
+    })?;
+    if input_schema.get("type") != Some(&Value::from("object")) {
+        return Err(fields.error(
+            "input_schema",
+            "must have \"type\": \"object\" (tool arguments are a JSON object)",
+        ));
+    }
+    let output_schema = fields.schema("output_schema")?;
+
+    let server = match (object.get("url"), object.get("command")) {
+        (Some(_), Some(_)) => {
+            return Err(fields.error(
+                "command",
+                "a binding has either `url` (Streamable HTTP) or `command` (stdio), not both",
+            ));
+        }
+        (None, None) => {
+            return Err(fields.error(
+                "url",
+                "missing: a binding needs `url` (Streamable HTTP) or `command` (stdio)",
+            ));
+        }
+        (Some(_), None) => {
+            for stdio_only in ["args", "env"] {
+                if object.contains_key(stdio_only) {
+                    return Err(fields.error(
+                        stdio_only,
+                        "only allowed with `command` (a stdio server), not with `url`",
+                    ));
+                }
+            }
+            let url = fields.string("url")?.unwrap_or_default();
+            check_url(&url).map_err(|m| fields.error("url", m))?;
+            let token_env = fields.string("token_env")?;
+            if let Some(token_env) = &token_env {
+                check_env_name(token_env).map_err(|m| fields.error("token_env", m))?;
+            }
+            Server::Http { url, token_env }
+        }
+        (None, Some(_)) => {
+            if object.contains_key("token_env") {
+                return Err(fields.error(
+                    "token_env",
+                    "only allowed with `url`; a stdio server gets environment variables \
+                     through `env`",
+                ));
+            }
+            let command = fields.string("command")?.unwrap_or_default();
+            if command.trim().is_empty() {
+                return Err(fields.error("command", "must not be empty"));
+            }
+            if command.contains('\0') {
+                return Err(fields.error("command", "must not contain NUL characters"));
+            }
+            let args = fields.strings("args")?.unwrap_or_default();
+            if let Some(i) = args.iter().position(|a| a.contains('\0')) {
+                return Err(
+                    fields.error("args", format!("item {i} must not contain NUL characters"))
+                );
+            }
+            let env = fields.strings("env")?.unwrap_or_default();
+            for (i, name) in env.iter().enumerate() {
+                check_env_name(name).map_err(|m| fields.error("env", format!("item {i} {m}")))?;
+            }
+            check_distinct(&env).map_err(|m| fields.error("env", m))?;
+            Server::Stdio { command, args, env }
+        }
+    };
+
+    let mcp_tool = fields
+        .string("mcp_tool")?
+        .ok_or_else(|| fields.error("mcp_tool", "missing (the tool's name on the server)"))?;
+    if mcp_tool.is_empty() {
+        return Err(fields.error("mcp_tool", "must not be empty"));
+    }
+
+    let tenants = fields.strings("tenants")?.ok_or_else(|| {
+        fields.error(
+            "tenants",
+            "missing (an array of the tenants allowed to use the tool)",
+        )
+    })?;
+    if tenants.is_empty() {
+        return Err(fields.error("tenants", "must name at least one tenant"));
+    }
+    if let Some(i) = tenants.iter().position(String::is_empty) {
+        return Err(fields.error("tenants", format!("item {i} must not be empty")));
+    }
+    check_distinct(&tenants).map_err(|m| fields.error("tenants", m))?;
+
+    let timeout_seconds = fields
+        .integer("timeout_seconds", MAX_TIMEOUT_SECONDS)?
+        .unwrap_or(DEFAULT_TIMEOUT_SECONDS);
+    let max_output_bytes = fields
+        .integer("max_output_bytes", MAX_OUTPUT_BYTES_LIMIT)?
+        .unwrap_or(DEFAULT_MAX_OUTPUT_BYTES);
+
+    Ok(Binding {
+        name: name.to_owned(),
+        description,
+        input_schema,
+        output_schema,
+        server,
+        mcp_tool,
+        tenants,
+        timeout_seconds,
+        max_output_bytes,
+    })
+}
+
+/// The members of one binding, with its label for errors.
+struct Fields<'a> {
+    object: &'a Map<String, Value>,
+    label: String,
+}
+
+impl Fields<'_> {
+    fn error(&self, field: &str, message: impl Into<String>) -> ConfigError {
+        ConfigError {
+            binding: Some(self.label.clone()),
+            field: Some(field.to_owned()),
+            message: message.into(),
+        }
+    }
+
+    /// A string member, `None` when absent.
+    fn string(&self, field: &str) -> Result<Option<String>, ConfigError> {
+        match self.object.get(field) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(other) => {
+                Err(self.error(field, format!("must be a string, not {}", json_type(other))))
+            }
+        }
+    }
+
+    /// An array-of-strings member, `None` when absent.
+    fn strings(&self, field: &str) -> Result<Option<Vec<String>>, ConfigError> {
+        let items = match self.object.get(field) {
+            None => return Ok(None),
+            Some(Value::Array(items)) => items,
+            Some(other) => {
+                return Err(self.error(
+                    field,
+                    format!("must be an array of strings, not {}", json_type(other)),
+                ));
+            }
+        };
+        items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| match item {
+                Value::String(s) => Ok(s.clone()),
+                other => Err(self.error(
+                    field,
+                    format!("item {i} must be a string, not {}", json_type(other)),
+                )),
+            })
+            .collect::<Result<_, _>>()
+            .map(Some)
+    }
+
+    /// An integer member from 1 to `max`, `None` when absent.
+    fn integer(&self, field: &str, max: u64) -> Result<Option<u64>, ConfigError> {
+        let Some(value) = self.object.get(field) else {
+            return Ok(None);
+        };
+        let range = || format!("must be between 1 and {max}");
+        match value {
+            Value::Number(n) => match (n.as_u64(), n.as_i64()) {
+                (Some(v), _) if (1..=max).contains(&v) => Ok(Some(v)),
+                (Some(_), _) | (None, Some(_)) => Err(self.error(field, range())),
+                (None, None) => Err(self.error(
+                    field,
+                    format!(
+                        "must be an integer between 1 and {max}, written without a fraction \
+                         or exponent"
+                    ),
+                )),
+            },
+            other => Err(self.error(
+                field,
+                format!("must be an integer, not {}", json_type(other)),
+            )),
+        }
+    }
+
+    /// A JSON Schema member, which must be an object that [`schema::compile`] accepts; `None`
+    /// when absent.
+    fn schema(&self, field: &str) -> Result<Option<Value>, ConfigError> {
+        match self.object.get(field) {
+            None => Ok(None),
+            Some(value @ Value::Object(_)) => {
+                schema::compile(value).map_err(|e| self.error(field, e))?;
+                Ok(Some(value.clone()))
+            }
+            Some(other) => Err(self.error(
+                field,
+                format!("must be a JSON Schema object, not {}", json_type(other)),
+            )),
+        }
+    }
+}
+
+/// Whether `name` is 1 to [`MAX_NAME_CHARS`] characters of `A-Z a-z 0-9 _ -`.
+fn valid_name(name: &str) -> bool {
+    (1..=MAX_NAME_CHARS).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// Checks an environment variable name: `[A-Za-z_][A-Za-z0-9_]*`.
+fn check_env_name(name: &str) -> Result<(), String> {
+    let mut bytes = name.bytes();
+    let first_ok = bytes
+        .next()
+        .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_');
+    if first_ok && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        Ok(())
+    } else {
+        Err(format!(
+            "must be an environment variable name (a letter or `_`, then letters, digits or `_`), not {:?}",
+            truncate(name, MAX_NAME_CHARS)
+        ))
+    }
+}
+
+/// Refuses an item that appears twice.
+fn check_distinct(items: &[String]) -> Result<(), String> {
+    let mut seen = HashSet::with_capacity(items.len());
+    match items.iter().find(|item| !seen.insert(item.as_str())) {
+        None => Ok(()),
+        Some(item) => Err(format!(
+            "{:?} appears more than once",
+            truncate(item, MAX_NAME_CHARS)
+        )),
+    }
+}
+
+/// Checks a server URL: absolute `http`/`https` with a host, no user info, no fragment, no
+/// whitespace or control characters, and parseable by the HTTP transport. The URL itself never
+/// appears in the message.
+fn check_url(url: &str) -> Result<(), String> {
+    if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err("must not contain spaces or control characters".to_owned());
+    }
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return Err("must be an absolute http:// or https:// URL".to_owned());
+    };
+    if !scheme.eq_ignore_ascii_case("http") && !scheme.eq_ignore_ascii_case("https") {
+        return Err("must use the http or https scheme".to_owned());
+    }
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let authority = rest.get(..authority_end).unwrap_or(rest);
+    if authority.contains('@') {
+        return Err(
+            "must not contain credentials (`user:password@`); name the environment variable \
+             holding the token in `token_env` instead"
+                .to_owned(),
+        );
+    }
+    if url.contains('#') {
+        return Err("must not have a fragment (`#...`)".to_owned());
+    }
+    let host = match authority.strip_prefix('[') {
+        Some(bracketed) => match bracketed.split_once(']') {
+            Some((ipv6, port)) => {
+                if ipv6.parse::<std::net::Ipv6Addr>().is_err() {
+                    return Err("has an invalid IPv6 address".to_owned());
+                }
+                check_port(port)?;
+                ipv6
+            }
+            None => return Err("has an unclosed `[` in its host".to_owned()),
+        },
+        None => {
+            let (host, port) = match authority.rsplit_once(':') {
+                Some((host, port)) => (host, Some(port)),
+                None => (authority, None),
+            };
+            if let Some(port) = port {
+                check_port(&format!(":{port}"))?;
+            }
+            if !host
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_' | b'~' | b'%'))
+            {
+                return Err("has an invalid host".to_owned());
+            }
+            host
+        }
+    };
+    if host.is_empty() {
+        return Err("must name a host".to_owned());
+    }
+    if url.parse::<http::Uri>().is_err() {
+        return Err("is not a valid URL".to_owned());
+    }
+    Ok(())
+}
+
+/// Checks what follows the host: nothing, or `:` and a port from 1 to 65535.
+fn check_port(after_host: &str) -> Result<(), String> {
+    match after_host.strip_prefix(':') {
+        None if after_host.is_empty() => Ok(()),
+        None => Err("has an invalid host".to_owned()),
+        Some(port) => match port.parse::<u16>() {
+            Ok(p) if p > 0 && port.bytes().all(|b| b.is_ascii_digit()) => Ok(()),
+            _ => Err("has an invalid port (1 to 65535)".to_owned()),
+        },
+    }
+}
+
+/// A JSON value's type, with its article, for messages.
+fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+#[path = "tests_config.rs"]
+mod tests;

@@ -1,0 +1,670 @@
+//! Tests for `binding::config`: the SPEC.md example, defaults, round trips, and one case per
+//! refusal.
+
+use serde_json::{Value, json};
+
+use super::{
+    Binding, ConfigError, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_SECONDS, Server, load_config,
+    parse_config,
+};
+
+/// The binding SPEC.md shows ("Tool bindings"), as `mcp-tools` prints it.
+const SPEC_EXAMPLE: &str = r#"[{"name": "search", "description": "Search the knowledge base.",
+  "input_schema": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]},
+  "url": "https://SERVER/mcp", "mcp_tool": "search", "token_env": "MCP_API_KEY",
+  "tenants": ["local"], "timeout_seconds": 300, "max_output_bytes": 1048576}]"#;
+
+/// A valid HTTP binding to start each refusal case from.
+fn http_binding() -> Value {
+    json!({
+        "name": "search",
+        "description": "Search the knowledge base.",
+        "input_schema": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]},
+        "url": "https://mcp.example.com/mcp",
+        "mcp_tool": "search",
+        "token_env": "MCP_API_KEY",
+        "tenants": ["local"]
+    })
+}
+
+/// A valid stdio binding to start each refusal case from.
+fn stdio_binding() -> Value {
+    json!({
+        "name": "fs_read",
+        "description": "",
+        "input_schema": {"type": "object"},
+        "command": "mcp-server-filesystem",
+        "args": ["--root", "/srv/docs"],
+        "env": ["HOME", "LANG"],
+        "mcp_tool": "read_file",
+        "tenants": ["a", "b"]
+    })
+}
+
+/// `base` with `edits` applied: a `null` edit removes the member, anything else sets it.
+fn with(mut base: Value, edits: Value) -> Value {
+    if let (Value::Object(object), Value::Object(edits)) = (&mut base, edits) {
+        for (key, value) in edits {
+            if value.is_null() {
+                object.remove(&key);
+            } else {
+                object.insert(key, value);
+            }
+        }
+    }
+    base
+}
+
+/// Loads a config the test expects to be refused.
+fn refused(config: &Value) -> ConfigError {
+    match parse_config(config) {
+        Ok(bindings) => panic!("config accepted: {bindings:?}"),
+        Err(e) => e,
+    }
+}
+
+/// Loads one binding the test expects to be accepted.
+fn accepted(binding: Value) -> Binding {
+    match parse_config(&json!([binding])) {
+        Ok(mut bindings) if bindings.len() == 1 => bindings.remove(0),
+        Ok(bindings) => panic!("{} bindings", bindings.len()),
+        Err(e) => panic!("refused: {e}"),
+    }
+}
+
+/// One refusal case per line: `base edits => field, "message fragment"`. The binding is named
+/// by its `name`, so the field and message are what each case checks.
+macro_rules! refusals {
+    ($($test:ident: $base:expr, $edits:tt => $field:expr, $fragment:expr;)*) => {$(
+        #[test]
+        fn $test() {
+            let binding = with($base, json!($edits));
+            let label = binding
+                .get("name")
+                .and_then(Value::as_str)
+                .map_or("#0".to_owned(), str::to_owned);
+            let error = refused(&json!([binding]));
+            assert_eq!(error.binding.as_deref(), Some(label.as_str()), "{error}");
+            assert_eq!(error.field.as_deref(), Some($field), "{error}");
+            assert!(error.message.contains($fragment), "{error}");
+        }
+    )*};
+}
+
+refusals! {
+    inspect_session_is_refused: http_binding(), {"inspect_session": true}
+        => "inspect_session", "not supported on an MCP binding";
+    inspect_session_false_is_refused_too: stdio_binding(), {"inspect_session": false}
+        => "inspect_session", "not supported on an MCP binding";
+    inspect_session_wins_over_other_unknown_fields: stdio_binding(),
+        {"inspect_session": {"depth": 1}, "aaa": 1, "zzz": 2}
+        => "inspect_session", "not supported on an MCP binding";
+    unknown_field_is_named: http_binding(), {"timeout": 30}
+        => "timeout", "unknown field";
+    misspelled_field_is_named: http_binding(), {"tenant": ["local"]}
+        => "tenant", "unknown field";
+    camel_case_field_is_unknown: http_binding(), {"inputSchema": {"type": "object"}}
+        => "inputSchema", "unknown field";
+
+    description_missing: http_binding(), {"description": null}
+        => "description", "missing";
+    description_not_a_string: http_binding(), {"description": ["a"]}
+        => "description", "must be a string, not an array";
+
+    input_schema_missing: http_binding(), {"input_schema": null}
+        => "input_schema", "missing";
+    input_schema_not_an_object: http_binding(), {"input_schema": "object"}
+        => "input_schema", "must be a JSON Schema object, not a string";
+    input_schema_without_type: http_binding(), {"input_schema": {"properties": {}}}
+        => "input_schema", "must have \"type\": \"object\"";
+    input_schema_of_a_string: http_binding(), {"input_schema": {"type": "string"}}
+        => "input_schema", "must have \"type\": \"object\"";
+    input_schema_type_list: http_binding(), {"input_schema": {"type": ["object", "null"]}}
+        => "input_schema", "must have \"type\": \"object\"";
+    input_schema_remote_ref: http_binding(),
+        {"input_schema": {"type": "object", "properties": {"q": {"$ref": "https://example.com/q.json"}}}}
+        => "input_schema", "https://example.com/q.json";
+    input_schema_invalid: http_binding(), {"input_schema": {"type": "object", "required": "query"}}
+        => "input_schema", "not a usable JSON Schema";
+
+    output_schema_not_an_object: http_binding(), {"output_schema": true}
+        => "output_schema", "must be a JSON Schema object, not a boolean";
+    output_schema_file_ref: http_binding(), {"output_schema": {"$ref": "file:///etc/passwd"}}
+        => "output_schema", "file:///etc/passwd";
+
+    url_and_command: http_binding(), {"command": "server"}
+        => "command", "not both";
+    neither_url_nor_command: http_binding(), {"url": null}
+        => "url", "needs `url` (Streamable HTTP) or `command` (stdio)";
+    url_not_a_string: http_binding(), {"url": {"href": "https://x"}}
+        => "url", "must be a string, not an object";
+    url_empty: http_binding(), {"url": ""}
+        => "url", "must be an absolute http:// or https:// URL";
+    url_relative: http_binding(), {"url": "/mcp"}
+        => "url", "must be an absolute http:// or https:// URL";
+    url_scheme_ftp: http_binding(), {"url": "ftp://example.com/mcp"}
+        => "url", "http or https scheme";
+    url_scheme_file: http_binding(), {"url": "file:///tmp/mcp.sock"}
+        => "url", "http or https scheme";
+    url_with_password: http_binding(), {"url": "https://user:s3cret@example.com/mcp"}
+        => "url", "must not contain credentials";
+    url_with_user_only: http_binding(), {"url": "https://token@example.com/mcp"}
+        => "url", "must not contain credentials";
+    url_without_host: http_binding(), {"url": "https:///mcp"}
+        => "url", "must name a host";
+    url_with_port_only: http_binding(), {"url": "http://:8080/mcp"}
+        => "url", "must name a host";
+    url_with_bad_port: http_binding(), {"url": "http://localhost:99999/mcp"}
+        => "url", "invalid port";
+    url_with_empty_port: http_binding(), {"url": "http://localhost:/mcp"}
+        => "url", "invalid port";
+    url_with_zero_port: http_binding(), {"url": "http://localhost:0/mcp"}
+        => "url", "invalid port";
+    url_with_fragment: http_binding(), {"url": "https://example.com/mcp#x"}
+        => "url", "fragment";
+    url_with_space: http_binding(), {"url": "https://example.com/m cp"}
+        => "url", "spaces or control characters";
+    url_with_bad_host: http_binding(), {"url": "https://exa<mple.com/mcp"}
+        => "url", "invalid host";
+    url_with_bad_ipv6: http_binding(), {"url": "http://[::g]/mcp"}
+        => "url", "invalid IPv6";
+    url_with_unclosed_ipv6: http_binding(), {"url": "http://[::1/mcp"}
+        => "url", "unclosed";
+
+    token_env_not_a_string: http_binding(), {"token_env": 1}
+        => "token_env", "must be a string, not a number";
+    token_env_empty: http_binding(), {"token_env": ""}
+        => "token_env", "environment variable name";
+    token_env_with_dash: http_binding(), {"token_env": "MCP-KEY"}
+        => "token_env", "environment variable name";
+    token_env_leading_digit: http_binding(), {"token_env": "1KEY"}
+        => "token_env", "environment variable name";
+    token_env_with_command: stdio_binding(), {"token_env": "MCP_API_KEY"}
+        => "token_env", "only allowed with `url`";
+    args_with_url: http_binding(), {"args": ["-v"]}
+        => "args", "only allowed with `command`";
+    env_with_url: http_binding(), {"env": ["HOME"]}
+        => "env", "only allowed with `command`";
+
+    command_not_a_string: stdio_binding(), {"command": ["npx", "server"]}
+        => "command", "must be a string, not an array";
+    command_empty: stdio_binding(), {"command": ""}
+        => "command", "must not be empty";
+    command_blank: stdio_binding(), {"command": "  "}
+        => "command", "must not be empty";
+    command_with_nul: stdio_binding(), {"command": "a\u{0}b"}
+        => "command", "NUL";
+    args_not_an_array: stdio_binding(), {"args": "--root /srv"}
+        => "args", "must be an array of strings, not a string";
+    args_item_not_a_string: stdio_binding(), {"args": ["--port", 8080]}
+        => "args", "item 1 must be a string, not a number";
+    args_item_with_nul: stdio_binding(), {"args": ["a\u{0}"]}
+        => "args", "item 0 must not contain NUL";
+    env_not_an_array: stdio_binding(), {"env": {"HOME": "/root"}}
+        => "env", "must be an array of strings, not an object";
+    env_item_not_a_name: stdio_binding(), {"env": ["HOME", "API_KEY=abc"]}
+        => "env", "item 1 must be an environment variable name";
+    env_duplicate: stdio_binding(), {"env": ["HOME", "HOME"]}
+        => "env", "\"HOME\" appears more than once";
+
+    mcp_tool_missing: http_binding(), {"mcp_tool": null}
+        => "mcp_tool", "missing";
+    mcp_tool_empty: http_binding(), {"mcp_tool": ""}
+        => "mcp_tool", "must not be empty";
+    mcp_tool_not_a_string: http_binding(), {"mcp_tool": false}
+        => "mcp_tool", "must be a string, not a boolean";
+
+    tenants_missing: http_binding(), {"tenants": null}
+        => "tenants", "missing";
+    tenants_empty: http_binding(), {"tenants": []}
+        => "tenants", "at least one tenant";
+    tenants_a_string: http_binding(), {"tenants": "local"}
+        => "tenants", "must be an array of strings, not a string";
+    tenants_item_empty: http_binding(), {"tenants": ["local", ""]}
+        => "tenants", "item 1 must not be empty";
+    tenants_item_not_a_string: http_binding(), {"tenants": [7]}
+        => "tenants", "item 0 must be a string, not a number";
+    tenants_duplicate: http_binding(), {"tenants": ["a", "b", "a"]}
+        => "tenants", "\"a\" appears more than once";
+
+    timeout_zero: http_binding(), {"timeout_seconds": 0}
+        => "timeout_seconds", "must be between 1 and 86400";
+    timeout_over_a_day: http_binding(), {"timeout_seconds": 86401}
+        => "timeout_seconds", "must be between 1 and 86400";
+    timeout_negative: http_binding(), {"timeout_seconds": -5}
+        => "timeout_seconds", "must be between 1 and 86400";
+    timeout_fraction: http_binding(), {"timeout_seconds": 1.5}
+        => "timeout_seconds", "must be an integer between 1 and 86400";
+    timeout_float_integer: http_binding(), {"timeout_seconds": 300.0}
+        => "timeout_seconds", "without a fraction";
+    timeout_string: http_binding(), {"timeout_seconds": "300"}
+        => "timeout_seconds", "must be an integer, not a string";
+    max_output_zero: http_binding(), {"max_output_bytes": 0}
+        => "max_output_bytes", "must be between 1 and 1073741824";
+    max_output_over_a_gib: http_binding(), {"max_output_bytes": 1_073_741_825_u64}
+        => "max_output_bytes", "must be between 1 and 1073741824";
+    max_output_huge: http_binding(), {"max_output_bytes": u64::MAX}
+        => "max_output_bytes", "must be between 1 and 1073741824";
+    max_output_bool: http_binding(), {"max_output_bytes": true}
+        => "max_output_bytes", "must be an integer, not a boolean";
+}
+
+/// `"output_schema": null` is refused (a present field must have its type); `with()` cannot set
+/// null, so this case edits the object directly.
+#[test]
+fn output_schema_null_is_refused() {
+    let mut binding = http_binding();
+    if let Value::Object(object) = &mut binding {
+        object.insert("output_schema".to_owned(), Value::Null);
+    }
+    let error = refused(&json!([binding]));
+    assert_eq!(
+        error.to_string(),
+        "binding `search`: field `output_schema`: must be a JSON Schema object, not null"
+    );
+}
+
+#[test]
+fn timeout_null_is_refused() {
+    let mut binding = http_binding();
+    if let Value::Object(object) = &mut binding {
+        object.insert("timeout_seconds".to_owned(), Value::Null);
+    }
+    let error = refused(&json!([binding]));
+    assert_eq!(
+        error.to_string(),
+        "binding `search`: field `timeout_seconds`: must be an integer, not null"
+    );
+}
+
+#[test]
+fn spec_example_loads_and_prints_back() {
+    let bindings = load_config(SPEC_EXAMPLE).expect("SPEC example");
+    assert_eq!(
+        bindings,
+        vec![Binding {
+            name: "search".to_owned(),
+            description: "Search the knowledge base.".to_owned(),
+            input_schema: json!({"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}),
+            output_schema: None,
+            server: Server::Http {
+                url: "https://SERVER/mcp".to_owned(),
+                token_env: Some("MCP_API_KEY".to_owned()),
+            },
+            mcp_tool: "search".to_owned(),
+            tenants: vec!["local".to_owned()],
+            timeout_seconds: 300,
+            max_output_bytes: 1_048_576,
+        }]
+    );
+    let expected: Value = serde_json::from_str(SPEC_EXAMPLE).expect("JSON");
+    assert_eq!(Value::from(vec![bindings[0].to_json()]), expected);
+    // Serializing the binding writes the members in SPEC.md's order.
+    assert_eq!(
+        serde_json::to_string(&bindings[0]).expect("serialize"),
+        concat!(
+            r#"{"name":"search","description":"Search the knowledge base.","#,
+            r#""input_schema":{"properties":{"query":{"type":"string"}},"required":["query"],"type":"object"},"#,
+            r#""url":"https://SERVER/mcp","mcp_tool":"search","token_env":"MCP_API_KEY","#,
+            r#""tenants":["local"],"timeout_seconds":300,"max_output_bytes":1048576}"#
+        )
+    );
+}
+
+#[test]
+fn defaults_apply() {
+    let binding = accepted(http_binding());
+    assert_eq!(binding.timeout_seconds, DEFAULT_TIMEOUT_SECONDS);
+    assert_eq!(binding.max_output_bytes, DEFAULT_MAX_OUTPUT_BYTES);
+    assert_eq!(binding.output_schema, None);
+    assert_eq!(binding.to_json()["timeout_seconds"], json!(300));
+    assert_eq!(binding.to_json()["max_output_bytes"], json!(1_048_576));
+}
+
+#[test]
+fn host_config_tools_array_is_read_and_other_members_ignored() {
+    let config = json!({
+        "model": "some-model",
+        "inspect_session": true,
+        "tools": [http_binding(), stdio_binding()],
+        "limits": {"anything": [1, 2]}
+    });
+    let bindings = parse_config(&config).expect("host config");
+    assert_eq!(bindings.len(), 2);
+    assert_eq!(bindings[0].name, "search");
+    assert_eq!(bindings[1].name, "fs_read");
+    assert_eq!(parse_config(&json!({"tools": []})), Ok(vec![]));
+    assert_eq!(load_config("[]"), Ok(vec![]));
+}
+
+#[test]
+fn stdio_binding_loads_and_round_trips() {
+    let binding = accepted(stdio_binding());
+    assert_eq!(
+        binding.server,
+        Server::Stdio {
+            command: "mcp-server-filesystem".to_owned(),
+            args: vec!["--root".to_owned(), "/srv/docs".to_owned()],
+            env: vec!["HOME".to_owned(), "LANG".to_owned()],
+        }
+    );
+    assert_eq!(binding.description, "");
+    assert_eq!(
+        serde_json::to_string(&binding).expect("serialize"),
+        concat!(
+            r#"{"name":"fs_read","description":"","input_schema":{"type":"object"},"#,
+            r#""command":"mcp-server-filesystem","args":["--root","/srv/docs"],"env":["HOME","LANG"],"#,
+            r#""mcp_tool":"read_file","tenants":["a","b"],"timeout_seconds":300,"max_output_bytes":1048576}"#
+        )
+    );
+    assert_eq!(Binding::from_json(&binding.to_json()), Ok(binding.clone()));
+    // `args` and `env` may be left out.
+    let bare = accepted(with(stdio_binding(), json!({"args": null, "env": null})));
+    assert_eq!(
+        bare.server,
+        Server::Stdio {
+            command: "mcp-server-filesystem".to_owned(),
+            args: vec![],
+            env: vec![],
+        }
+    );
+}
+
+#[test]
+fn everything_round_trips_with_output_schema_and_limits() {
+    let binding = accepted(with(
+        http_binding(),
+        json!({
+            "name": "docs_search",
+            "token_env": null,
+            "output_schema": {"type": "object", "properties": {"hits": {"type": "array"}}},
+            "timeout_seconds": 86400,
+            "max_output_bytes": 1_073_741_824_u64,
+        }),
+    ));
+    assert_eq!(binding.timeout_seconds, 86_400);
+    assert_eq!(binding.max_output_bytes, 1_073_741_824);
+    assert!(matches!(
+        &binding.server,
+        Server::Http {
+            token_env: None,
+            ..
+        }
+    ));
+    let text = serde_json::to_string(&binding).expect("serialize");
+    assert!(text.ends_with(
+        r#""mcp_tool":"search","tenants":["local"],"timeout_seconds":86400,"max_output_bytes":1073741824,"output_schema":{"properties":{"hits":{"type":"array"}},"type":"object"}}"#
+    ), "{text}");
+    assert!(!text.contains("token_env"), "{text}");
+    assert_eq!(load_config(&format!("[{text}]")), Ok(vec![binding]));
+}
+
+#[test]
+fn minimum_limits_accepted() {
+    let binding = accepted(with(
+        http_binding(),
+        json!({"timeout_seconds": 1, "max_output_bytes": 1}),
+    ));
+    assert_eq!((binding.timeout_seconds, binding.max_output_bytes), (1, 1));
+}
+
+#[test]
+fn good_urls_are_accepted() {
+    for url in [
+        "https://mcp.example.com/mcp",
+        "http://localhost:8080/mcp",
+        "http://127.0.0.1:3000",
+        "http://[::1]:8000/mcp",
+        "https://[2001:db8::1]/mcp",
+        "HTTPS://Example.COM/mcp?x=1",
+        "https://xn--bcher-kva.example/mcp/",
+        "https://my_host.internal/mcp",
+    ] {
+        let binding = accepted(with(http_binding(), json!({"url": url})));
+        assert!(
+            matches!(&binding.server, Server::Http { url: u, .. } if u == url),
+            "{url}"
+        );
+    }
+}
+
+#[test]
+fn url_errors_never_quote_the_url() {
+    for url in [
+        "https://user:s3cret@example.com/mcp",
+        "https://s3cret@example.com/mcp",
+        "https://example.com/mcp#s3cret",
+        "ftp://s3cret.example.com/",
+        "https://ex ample.com/s3cret",
+    ] {
+        let error = refused(&json!([with(http_binding(), json!({"url": url}))]));
+        assert_eq!(error.field.as_deref(), Some("url"));
+        assert!(!error.to_string().contains("s3cret"), "{error}");
+    }
+}
+
+#[test]
+fn names_follow_the_rule() {
+    for name in ["a", "docs_search", "get-sum", "Tool_9", &"x".repeat(64)] {
+        assert_eq!(
+            accepted(with(http_binding(), json!({"name": name}))).name,
+            name
+        );
+    }
+    for (name, fragment) in [
+        (json!(""), "must be 1 to 64 characters"),
+        (json!("x".repeat(65)), "must be 1 to 64 characters"),
+        (json!("docs search"), "must be 1 to 64 characters"),
+        (json!("docs.search"), "must be 1 to 64 characters"),
+        (json!("café"), "must be 1 to 64 characters"),
+        (json!(42), "must be a string, not a number"),
+    ] {
+        let error = refused(&json!([
+            http_binding(),
+            with(http_binding(), json!({"name": name}))
+        ]));
+        assert_eq!(error.binding.as_deref(), Some("#1"), "{error}");
+        assert_eq!(error.field.as_deref(), Some("name"), "{error}");
+        assert!(error.message.contains(fragment), "{error}");
+    }
+    let error = refused(&json!([with(http_binding(), json!({"name": null}))]));
+    assert_eq!(error.to_string(), "binding #0: field `name`: missing");
+}
+
+#[test]
+fn names_must_be_unique() {
+    let error = refused(&json!([
+        http_binding(),
+        stdio_binding(),
+        with(stdio_binding(), json!({"name": "search"}))
+    ]));
+    assert_eq!(
+        error.to_string(),
+        "binding `search`: field `name`: duplicate name: bindings #0 and #2 are both called `search`"
+    );
+    // Renaming one makes the config valid: names, not `mcp_tool`s, must differ.
+    let bindings = parse_config(&json!([
+        http_binding(),
+        with(http_binding(), json!({"name": "docs_search"}))
+    ]))
+    .expect("renamed");
+    assert_eq!(bindings[0].mcp_tool, bindings[1].mcp_tool);
+    // Names are compared exactly.
+    parse_config(&json!([
+        http_binding(),
+        with(http_binding(), json!({"name": "Search"}))
+    ]))
+    .expect("case differs");
+}
+
+#[test]
+fn name_is_checked_before_unknown_members() {
+    let error = refused(&json!([with(
+        http_binding(),
+        json!({"name": "a b", "inspect_session": true})
+    )]));
+    assert_eq!(error.field.as_deref(), Some("name"));
+    let error = refused(&json!([with(
+        http_binding(),
+        json!({"inspect_session": true})
+    )]));
+    assert_eq!(
+        error.to_string(),
+        "binding `search`: field `inspect_session`: not supported on an MCP binding: an MCP \
+         server's session cannot be inspected (each call runs in a fresh MCP session); remove \
+         the field"
+    );
+}
+
+#[test]
+fn unknown_field_names_are_escaped_and_cut() {
+    let long = format!("x\n{}", "y".repeat(200));
+    let error = refused(&json!([with(http_binding(), json!({ long: 1 }))]));
+    let field = error.field.expect("field");
+    assert!(field.starts_with("x\\ny"), "{field}");
+    assert!(field.chars().count() <= 65, "{field}");
+}
+
+#[test]
+fn config_shape_errors() {
+    let cases = [
+        ("", "not valid JSON"),
+        ("[{]", "not valid JSON"),
+        (
+            "\"tools\"",
+            "a config must be an array of bindings or an object with a `tools` array, not a string",
+        ),
+        ("null", "not null"),
+        (
+            "{}",
+            "field `tools`: missing: a config object holds its bindings in a `tools` array",
+        ),
+        (
+            r#"{"tools": {}}"#,
+            "field `tools`: must be an array of bindings, not an object",
+        ),
+        (
+            "[1]",
+            "binding #0: a binding must be a JSON object, not a number",
+        ),
+    ];
+    for (text, expected) in cases {
+        let error = load_config(text).expect_err(text);
+        assert!(error.to_string().contains(expected), "{text}: {error}");
+        assert_eq!(error.binding.is_some(), text == "[1]", "{text}");
+    }
+    let error = refused(&json!([
+        http_binding(),
+        stdio_binding(),
+        [],
+        stdio_binding()
+    ]));
+    assert_eq!(
+        error.to_string(),
+        "binding #2: a binding must be a JSON object, not an array"
+    );
+}
+
+#[test]
+fn display_forms() {
+    let error = ConfigError {
+        binding: Some("search".to_owned()),
+        field: Some("timeout_seconds".to_owned()),
+        message: "must be between 1 and 86400".to_owned(),
+    };
+    assert_eq!(
+        error.to_string(),
+        "binding `search`: field `timeout_seconds`: must be between 1 and 86400"
+    );
+    let error = ConfigError {
+        binding: Some("#3".to_owned()),
+        field: None,
+        message: "m".to_owned(),
+    };
+    assert_eq!(error.to_string(), "binding #3: m");
+    let error = ConfigError {
+        binding: None,
+        field: None,
+        message: "m".to_owned(),
+    };
+    assert_eq!(error.to_string(), "m");
+}
+
+#[test]
+fn first_error_in_a_binding_is_reported_and_later_bindings_wait() {
+    // The first binding is fine; the second has two problems: the earlier field wins.
+    let error = refused(&json!([
+        http_binding(),
+        with(
+            stdio_binding(),
+            json!({"tenants": [], "timeout_seconds": 0})
+        ),
+        with(http_binding(), json!({"name": "third", "url": "nope"}))
+    ]));
+    assert_eq!(error.binding.as_deref(), Some("fs_read"));
+    assert_eq!(error.field.as_deref(), Some("tenants"));
+}
+
+#[test]
+fn validate_checks_bindings_built_in_code() {
+    let mut binding = accepted(http_binding());
+    assert_eq!(binding.validate(), Ok(()));
+    binding.timeout_seconds = 0;
+    assert_eq!(
+        binding.validate().map_err(|e| e.to_string()),
+        Err("binding `search`: field `timeout_seconds`: must be between 1 and 86400".to_owned())
+    );
+    binding.timeout_seconds = 10;
+    binding.server = Server::Http {
+        url: "https://k:v@example.com/".to_owned(),
+        token_env: None,
+    };
+    assert_eq!(
+        binding.validate().map_err(|e| e.field),
+        Err(Some("url".to_owned()))
+    );
+    binding.server = Server::Stdio {
+        command: "srv".to_owned(),
+        args: vec![],
+        env: vec!["NOT VALID".to_owned()],
+    };
+    assert_eq!(
+        binding.validate().map_err(|e| e.field),
+        Err(Some("env".to_owned()))
+    );
+    binding.name = "bad name".to_owned();
+    assert_eq!(
+        binding.validate().map_err(|e| (e.binding, e.field)),
+        Err((Some("#0".to_owned()), Some("name".to_owned())))
+    );
+}
+
+#[test]
+fn peer_capture_tool_schemas_make_valid_bindings() {
+    // input and output schemas from tests/data/peer-captures/*/03-tools-list.txt.
+    let binding = accepted(with(
+        http_binding(),
+        json!({
+            "name": "weather",
+            "mcp_tool": "weather",
+            "input_schema": {"properties": {"city": {"title": "City", "type": "string"}},
+                "required": ["city"], "type": "object", "title": "weatherArguments"},
+            "output_schema": {"properties": {"city": {"description": "City name as given", "title": "City", "type": "string"},
+                "temperature_c": {"description": "Temperature in Celsius", "title": "Temperature C", "type": "number"},
+                "conditions": {"description": "Weather conditions", "title": "Conditions", "type": "string"},
+                "humidity": {"description": "Relative humidity in percent", "title": "Humidity", "type": "integer"}},
+                "required": ["city", "temperature_c", "conditions", "humidity"], "type": "object",
+                "description": "Structured weather report.", "title": "Weather"}
+        }),
+    ));
+    assert!(binding.output_schema.is_some());
+    accepted(with(
+        http_binding(),
+        json!({
+            "name": "get-structured-content",
+            "output_schema": {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
+                "properties": {"temperature": {"type": "number"}}, "required": ["temperature"],
+                "additionalProperties": false}
+        }),
+    ));
+}
