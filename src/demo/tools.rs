@@ -1,0 +1,332 @@
+//! The demo server's tools: their definitions (with JSON Schemas), argument checks, and what a
+//! call does, as a plan of delays and progress reports followed by a result. The plan is pure
+//! data; the connection driver sleeps and writes.
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+/// How many tools one `tools/list` page holds: small, so clients exercise pagination.
+pub(super) const PAGE_SIZE: usize = 2;
+
+/// One step of a call before its result.
+#[derive(Debug, PartialEq)]
+pub(super) enum Step {
+    /// Wait this long.
+    Sleep(Duration),
+    /// Report progress (sent only when the request carried a progress token).
+    Progress {
+        /// Steps done.
+        progress: u64,
+        /// Steps in all.
+        total: u64,
+        /// "step i of N".
+        message: String,
+    },
+}
+
+/// What a call does: its steps, then its `CallToolResult`.
+#[derive(Debug)]
+pub(super) struct Plan {
+    /// Delays and progress reports, in order.
+    pub steps: Vec<Step>,
+    /// The `CallToolResult` sent after the steps.
+    pub result: Value,
+}
+
+impl Plan {
+    fn done(result: Value) -> Self {
+        Plan {
+            steps: Vec::new(),
+            result,
+        }
+    }
+}
+
+/// A 2×2 RGB PNG (red, green / blue, white), its image data a zlib stream holding one stored
+/// (uncompressed) deflate block, so a test can check every byte without an inflater.
+pub(super) const TINY_PNG: [u8; 82] = [
+    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, // signature
+    0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52, // IHDR, 13 bytes
+    0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x02, // width 2, height 2
+    0x08, 0x02, 0x00, 0x00, 0x00, // depth 8, RGB, deflate, filter 0, no interlace
+    0xfd, 0xd4, 0x9a, 0x73, // CRC
+    0x00, 0x00, 0x00, 0x19, 0x49, 0x44, 0x41, 0x54, // IDAT, 25 bytes
+    0x78, 0x01, // zlib header
+    0x01, 0x0e, 0x00, 0xf1, 0xff, // final stored block, 14 bytes
+    0x00, 0xff, 0x00, 0x00, 0x00, 0xff, 0x00, // filter none, red, green
+    0x00, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, // filter none, blue, white
+    0x1f, 0xee, 0x05, 0xfb, // Adler-32
+    0xde, 0xdd, 0xec, 0x2b, // CRC
+    0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4e, 0x44, // IEND
+    0xae, 0x42, 0x60, 0x82, // CRC
+];
+
+const BASE64_ALPHABET: &[u8; 64] =
+    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/// Standard base64 with padding (RFC 4648 §4).
+pub(super) fn base64(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for group in bytes.chunks(3) {
+        let b0 = u32::from(group[0]);
+        let b1 = group.get(1).copied().map_or(0, u32::from);
+        let b2 = group.get(2).copied().map_or(0, u32::from);
+        let n = (b0 << 16) | (b1 << 8) | b2;
+        let sextet = |shift: u32| char::from(BASE64_ALPHABET[((n >> shift) & 63) as usize]);
+        out.push(sextet(18));
+        out.push(sextet(12));
+        out.push(if group.len() > 1 { sextet(6) } else { '=' });
+        out.push(if group.len() > 2 { sextet(0) } else { '=' });
+    }
+    out
+}
+
+/// The opaque cursor of the `tools/list` page starting at `offset`.
+pub(super) fn cursor_for(offset: usize) -> String {
+    base64(format!("mcpwire-demo/tools?offset={offset}").as_bytes())
+}
+
+/// The offset a cursor stands for, if this server issued it.
+pub(super) fn offset_of(cursor: &str) -> Option<usize> {
+    (PAGE_SIZE..definitions().len())
+        .step_by(PAGE_SIZE)
+        .find(|offset| cursor_for(*offset) == cursor)
+}
+
+/// Every tool's definition, in listing order.
+pub(super) fn definitions() -> &'static [Value] {
+    static DEFINITIONS: OnceLock<Vec<Value>> = OnceLock::new();
+    DEFINITIONS.get_or_init(|| {
+        let read_only = json!({"readOnlyHint": true, "openWorldHint": false});
+        vec![
+            json!({
+                "name": "progress_report",
+                "title": "Progress report",
+                "description": "Counts to `steps`, waiting `delay_ms` before each step and reporting \
+                    progress \"step i of N\" when the request carries a progressToken, then \
+                    returns \"done after N steps\".",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {
+                        "steps": {
+                            "type": "integer", "minimum": 1, "maximum": 20, "default": 5,
+                            "description": "How many steps to count."
+                        },
+                        "delay_ms": {
+                            "type": "integer", "minimum": 0, "maximum": 1000, "default": 100,
+                            "description": "Milliseconds to wait before each step."
+                        }
+                    },
+                    "additionalProperties": false
+                },
+                "annotations": read_only,
+            }),
+            json!({
+                "name": "tiny_image",
+                "title": "Tiny image",
+                "description": "Returns a 2x2 PNG (red, green, blue, white) as an image content block.",
+                "inputSchema": {"type": "object", "properties": {}, "additionalProperties": false},
+                "annotations": read_only,
+            }),
+            json!({
+                "name": "weather",
+                "title": "Weather",
+                "description": "A made-up weather report for a city (the same city always gets the \
+                    same report), as structured content matching the output schema.",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {
+                        "city": {"type": "string", "minLength": 1, "description": "The city's name."}
+                    },
+                    "required": ["city"],
+                    "additionalProperties": false
+                },
+                "outputSchema": {
+                    "type": "object",
+                    "properties": {
+                        "city": {"type": "string", "description": "The city, as given."},
+                        "temperature_c": {"type": "number", "description": "Temperature in degrees Celsius."},
+                        "conditions": {"type": "string", "description": "Sky and precipitation."},
+                        "humidity": {
+                            "type": "integer", "minimum": 0, "maximum": 100,
+                            "description": "Relative humidity in percent."
+                        }
+                    },
+                    "required": ["city", "temperature_c", "conditions", "humidity"],
+                    "additionalProperties": false
+                },
+                "annotations": read_only,
+            }),
+            json!({
+                "name": "echo",
+                "title": "Echo",
+                "description": "Returns the message as \"Echo: <message>\".",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {"message": {"type": "string", "description": "Text to echo."}},
+                    "required": ["message"],
+                    "additionalProperties": false
+                },
+                "annotations": read_only,
+            }),
+            json!({
+                "name": "fail",
+                "title": "Fail",
+                "description": "Always fails: returns an error result (isError: true) with the message.",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {"message": {"type": "string", "description": "The error text."}},
+                    "required": ["message"],
+                    "additionalProperties": false
+                },
+                "annotations": read_only,
+            }),
+        ]
+    })
+}
+
+/// A `CallToolResult` with one text block.
+fn text_result(text: &str, is_error: bool) -> Value {
+    json!({"content": [{"type": "text", "text": text}], "isError": is_error})
+}
+
+/// Plans a call of tool `name`. Unknown tools and invalid arguments give `isError` results,
+/// as the official SDKs do (spec `server/tools.mdx`, "Error Handling": input validation errors
+/// are tool execution errors, which the model can correct).
+pub(super) fn call(name: &str, arguments: &Map<String, Value>) -> Plan {
+    let planned = match name {
+        "progress_report" => progress_report(arguments),
+        "tiny_image" => only(arguments, &[]).map(|()| {
+            Plan::done(json!({
+                "content": [{"type": "image", "data": base64(&TINY_PNG), "mimeType": "image/png"}],
+                "isError": false,
+            }))
+        }),
+        "weather" => only(arguments, &["city"])
+            .and_then(|()| string_arg(arguments, "city"))
+            .and_then(|city| {
+                if city.is_empty() {
+                    Err("city must not be empty".to_owned())
+                } else {
+                    Ok(weather_result(city))
+                }
+            }),
+        "echo" => only(arguments, &["message"])
+            .and_then(|()| string_arg(arguments, "message"))
+            .map(|message| Plan::done(text_result(&format!("Echo: {message}"), false))),
+        "fail" => only(arguments, &["message"])
+            .and_then(|()| string_arg(arguments, "message"))
+            .map(|message| Plan::done(text_result(message, true))),
+        _ => return Plan::done(text_result(&format!("Unknown tool: {name}"), true)),
+    };
+    planned.unwrap_or_else(|why| {
+        Plan::done(text_result(
+            &format!("Invalid arguments for tool {name}: {why}"),
+            true,
+        ))
+    })
+}
+
+fn progress_report(arguments: &Map<String, Value>) -> Result<Plan, String> {
+    only(arguments, &["steps", "delay_ms"])?;
+    let steps = int_arg(arguments, "steps", 1, 20, 5)?;
+    let delay = Duration::from_millis(int_arg(arguments, "delay_ms", 0, 1000, 100)?);
+    let mut plan = Vec::with_capacity(2 * steps as usize);
+    for i in 1..=steps {
+        if !delay.is_zero() {
+            plan.push(Step::Sleep(delay));
+        }
+        plan.push(Step::Progress {
+            progress: i,
+            total: steps,
+            message: format!("step {i} of {steps}"),
+        });
+    }
+    Ok(Plan {
+        steps: plan,
+        result: text_result(&format!("done after {steps} steps"), false),
+    })
+}
+
+/// The made-up report: FNV-1a of the lowercased name picks every value.
+pub(super) fn weather_report(city: &str) -> Value {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in city.to_lowercase().bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    // -10.0 ..= 35.0 °C in tenths; tenths / 10.0 is the double nearest the decimal value.
+    let tenths = (hash % 451) as i64 - 100;
+    let pick = (hash >> 20) as usize;
+    let conditions = if tenths < 0 {
+        ["Snow", "Fog", "Clear"][pick % 3]
+    } else {
+        ["Sunny", "Partly cloudy", "Cloudy", "Rain", "Windy"][pick % 5]
+    };
+    json!({
+        "city": city,
+        "temperature_c": tenths as f64 / 10.0,
+        "conditions": conditions,
+        "humidity": 20 + (hash >> 40) % 76,
+    })
+}
+
+/// Structured content, plus the same JSON as a text block for clients that read only text
+/// (spec `server/tools.mdx`, "Structured Content").
+fn weather_result(city: &str) -> Plan {
+    let report = weather_report(city);
+    let text = serde_json::to_string_pretty(&report).unwrap_or_else(|_| report.to_string());
+    Plan::done(json!({
+        "content": [{"type": "text", "text": text}],
+        "structuredContent": report,
+        "isError": false,
+    }))
+}
+
+/// Refuses members outside `allowed` (the schemas say `additionalProperties: false`).
+fn only(arguments: &Map<String, Value>, allowed: &[&str]) -> Result<(), String> {
+    match arguments.keys().find(|k| !allowed.contains(&k.as_str())) {
+        Some(unknown) => Err(format!("unexpected argument {unknown:?}")),
+        None => Ok(()),
+    }
+}
+
+/// A required string argument.
+fn string_arg<'a>(arguments: &'a Map<String, Value>, name: &str) -> Result<&'a str, String> {
+    match arguments.get(name) {
+        Some(Value::String(s)) => Ok(s),
+        Some(_) => Err(format!("{name} must be a string")),
+        None => Err(format!("{name} is required")),
+    }
+}
+
+/// An optional integer argument in `min..=max` (a number with a zero fraction counts, as in
+/// JSON Schema 2020-12).
+fn int_arg(
+    arguments: &Map<String, Value>,
+    name: &str,
+    min: u64,
+    max: u64,
+    default: u64,
+) -> Result<u64, String> {
+    let Some(value) = arguments.get(name) else {
+        return Ok(default);
+    };
+    let out_of_range = || format!("{name} must be an integer from {min} to {max}");
+    let number = match value {
+        Value::Number(n) => n,
+        _ => return Err(out_of_range()),
+    };
+    let integer = match (number.as_u64(), number.as_f64()) {
+        (Some(u), _) => u,
+        (None, Some(f)) if f.fract() == 0.0 && f >= min as f64 && f <= max as f64 => f as u64,
+        _ => return Err(out_of_range()),
+    };
+    if (min..=max).contains(&integer) {
+        Ok(integer)
+    } else {
+        Err(out_of_range())
+    }
+}
