@@ -38,10 +38,14 @@
 #![deny(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+#[cfg(feature = "bindings")]
+pub mod binding;
 #[cfg(feature = "client")]
 pub mod client;
 #[cfg(feature = "client")]
 mod error;
+#[cfg(feature = "cli")]
+pub mod demo;
 #[cfg(feature = "jsonrpc")]
 pub mod jsonrpc;
 #[cfg(feature = "mcp")]

@@ -1,0 +1,464 @@
+//! The call pipeline (SPEC.md "Calling a tool"): check the tenant and the arguments, open an MCP
+//! session for this call alone, call the tool with the caller's identity in `_meta`, stream
+//! progress, map the result, close the session. Every outcome is a [`ToolResult`]; a failure
+//! says whether the tool may have run with nobody knowing what it did (`unknown_outcome`).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use super::config::{Binding, ConfigError, Server};
+use super::discover::connect;
+use super::mapping::{ToolOutput, map_result};
+use super::schema::{CompiledSchema, compile};
+use crate::client::{CallOptions, CancelToken, ClientOptions};
+use crate::error::{Error, ErrorKind};
+use crate::mcp::ProgressToken;
+use crate::transport::http::HttpPool;
+use crate::transport::{Secret, WireLog};
+
+/// Who is calling: identity sent to the server in `_meta["brain.dev/scope"]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallContext {
+    /// The tenant making the call; must be one of the binding's `tenants`.
+    pub tenant_id: String,
+    /// The caller's session (a host conversation, not the MCP session).
+    pub session_id: String,
+    /// This call's id; also the `progressToken`.
+    pub call_id: String,
+}
+
+/// A progress report for a call.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Progress {
+    /// The call.
+    pub call_id: String,
+    /// Progress so far.
+    pub progress: f64,
+    /// The total, when the server knows it.
+    pub total: Option<f64>,
+    /// A message, when the server sent one.
+    pub message: Option<String>,
+}
+
+/// Why a call failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallError {
+    /// A stable snake_case kind: `unknown_tool`, `tenant_denied`, `invalid_arguments`,
+    /// `missing_token`, `tool_error`, `unsupported_content`, `output_schema_mismatch`, or a
+    /// client [`ErrorKind`] name such as `timeout` or `connect`.
+    pub kind: String,
+    /// A message for people; never contains a credential.
+    pub message: String,
+}
+
+/// The end of a call.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolResult {
+    /// The call.
+    pub call_id: String,
+    /// Whether the call failed (including a tool's own `isError` result).
+    pub is_error: bool,
+    /// For a failure: whether the tool may have run with its outcome unknown.
+    pub unknown_outcome: Option<bool>,
+    /// Mapped content blocks (kept for a tool's own error result).
+    pub content: Vec<Value>,
+    /// Structured content, when the tool returned it.
+    pub structured_content: Option<Value>,
+    /// For a failure: what went wrong.
+    pub error: Option<CallError>,
+}
+
+impl ToolResult {
+    fn failure(call_id: &str, kind: &str, message: String, unknown_outcome: bool) -> Self {
+        ToolResult {
+            call_id: call_id.to_owned(),
+            is_error: true,
+            unknown_outcome: Some(unknown_outcome),
+            content: Vec::new(),
+            structured_content: None,
+            error: Some(CallError {
+                kind: kind.to_owned(),
+                message,
+            }),
+        }
+    }
+
+    fn members(&self) -> Vec<(&'static str, Value)> {
+        let mut members = vec![
+            ("type", json!("tool.result")),
+            ("call_id", json!(self.call_id)),
+            ("is_error", json!(self.is_error)),
+        ];
+        if let Some(unknown) = self.unknown_outcome {
+            members.push(("unknown_outcome", json!(unknown)));
+        }
+        if !self.content.is_empty() || self.error.is_none() {
+            members.push(("content", Value::Array(self.content.clone())));
+        }
+        if let Some(structured) = &self.structured_content {
+            members.push(("structured_content", structured.clone()));
+        }
+        if let Some(error) = &self.error {
+            // `kind` sorts before `message`, so serde_json's order is the documented one.
+            members.push((
+                "error",
+                json!({"kind": error.kind, "message": error.message}),
+            ));
+        }
+        members
+    }
+
+    /// The `tool.result` JSON event as a value (object members sorted by serde_json).
+    pub fn to_json(&self) -> Value {
+        Value::Object(
+            self.members()
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v))
+                .collect(),
+        )
+    }
+
+    /// The `tool.result` event as one line of JSON with its members in the documented order
+    /// (`type`, `call_id`, `is_error`, `unknown_outcome`, `content`, `structured_content`,
+    /// `error`).
+    pub fn to_json_line(&self) -> String {
+        ordered_line(&self.members())
+    }
+}
+
+impl Progress {
+    fn members(&self) -> Vec<(&'static str, Value)> {
+        let mut members = vec![
+            ("type", json!("tool.progress")),
+            ("call_id", json!(self.call_id)),
+            ("progress", json!(self.progress)),
+        ];
+        if let Some(total) = self.total {
+            members.push(("total", json!(total)));
+        }
+        if let Some(message) = &self.message {
+            members.push(("message", json!(message)));
+        }
+        members
+    }
+
+    /// The `tool.progress` JSON event as a value.
+    pub fn to_json(&self) -> Value {
+        Value::Object(
+            self.members()
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v))
+                .collect(),
+        )
+    }
+
+    /// The `tool.progress` event as one line of JSON, members in the documented order
+    /// (`type`, `call_id`, `progress`, `total`, `message`).
+    pub fn to_json_line(&self) -> String {
+        ordered_line(&self.members())
+    }
+}
+
+/// Writes an object with its members in the given order (serde_json's `Value` sorts them).
+fn ordered_line(members: &[(&str, Value)]) -> String {
+    let mut line = String::from("{");
+    for (index, (key, value)) in members.iter().enumerate() {
+        if index > 0 {
+            line.push(',');
+        }
+        line.push_str(&Value::from(*key).to_string());
+        line.push(':');
+        line.push_str(&value.to_string());
+    }
+    line.push('}');
+    line
+}
+
+/// Reads a binding's token from the environment. A trait so hosts (and tests) can supply
+/// tokens from elsewhere.
+pub trait TokenSource: Send + Sync {
+    /// The value of the variable `name`, if set.
+    fn token(&self, name: &str) -> Option<Secret>;
+}
+
+/// Tokens from the process environment.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct EnvTokens;
+
+impl TokenSource for EnvTokens {
+    fn token(&self, name: &str) -> Option<Secret> {
+        std::env::var(name).ok().map(Secret::new)
+    }
+}
+
+/// A binding with its schemas compiled once.
+struct Prepared {
+    binding: Binding,
+    input: CompiledSchema,
+    output: Option<CompiledSchema>,
+}
+
+/// Calls tools through a set of bindings. Build once, call many times: schemas are compiled
+/// when it is built, connections are pooled across calls, and every call gets a fresh MCP
+/// session of its own.
+pub struct Caller {
+    pool: HttpPool,
+    bindings: HashMap<String, Prepared>,
+    tokens: Arc<dyn TokenSource>,
+    wire_log: Option<WireLog>,
+}
+
+impl std::fmt::Debug for Caller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut names: Vec<&String> = self.bindings.keys().collect();
+        names.sort();
+        f.debug_struct("Caller").field("bindings", &names).finish()
+    }
+}
+
+impl Caller {
+    /// Prepares bindings (already validated by [`load_config`](super::config::load_config)):
+    /// compiles every input and output schema. Fails naming the binding whose schema does not
+    /// compile.
+    pub fn new(
+        pool: HttpPool,
+        bindings: Vec<Binding>,
+        tokens: Arc<dyn TokenSource>,
+    ) -> Result<Self, ConfigError> {
+        let mut prepared = HashMap::with_capacity(bindings.len());
+        for binding in bindings {
+            let schema_error = |field: &str, message: String| ConfigError {
+                binding: Some(binding.name.clone()),
+                field: Some(field.to_owned()),
+                message,
+            };
+            let input =
+                compile(&binding.input_schema).map_err(|e| schema_error("input_schema", e))?;
+            let output = match &binding.output_schema {
+                Some(schema) => {
+                    Some(compile(schema).map_err(|e| schema_error("output_schema", e))?)
+                }
+                None => None,
+            };
+            prepared.insert(
+                binding.name.clone(),
+                Prepared {
+                    binding,
+                    input,
+                    output,
+                },
+            );
+        }
+        Ok(Caller {
+            pool,
+            bindings: prepared,
+            tokens,
+            wire_log: None,
+        })
+    }
+
+    /// Sends a redacted trace of each call's wire conversation to `log`.
+    pub fn set_wire_log(&mut self, log: WireLog) {
+        self.wire_log = Some(log);
+    }
+
+    /// The binding called `name`.
+    pub fn binding(&self, name: &str) -> Option<&Binding> {
+        self.bindings.get(name).map(|p| &p.binding)
+    }
+
+    /// The connection pool (for statistics such as connections opened).
+    pub fn pool(&self) -> &HttpPool {
+        &self.pool
+    }
+
+    /// Calls the tool bound as `name`. Progress goes to `on_progress` as it arrives; the
+    /// result is returned (never an `Err`: every failure is a [`ToolResult`] with
+    /// `is_error: true`). `cancel` ends the call like the binding's timeout does: the request
+    /// is cancelled on the wire (`notifications/cancelled`) and the call ends.
+    pub async fn call(
+        &self,
+        name: &str,
+        context: &CallContext,
+        arguments: &Value,
+        on_progress: impl FnMut(Progress) + Send + 'static,
+        cancel: Option<CancelToken>,
+    ) -> ToolResult {
+        let call_id = context.call_id.as_str();
+        // Step 1: check the call. Nothing is sent when it fails.
+        let Some(prepared) = self.bindings.get(name) else {
+            return ToolResult::failure(
+                call_id,
+                "unknown_tool",
+                format!("no binding is named {name:?}"),
+                false,
+            );
+        };
+        let binding = &prepared.binding;
+        if !binding.tenants.iter().any(|t| t == &context.tenant_id) {
+            return ToolResult::failure(
+                call_id,
+                "tenant_denied",
+                format!(
+                    "tenant {:?} may not use {:?}",
+                    context.tenant_id, binding.name
+                ),
+                false,
+            );
+        }
+        if let Err(detail) = prepared.input.validate(arguments) {
+            return ToolResult::failure(
+                call_id,
+                "invalid_arguments",
+                format!("the arguments do not match the input schema: {detail}"),
+                false,
+            );
+        }
+        let Value::Object(arguments) = arguments.clone() else {
+            return ToolResult::failure(
+                call_id,
+                "invalid_arguments",
+                "the arguments must be a JSON object".to_owned(),
+                false,
+            );
+        };
+        let token = match &binding.server {
+            Server::Http {
+                token_env: Some(variable),
+                ..
+            } => match self.tokens.token(variable) {
+                Some(token) => Some(token),
+                None => {
+                    return ToolResult::failure(
+                        call_id,
+                        "missing_token",
+                        format!("the environment variable {variable} holding the token is not set"),
+                        false,
+                    );
+                }
+            },
+            _ => None,
+        };
+        let timeout = Duration::from_secs(binding.timeout_seconds);
+        let started = tokio::time::Instant::now();
+        // Step 2: a session for this call alone.
+        let options = ClientOptions {
+            session: crate::session::Config {
+                initialize_timeout: timeout.min(Duration::from_secs(30)),
+                ..crate::session::Config::default()
+            },
+            ..ClientOptions::default()
+        };
+        let client = match connect(
+            &self.pool,
+            &binding.server,
+            token,
+            options,
+            self.wire_log.clone(),
+        )
+        .await
+        {
+            Ok(client) => client,
+            // The tool was never called: whatever happened, its outcome is known.
+            Err(error) => {
+                return ToolResult::failure(
+                    call_id,
+                    error.kind().as_str(),
+                    error.to_string(),
+                    false,
+                );
+            }
+        };
+        // Steps 3 and 4: the call, with the caller's identity and live progress.
+        let mut meta = Map::new();
+        meta.insert(
+            "brain.dev/scope".to_owned(),
+            json!({"tenant_id": context.tenant_id, "session_id": context.session_id, "call_id": context.call_id}),
+        );
+        let progress_sink = Arc::new(Mutex::new(on_progress));
+        let sink = progress_sink.clone();
+        let progress_call_id = context.call_id.clone();
+        let options = CallOptions {
+            timeout: timeout.saturating_sub(started.elapsed()),
+            idle_timeout: None,
+            progress_token: Some(ProgressToken::String(context.call_id.clone())),
+            meta: Some(meta),
+            max_response_bytes: Some(binding.max_output_bytes),
+            cancel,
+            on_progress: Some(Box::new(move |p| {
+                let progress = Progress {
+                    call_id: progress_call_id.clone(),
+                    progress: p.progress,
+                    total: p.total,
+                    message: p.message.clone(),
+                };
+                if let Ok(mut sink) = sink.lock() {
+                    (sink)(progress);
+                }
+            })),
+        };
+        let outcome = client
+            .call_tool(&binding.mcp_tool, Some(arguments), options)
+            .await;
+        // Step 5: close the session (DELETE), then report.
+        client.close().await;
+        match outcome {
+            Ok(result) => match map_result(&result, prepared.output.as_ref()) {
+                Ok(output) => tool_output(call_id, output),
+                // The tool ran but what came back cannot be used: nobody knows what it did.
+                Err(error) => ToolResult::failure(call_id, error.kind(), error.to_string(), true),
+            },
+            Err(error) => failed_call(call_id, &error, binding.max_output_bytes),
+        }
+    }
+}
+
+fn tool_output(call_id: &str, output: ToolOutput) -> ToolResult {
+    if output.is_error {
+        // The tool ran and said it failed: the outcome is known, and its content is kept.
+        let message = output
+            .content
+            .iter()
+            .filter_map(|block| block.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let message: String = message.chars().take(1000).collect();
+        return ToolResult {
+            call_id: call_id.to_owned(),
+            is_error: true,
+            unknown_outcome: Some(false),
+            content: output.content,
+            structured_content: output.structured_content,
+            error: Some(CallError {
+                kind: "tool_error".to_owned(),
+                message: if message.is_empty() {
+                    "the tool reported an error".to_owned()
+                } else {
+                    message
+                },
+            }),
+        };
+    }
+    ToolResult {
+        call_id: call_id.to_owned(),
+        is_error: false,
+        unknown_outcome: None,
+        content: output.content,
+        structured_content: output.structured_content,
+        error: None,
+    }
+}
+
+fn failed_call(call_id: &str, error: &Error, max_output_bytes: u64) -> ToolResult {
+    let (kind, message) = match error.kind() {
+        ErrorKind::LimitExceeded => (
+            "output_too_large",
+            format!("{error} (max_output_bytes is {max_output_bytes})"),
+        ),
+        kind => (kind.as_str(), error.to_string()),
+    };
+    ToolResult::failure(call_id, kind, message, error.outcome_unknown())
+}

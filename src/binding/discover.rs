@@ -1,0 +1,166 @@
+//! Discovery: connect to a server, read its whole tool list, and turn the named tools into
+//! bindings (what `mcp-tools` prints).
+
+use std::time::Duration;
+
+use super::config::{Binding, Server};
+use crate::client::{Client, ClientOptions};
+use crate::error::{Error, ErrorKind};
+use crate::mcp::Tool;
+use crate::transport::http::{HttpConfig, HttpPool};
+use crate::transport::stdio::StdioConfig;
+use crate::transport::{Secret, WireLog};
+
+/// The default `timeout_seconds` of a binding.
+pub const DEFAULT_TIMEOUT_SECONDS: u64 = 300;
+/// The default `max_output_bytes` of a binding.
+pub const DEFAULT_MAX_OUTPUT_BYTES: u64 = 1024 * 1024;
+/// The most tools one discovery may name.
+pub const MAX_NAMED_TOOLS: usize = 128;
+
+/// What to discover.
+#[derive(Clone, Debug)]
+pub struct Discovery {
+    /// The server, as the bindings will name it.
+    pub server: Server,
+    /// The token used to connect (read by the caller from `token_env`).
+    pub token: Option<Secret>,
+    /// The tenant allowed to use the tools.
+    pub tenant: String,
+    /// The remote tool names to include, in output order.
+    pub tools: Vec<String>,
+    /// How long the whole discovery may take.
+    pub timeout: Duration,
+}
+
+/// Connects, lists every tool (all pages), and returns one binding per named tool in the order
+/// named. Fails when a named tool does not exist (naming it) or when it takes longer than the
+/// timeout. A session that expires while pages are read is opened again, once.
+pub async fn discover(pool: &HttpPool, discovery: &Discovery) -> Result<Vec<Binding>, Error> {
+    if discovery.tools.is_empty() || discovery.tools.len() > MAX_NAMED_TOOLS {
+        return Err(Error::config(format!(
+            "name between 1 and {MAX_NAMED_TOOLS} tools (got {})",
+            discovery.tools.len()
+        )));
+    }
+    let listing = async {
+        match list_all(pool, discovery).await {
+            Err(error) if error.kind() == ErrorKind::SessionExpired => {
+                list_all(pool, discovery).await
+            }
+            other => other,
+        }
+    };
+    let tools = tokio::time::timeout(discovery.timeout, listing)
+        .await
+        .map_err(|_| {
+            Error::new(
+                ErrorKind::Timeout,
+                format!(
+                    "discovery took longer than {} s",
+                    discovery.timeout.as_secs_f64()
+                ),
+            )
+        })??;
+    let mut bindings = Vec::with_capacity(discovery.tools.len());
+    for name in &discovery.tools {
+        let tool = tools.iter().find(|t| &t.name == name).ok_or_else(|| {
+            let mut available: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+            available.sort_unstable();
+            Error::new(
+                ErrorKind::Config,
+                format!(
+                    "the server has no tool named {name:?} (it has: {})",
+                    available.join(", ")
+                ),
+            )
+        })?;
+        bindings.push(binding_for(tool, discovery));
+    }
+    Ok(bindings)
+}
+
+async fn list_all(pool: &HttpPool, discovery: &Discovery) -> Result<Vec<Tool>, Error> {
+    let options = ClientOptions {
+        request_timeout: discovery.timeout,
+        ..ClientOptions::default()
+    };
+    let client = connect(
+        pool,
+        &discovery.server,
+        discovery.token.clone(),
+        options,
+        None,
+    )
+    .await?;
+    let tools = client.list_tools().await;
+    client.close().await;
+    tools
+}
+
+/// Opens a session with a binding's server.
+pub(crate) async fn connect(
+    pool: &HttpPool,
+    server: &Server,
+    token: Option<Secret>,
+    options: ClientOptions,
+    wire_log: Option<WireLog>,
+) -> Result<Client, Error> {
+    match server {
+        Server::Http { url, .. } => {
+            let mut config = HttpConfig::new(url).map_err(Error::config)?;
+            config.bearer_token = token;
+            config.wire_log = wire_log;
+            Client::connect_http(pool, config, options).await
+        }
+        Server::Stdio { command, args, env } => {
+            let mut config = StdioConfig::new(command, args.clone());
+            config.wire_log = wire_log.clone();
+            config.stderr_log = wire_log;
+            config.env = env
+                .iter()
+                .filter_map(|name| std::env::var(name).ok().map(|value| (name.clone(), value)))
+                .collect();
+            Client::connect_stdio(config, options).await
+        }
+    }
+}
+
+fn binding_for(tool: &Tool, discovery: &Discovery) -> Binding {
+    Binding {
+        name: binding_name(&tool.name),
+        description: tool
+            .description
+            .clone()
+            .or_else(|| tool.title.clone())
+            .unwrap_or_default(),
+        input_schema: tool.input_schema.clone(),
+        output_schema: tool.output_schema.clone(),
+        server: discovery.server.clone(),
+        mcp_tool: tool.name.clone(),
+        tenants: vec![discovery.tenant.clone()],
+        timeout_seconds: DEFAULT_TIMEOUT_SECONDS,
+        max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
+    }
+}
+
+/// A binding name from a remote tool name: characters outside `[A-Za-z0-9_-]` become `_`
+/// and the result is cut to 64 characters (what a binding name allows).
+pub fn binding_name(tool: &str) -> String {
+    let name: String = tool
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect();
+    if name.is_empty() {
+        "tool".to_owned()
+    } else {
+        name
+    }
+}

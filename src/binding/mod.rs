@@ -1,0 +1,9 @@
+//! Tool bindings: the static JSON an operator copies into a host's config, discovery that
+//! produces it, and the call pipeline (tenant and argument checks, a fresh MCP session per
+//! call, progress events, result mapping, `unknown_outcome`).
+
+pub mod call;
+pub mod config;
+pub mod discover;
+pub mod mapping;
+pub mod schema;
