@@ -5,16 +5,48 @@
 use std::io::{self, BufWriter, Read, Write};
 use std::process::ExitCode;
 
+use std::io::IsTerminal;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcpwire::binding::call::{CallContext, Caller, EnvTokens, Progress, ToolResult};
+use mcpwire::binding::config::{Server, load_config};
+use mcpwire::binding::discover::{Discovery, discover};
+use mcpwire::client::CancelToken;
+use mcpwire::demo::DemoServer;
 use mcpwire::sse;
+use mcpwire::transport::http::{HttpPool, TlsOptions};
 
 const USAGE: &str = "\
 mcpwire: a hand-written Model Context Protocol client
 
 USAGE:
+    mcpwire demo
+    mcpwire demo-server
+    mcpwire call --bindings FILE --tool NAME --tenant TENANT --args JSON
+                 [--session-id S] [--call-id C] [-v]
     mcpwire sse [FILE] [--chunk N] [--max-line-bytes N] [--max-event-bytes N]
     mcpwire --help | --version
 
 COMMANDS:
+    demo    Start an MCP server on a loopback port inside this process, discover its tools
+            into bindings (as mcp-tools does), call them (progress, an image, structured
+            output checked against its output schema, a refused tenant) and print the
+            bindings and every event. Needs no setup and no network.
+    demo-server
+            Run only the demo server: print its URL (a loopback port) on stdout and serve
+            until interrupted. Handy for trying mcp-tools and mcpwire call by hand, and as
+            the fast local server of the client benchmarks.
+    call    Call one tool through a bindings file (the JSON array mcp-tools prints, or a
+            host config whose `tools` array holds bindings). Prints JSON lines on stdout:
+            {\"type\":\"tool.progress\",\"call_id\",\"progress\",\"total\"?,\"message\"?} as progress
+            arrives, then one {\"type\":\"tool.result\",\"call_id\",\"is_error\",...}; a failure
+            has \"unknown_outcome\" and \"error\":{\"kind\",\"message\"}. The tenant and the
+            arguments are checked before anything is sent; each call opens its own MCP
+            session and closes it. Ctrl-C cancels the call on the wire. When stderr is a
+            terminal a live progress line is drawn there. -v logs the wire conversation to
+            stderr, with tokens redacted. Call ids default to a fresh unique id; the session
+            id (the caller's, sent in _meta) defaults to \"cli\".
     sse     Decode a raw text/event-stream body (FILE, or stdin when FILE is absent or -),
             feeding the decoder N bytes at a time (default 65536). Prints one JSON object
             per dispatched event, {\"event\":TYPE,\"data\":DATA,\"id\":LAST_EVENT_ID} (id is \"\"
@@ -23,7 +55,7 @@ COMMANDS:
             Exits 1 if the stream breaks a limit (events before that are printed).
 
 EXIT CODES:
-    0 success   1 bad input   2 usage error
+    0 success   1 the call failed or the input was bad   2 usage or config error
 ";
 
 fn main() -> ExitCode {
@@ -38,6 +70,9 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Some("sse") => sse_command(&args[1..]),
+        Some("call") => return call_command(&args[1..]),
+        Some("demo") => demo_command(),
+        Some("demo-server") => demo_server_command(),
         Some(other) => Err(Failure::Usage(format!("unknown command `{other}`"))),
     };
     match result {
@@ -178,4 +213,254 @@ fn write_event(out: &mut impl Write, event: &sse::Event) -> io::Result<()> {
     out.write_all(b",\"id\":")?;
     serde_json::to_writer(&mut *out, event.last_event_id())?;
     out.write_all(b"}\n")
+}
+
+/// Options of `mcpwire call`.
+struct CallArgs {
+    bindings: String,
+    tool: String,
+    tenant: String,
+    arguments: serde_json::Value,
+    session_id: String,
+    call_id: String,
+    verbose: bool,
+}
+
+fn parse_call_args(args: &[String]) -> Result<CallArgs, Failure> {
+    let (mut bindings, mut tool, mut tenant, mut arguments) = (None, None, None, None);
+    let mut session_id = "cli".to_owned();
+    let mut call_id = fresh_call_id();
+    let mut verbose = false;
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((flag, value)) if flag.starts_with("--") => (flag, Some(value.to_owned())),
+            _ => (arg.as_str(), None),
+        };
+        if matches!(flag, "-v" | "--verbose") {
+            verbose = true;
+            continue;
+        }
+        if matches!(flag, "-h" | "--help") {
+            print!("{USAGE}");
+            std::process::exit(0);
+        }
+        let mut value = || {
+            inline
+                .clone()
+                .or_else(|| args.next().cloned())
+                .ok_or_else(|| Failure::Usage(format!("{flag} needs a value")))
+        };
+        match flag {
+            "--bindings" => bindings = Some(value()?),
+            "--tool" => tool = Some(value()?),
+            "--tenant" => tenant = Some(value()?),
+            "--args" => {
+                let text = value()?;
+                arguments = Some(
+                    serde_json::from_str(&text)
+                        .map_err(|e| Failure::Usage(format!("--args is not valid JSON: {e}")))?,
+                );
+            }
+            "--session-id" => session_id = value()?,
+            "--call-id" => call_id = value()?,
+            other => return Err(Failure::Usage(format!("unknown option `{other}` for call"))),
+        }
+    }
+    let missing = |name: &str| Failure::Usage(format!("call needs {name}"));
+    Ok(CallArgs {
+        bindings: bindings.ok_or_else(|| missing("--bindings FILE"))?,
+        tool: tool.ok_or_else(|| missing("--tool NAME"))?,
+        tenant: tenant.ok_or_else(|| missing("--tenant TENANT"))?,
+        arguments: arguments.ok_or_else(|| missing("--args JSON"))?,
+        session_id,
+        call_id,
+        verbose,
+    })
+}
+
+/// A call id unique to this process and moment.
+fn fresh_call_id() -> String {
+    let nanos = std::time::SystemTime::UNIX_EPOCH
+        .elapsed()
+        .map_or(0, |d| d.as_nanos());
+    format!("call-{:x}-{:x}", nanos, std::process::id())
+}
+
+fn call_command(args: &[String]) -> ExitCode {
+    let result = (|| -> Result<ToolResult, Failure> {
+        let args = parse_call_args(args)?;
+        let text = std::fs::read_to_string(&args.bindings).map_err(|e| {
+            Failure::Usage(format!(
+                "cannot read the bindings file {}: {e}",
+                args.bindings
+            ))
+        })?;
+        let bindings =
+            load_config(&text).map_err(|e| Failure::Usage(format!("{}: {e}", args.bindings)))?;
+        let runtime = runtime()?;
+        runtime.block_on(async move {
+            let pool = HttpPool::new(&TlsOptions::default()).map_err(Failure::Input)?;
+            let mut caller = Caller::new(pool, bindings, Arc::new(EnvTokens))
+                .map_err(|e| Failure::Usage(format!("{}: {e}", args.bindings)))?;
+            if args.verbose {
+                caller.set_wire_log(Arc::new(|line: &str| eprintln!("mcpwire: {line}")));
+            }
+            let cancel = CancelToken::new();
+            let on_interrupt = cancel.clone();
+            tokio::spawn(async move {
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    on_interrupt.cancel();
+                }
+            });
+            let context = CallContext {
+                tenant_id: args.tenant,
+                session_id: args.session_id,
+                call_id: args.call_id,
+            };
+            let live_line = io::stderr().is_terminal();
+            let result = caller
+                .call(
+                    &args.tool,
+                    &context,
+                    &args.arguments,
+                    move |progress| print_progress(&progress, live_line),
+                    Some(cancel),
+                )
+                .await;
+            if live_line {
+                eprint!("\r\x1b[2K");
+            }
+            Ok(result)
+        })
+    })();
+    match result {
+        Ok(result) => {
+            println!("{}", result.to_json_line());
+            if result.is_error {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+        Err(Failure::Usage(message)) => {
+            eprintln!("mcpwire: {message}\nRun `mcpwire --help` for usage.");
+            ExitCode::from(2)
+        }
+        Err(Failure::Input(message)) => {
+            eprintln!("mcpwire: {message}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn print_progress(progress: &Progress, live_line: bool) {
+    let mut out = io::stdout().lock();
+    let _ = writeln!(out, "{}", progress.to_json_line());
+    let _ = out.flush();
+    if live_line {
+        let total = progress.total.map(|t| format!("/{t}")).unwrap_or_default();
+        let message = progress.message.as_deref().unwrap_or("");
+        eprint!(
+            "\r\x1b[2K{}: {}{} {}",
+            progress.call_id, progress.progress, total, message
+        );
+    }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::Input(format!("cannot start the async runtime: {e}")))
+}
+
+fn demo_command() -> Result<(), Failure> {
+    runtime()?.block_on(async {
+        let server = DemoServer::start()
+            .await
+            .map_err(|e| Failure::Input(format!("cannot start the demo server: {e}")))?;
+        let url = server.url();
+        let pool = HttpPool::new(&TlsOptions::default()).map_err(Failure::Input)?;
+        let tools = ["progress_report", "tiny_image", "weather"];
+        eprintln!("# an MCP server is listening on {url} (loopback, inside this process)");
+        eprintln!(
+            "# mcp-tools -url {url} -tenant local -tools {}",
+            tools.join(",")
+        );
+        let discovery = Discovery {
+            server: Server::Http {
+                url: url.clone(),
+                token_env: None,
+            },
+            token: None,
+            tenant: "local".to_owned(),
+            tools: tools.iter().map(|t| (*t).to_owned()).collect(),
+            timeout: Duration::from_secs(30),
+        };
+        let bindings = discover(&pool, &discovery)
+            .await
+            .map_err(|e| Failure::Input(format!("discovery failed: {e}")))?;
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&bindings).map_err(|e| Failure::Input(e.to_string()))?
+        );
+        let caller = Caller::new(pool.clone(), bindings, Arc::new(EnvTokens))
+            .map_err(|e| Failure::Input(format!("the discovered bindings are invalid: {e}")))?;
+        let calls = [
+            (
+                "progress_report",
+                "local",
+                serde_json::json!({"steps": 3, "delay_ms": 150}),
+            ),
+            ("tiny_image", "local", serde_json::json!({})),
+            ("weather", "local", serde_json::json!({"city": "Lisbon"})),
+            (
+                "weather",
+                "someone-else",
+                serde_json::json!({"city": "Lisbon"}),
+            ),
+            ("weather", "local", serde_json::json!({"town": "Lisbon"})),
+        ];
+        for (number, (tool, tenant, arguments)) in calls.into_iter().enumerate() {
+            eprintln!("# mcpwire call --tool {tool} --tenant {tenant} --args '{arguments}'");
+            let context = CallContext {
+                tenant_id: tenant.to_owned(),
+                session_id: "demo".to_owned(),
+                call_id: format!("demo-{}", number + 1),
+            };
+            let result = caller
+                .call(
+                    tool,
+                    &context,
+                    &arguments,
+                    |p| print_progress(&p, false),
+                    None,
+                )
+                .await;
+            println!("{}", result.to_json_line());
+        }
+        let stats = server.stats();
+        eprintln!(
+            "# {} MCP sessions opened and {} closed with DELETE, over {} pooled connection(s)",
+            stats.sessions_opened,
+            stats.sessions_deleted,
+            pool.connections_opened()
+        );
+        Ok(())
+    })
+}
+
+fn demo_server_command() -> Result<(), Failure> {
+    runtime()?.block_on(async {
+        let server = DemoServer::start()
+            .await
+            .map_err(|e| Failure::Input(format!("cannot start the demo server: {e}")))?;
+        println!("{}", server.url());
+        io::stdout().flush()?;
+        tokio::signal::ctrl_c()
+            .await
+            .map_err(|e| Failure::Input(format!("cannot wait for Ctrl-C: {e}")))?;
+        Ok(())
+    })
 }

@@ -1,0 +1,210 @@
+//! `mcp-tools`: discover a server's tools and print them as bindings.
+//!
+//! Exit codes: 0 success, 1 discovery failed, 2 usage error.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use mcpwire::binding::config::Server;
+use mcpwire::binding::discover::{Discovery, MAX_NAMED_TOOLS, discover};
+use mcpwire::transport::Secret;
+use mcpwire::transport::http::{HttpConfig, HttpPool, TlsOptions};
+
+const USAGE: &str = "\
+mcp-tools: turn an MCP server's tools into bindings (JSON for a host's config)
+
+USAGE:
+    mcp-tools -url URL [-token-env VAR] -tenant TENANT -tools NAME[,NAME...] [-timeout SECONDS]
+    mcp-tools -command \"PROGRAM ARGS...\" -tenant TENANT -tools NAME[,NAME...] [-timeout SECONDS]
+
+FLAGS (a single or a double dash; `-flag value` or `-flag=value`):
+    -url URL          the server's Streamable HTTP endpoint (http:// or https://)
+    -command CMD      instead of -url: an installed stdio server, run as PROGRAM ARGS
+                      (split on whitespace)
+    -token-env VAR    environment variable holding the server's API key: used to connect,
+                      and the bindings tell the host to send it as a bearer token
+    -tenant TENANT    the tenant allowed to use the tools
+    -tools LIST       comma-separated remote tool names to include (1 to 128), in output order
+    -timeout SECONDS  how long discovery may take (default 30)
+    -h, -help         this text
+
+It connects, reads the whole tool list (every page), and prints a JSON array with one
+binding per named tool. It fails, with one line on stderr, when a named tool does not exist,
+when discovery takes longer than the timeout, when the token variable is unset, when the
+server refuses the credentials (401/403, naming its WWW-Authenticate challenge), or when the
+URL is invalid.
+
+EXIT CODES:
+    0 success   1 discovery failed   2 usage error
+";
+
+struct Options {
+    url: Option<String>,
+    command: Option<String>,
+    token_env: Option<String>,
+    tenant: Option<String>,
+    tools: Vec<String>,
+    timeout: Duration,
+}
+
+enum Failure {
+    Usage(String),
+    Failed(String),
+}
+
+fn parse(args: &[String]) -> Result<Option<Options>, Failure> {
+    let mut options = Options {
+        url: None,
+        command: None,
+        token_env: None,
+        tenant: None,
+        tools: Vec::new(),
+        timeout: Duration::from_secs(30),
+    };
+    let mut tools_given = false;
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        let Some(flag) = arg.strip_prefix("--").or_else(|| arg.strip_prefix('-')) else {
+            return Err(Failure::Usage(format!("unexpected argument {arg:?}")));
+        };
+        let (flag, inline) = match flag.split_once('=') {
+            Some((flag, value)) => (flag, Some(value.to_owned())),
+            None => (flag, None),
+        };
+        if matches!(flag, "h" | "help") {
+            return Ok(None);
+        }
+        let value = match inline {
+            Some(value) => value,
+            None => args
+                .next()
+                .cloned()
+                .ok_or_else(|| Failure::Usage(format!("-{flag} needs a value")))?,
+        };
+        match flag {
+            "url" => options.url = Some(value),
+            "command" => options.command = Some(value),
+            "token-env" => options.token_env = Some(value),
+            "tenant" => options.tenant = Some(value),
+            "tools" => {
+                tools_given = true;
+                options.tools = value.split(',').map(|t| t.trim().to_owned()).collect();
+            }
+            "timeout" => {
+                let seconds: f64 = value
+                    .parse()
+                    .ok()
+                    .filter(|s: &f64| *s > 0.0 && s.is_finite())
+                    .ok_or_else(|| {
+                        Failure::Usage(format!(
+                            "-timeout must be a positive number of seconds, not {value:?}"
+                        ))
+                    })?;
+                options.timeout = Duration::from_secs_f64(seconds);
+            }
+            other => return Err(Failure::Usage(format!("unknown flag -{other}"))),
+        }
+    }
+    match (&options.url, &options.command) {
+        (None, None) => return Err(Failure::Usage("give -url or -command".to_owned())),
+        (Some(_), Some(_)) => {
+            return Err(Failure::Usage("give -url or -command, not both".to_owned()));
+        }
+        _ => {}
+    }
+    if options.tenant.as_deref().is_none_or(str::is_empty) {
+        return Err(Failure::Usage("-tenant is required".to_owned()));
+    }
+    if !tools_given {
+        return Err(Failure::Usage("-tools is required".to_owned()));
+    }
+    if options.tools.is_empty()
+        || options.tools.len() > MAX_NAMED_TOOLS
+        || options.tools.iter().any(String::is_empty)
+    {
+        return Err(Failure::Usage(format!(
+            "-tools takes 1 to {MAX_NAMED_TOOLS} comma-separated, non-empty names"
+        )));
+    }
+    let mut seen = std::collections::HashSet::new();
+    if let Some(duplicate) = options.tools.iter().find(|t| !seen.insert(t.as_str())) {
+        return Err(Failure::Usage(format!("-tools names {duplicate:?} twice")));
+    }
+    if options.token_env.is_some() && options.command.is_some() {
+        return Err(Failure::Usage(
+            "-token-env applies to -url servers; a stdio server gets no bearer token".to_owned(),
+        ));
+    }
+    Ok(Some(options))
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Usage(message)) => {
+            eprintln!("mcp-tools: {message}\nRun `mcp-tools -help` for usage.");
+            ExitCode::from(2)
+        }
+        Err(Failure::Failed(message)) => {
+            eprintln!("mcp-tools: {message}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run(args: &[String]) -> Result<(), Failure> {
+    let Some(options) = parse(args)? else {
+        print!("{USAGE}");
+        return Ok(());
+    };
+    let token = match &options.token_env {
+        Some(variable) => Some(Secret::new(std::env::var(variable).map_err(|_| {
+            Failure::Failed(format!("the environment variable {variable} is not set"))
+        })?)),
+        None => None,
+    };
+    let server = match (&options.url, &options.command) {
+        (Some(url), _) => {
+            HttpConfig::new(url).map_err(Failure::Usage)?;
+            Server::Http {
+                url: url.clone(),
+                token_env: options.token_env.clone(),
+            }
+        }
+        (None, Some(command)) => {
+            let mut words = command.split_whitespace().map(str::to_owned);
+            let program = words
+                .next()
+                .ok_or_else(|| Failure::Usage("-command is empty".to_owned()))?;
+            Server::Stdio {
+                command: program,
+                args: words.collect(),
+                env: Vec::new(),
+            }
+        }
+        (None, None) => return Err(Failure::Usage("give -url or -command".to_owned())),
+    };
+    let discovery = Discovery {
+        server,
+        token,
+        tenant: options.tenant.clone().unwrap_or_default(),
+        tools: options.tools.clone(),
+        timeout: options.timeout,
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::Failed(format!("cannot start the runtime: {e}")))?;
+    let bindings = runtime.block_on(async {
+        let pool = HttpPool::new(&TlsOptions::default()).map_err(Failure::Failed)?;
+        discover(&pool, &discovery)
+            .await
+            .map_err(|e| Failure::Failed(format!("{} ({})", e, e.kind())))
+    })?;
+    // Serializing the bindings themselves keeps the documented key order.
+    let text = serde_json::to_string_pretty(&bindings)
+        .map_err(|e| Failure::Failed(format!("cannot print the bindings: {e}")))?;
+    println!("{text}");
+    Ok(())
+}
