@@ -2,7 +2,7 @@
 //! tool with progress, deadlines and cancellation, ping, close.
 //!
 //! Each [`Client`] is one MCP session. A driver task owns the sans-IO
-//! [`Session`](crate::session::Session) and the transport link; the client talks to it over a
+//! [`Session`] and the transport link; the client talks to it over a
 //! channel. The driver sleeps until the session's next deadline, so no request outlives it.
 //!
 //! ```no_run
@@ -743,7 +743,19 @@ impl Driver {
                 }
                 Output::Settled(settled) => {
                     if let Some(entry) = self.entries.remove(&settled.id) {
-                        if let Some(task) = entry.task {
+                        // A request we gave up on (deadline, cancel) stops reading its stream
+                        // now; one that was answered lets its task finish reading the reply,
+                        // so the connection can be reused.
+                        if let (Some(task), Err(failure)) = (entry.task, &settled.outcome)
+                            && matches!(
+                                failure.kind,
+                                FailureKind::Timeout
+                                    | FailureKind::IdleTimeout
+                                    | FailureKind::Cancelled
+                                    | FailureKind::Closed
+                                    | FailureKind::ElicitationRequested
+                            )
+                        {
                             task.abort();
                         }
                         if let Some(key) = entry.key {

@@ -449,8 +449,8 @@ impl Session {
     /// The next thing for the driver to do.
     pub fn poll_output(&mut self) -> Option<Output> {
         let output = self.outputs.pop_front()?;
-        if let Output::Transmit(transmit) = &output {
-            if let Some(pending) = transmit
+        if let Output::Transmit(transmit) = &output
+            && let Some(pending) = transmit
                 .request_id()
                 .and_then(|id| self.pending.get_mut(id))
             {
@@ -458,7 +458,6 @@ impl Session {
                 // otherwise.
                 pending.delivery = Delivery::MayHaveReached;
             }
-        }
         Some(output)
     }
 

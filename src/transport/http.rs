@@ -254,6 +254,9 @@ struct LinkState {
     protocol_version: Option<&'static str>,
     /// Where messages go when the server speaks the legacy HTTP+SSE transport.
     legacy_endpoint: Option<Uri>,
+    /// The task reading the legacy event stream; aborting it closes the stream, which ends a
+    /// legacy session.
+    legacy_stream: Option<tokio::task::AbortHandle>,
 }
 
 /// One session's connection to a Streamable HTTP endpoint.
@@ -657,8 +660,10 @@ impl HttpLink {
                 return StreamEnd::Failed(failure);
             }
             if answered {
-                // The server closes the stream after the response; stop reading either way
-                // so a server that keeps it open cannot hold the request.
+                // The server closes the stream after the response. Read on to its end, briefly
+                // and boundedly, so the connection can return to the pool; a server that keeps
+                // the stream open cannot hold the request longer than that.
+                drain(body).await;
                 return StreamEnd::Answered;
             }
         }
@@ -817,9 +822,14 @@ impl HttpLink {
         self.log(|| format!("< legacy endpoint {endpoint}"));
         self.lock().legacy_endpoint = Some(endpoint.clone());
         self.report(LinkEvent::LegacyTransport).await;
-        tokio::spawn(self.clone().legacy_stream(body, decoder));
+        let stream = tokio::spawn(self.clone().legacy_stream(body, decoder));
+        self.lock().legacy_stream = Some(stream.abort_handle());
+        // The legacy transport belongs to revision 2024-11-05: offer that one there.
+        let initialize = offer_legacy_version(&initialize);
+        self.log(|| format!("> POST {endpoint} {}", String::from_utf8_lossy(&initialize)));
         let request = self.build(Method::POST, endpoint, initialize, ACCEPT_BOTH);
         let response = self.pool.send(request).await.map_err(send_failure)?;
+        self.log(|| format!("< {}", response.status()));
         self.check_status(&response, true).await?;
         Ok(())
     }
@@ -876,10 +886,12 @@ impl HttpLink {
     /// Ends the session with `DELETE` (when the server gave a session id). Returns the status,
     /// if one came back within the close timeout; 405 and 404 are a normal end too.
     pub(crate) async fn close(&self) -> Option<StatusCode> {
-        self.lock().session_id.as_ref()?;
-        if self.lock().legacy_endpoint.is_some() {
+        if let Some(stream) = self.lock().legacy_stream.take() {
+            // A legacy (2024-11-05) session ends when its event stream closes.
+            stream.abort();
             return None;
         }
+        self.lock().session_id.as_ref()?;
         let request = self.build(
             Method::DELETE,
             self.config.url.clone(),
@@ -999,6 +1011,40 @@ fn error_chain(error: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+/// How long, and how many bytes, a finished reply stream is read on for, so its connection
+/// can be reused.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(1);
+const DRAIN_BYTES: usize = 64 * 1024;
+
+/// Reads what is left of a body after its response, within [`DRAIN_TIMEOUT`] and
+/// [`DRAIN_BYTES`], discarding it.
+async fn drain(body: &mut Incoming) {
+    let reading = async {
+        let mut read = 0;
+        while read <= DRAIN_BYTES {
+            match body.frame().await {
+                Some(Ok(frame)) => read += frame.data_ref().map_or(0, |d| d.len()),
+                _ => return,
+            }
+        }
+    };
+    let _ = tokio::time::timeout(DRAIN_TIMEOUT, reading).await;
+}
+
+/// The initialize request with `protocolVersion` set to 2024-11-05.
+fn offer_legacy_version(initialize: &Bytes) -> Bytes {
+    let Ok(mut message) = serde_json::from_slice::<serde_json::Value>(initialize) else {
+        return initialize.clone();
+    };
+    if let Some(params) = message.get_mut("params").and_then(|p| p.as_object_mut()) {
+        params.insert(
+            "protocolVersion".to_owned(),
+            serde_json::Value::from(crate::mcp::V2024_11_05),
+        );
+    }
+    serde_json::to_vec(&message).map_or_else(|_| initialize.clone(), Bytes::from)
 }
 
 /// Reads at most `limit` bytes of a body, for error messages and draining.

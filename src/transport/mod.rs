@@ -1,7 +1,7 @@
 //! Transport drivers: the only code that touches sockets, processes and the clock.
 //!
 //! A transport takes the messages the [`session`](crate::session) wants sent and reports
-//! back what arrived and what went wrong, as [`LinkEvent`]s on a bounded channel (so a server
+//! back what arrived and what went wrong, as link events on a bounded channel (so a server
 //! that floods is slowed by backpressure instead of filling memory). It knows nothing of
 //! pending requests or deadlines: the client driver aborts a request's transport task when the
 //! session settles it.
