@@ -44,9 +44,9 @@ use crate::mcp::{
 use crate::session::{
     self, Delivery, Failure, FailureKind, Output, RequestError, RequestOptions, Session,
 };
-use crate::transport::LinkEvent;
 use crate::transport::http::{HttpConfig, HttpLink, HttpPool, RequestLimits};
 use crate::transport::stdio::{StdioConfig, StdioLink};
+use crate::transport::{LinkEvent, Secret};
 
 /// How long a `tools/list` page or a ping may take by default.
 const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -160,6 +160,8 @@ impl std::fmt::Debug for CallOptions {
 
 /// One MCP session with a server.
 pub struct Client {
+    /// The credential the transport sends; scrubbed from every error this client returns.
+    secret: Option<Secret>,
     commands: mpsc::Sender<Command>,
     driver: Option<JoinHandle<()>>,
     next_key: AtomicU64,
@@ -244,10 +246,14 @@ impl Client {
         options: ClientOptions,
     ) -> Result<Client, Error> {
         let (events, link_events) = mpsc::channel(256);
+        let secret = config.bearer_token.clone();
         let link = HttpLink::new(pool.clone(), config, events);
         let session_link = link.clone();
-        let mut client = Client::start(Link::Http(Box::new(link)), link_events, options).await?;
+        let mut client = Client::start(Link::Http(Box::new(link)), link_events, options)
+            .await
+            .map_err(|e| redact(e, secret.as_ref()))?;
         client.session_id = session_link.session_id();
+        client.secret = secret;
         Ok(client)
     }
 
@@ -295,6 +301,7 @@ impl Client {
         })?;
         let version = server.protocol_version().unwrap_or(ProtocolVersion::LATEST);
         Ok(Client {
+            secret: None,
             commands,
             driver: Some(driver),
             next_key: AtomicU64::new(0),
@@ -525,7 +532,7 @@ impl Client {
         }
         match outcome {
             Ok(Ok(raw)) => Ok(raw),
-            Ok(Err(error)) => Err(call_error(error)),
+            Ok(Err(error)) => Err(redact(call_error(error), self.secret.as_ref())),
             Err(_) => Err(Error::closed()),
         }
     }
@@ -557,6 +564,13 @@ async fn recv_progress(
     match rx {
         Some(rx) => rx.recv().await,
         None => std::future::pending().await,
+    }
+}
+
+fn redact(error: Error, secret: Option<&Secret>) -> Error {
+    match secret {
+        Some(secret) => error.redacted(secret),
+        None => error,
     }
 }
 

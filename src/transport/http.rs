@@ -731,7 +731,7 @@ impl HttpLink {
                     status: status.as_u16(),
                 },
                 Delivery::Refused,
-                describe_challenge(status, response.headers()),
+                self.redact(describe_challenge(status, response.headers())),
             ),
             404 if has_session && !is_initialize => Failure::new(
                 FailureKind::SessionExpired,
@@ -921,6 +921,14 @@ impl HttpLink {
         x ^= x << 17;
         self.jitter.store(x, Ordering::Relaxed);
         (x >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// `text` with the bearer token, if any, replaced.
+    fn redact(&self, text: String) -> String {
+        match &self.config.bearer_token {
+            Some(token) => token.redact(&text),
+            None => text,
+        }
     }
 
     /// A bounded, printable, redacted excerpt of server-sent bytes for an error message.
