@@ -60,7 +60,7 @@
 //! chunked request bodies, `Expect: 100-continue`. A request head holds at most 64 header
 //! fields in 16 KiB; a body at most 1 MiB (413 beyond). A connection idle for 30 s is closed;
 //! a request must arrive within 30 s of its first byte; every write must finish within 30 s.
-//! At most 256 connections are served at once (more wait to be accepted), and at most 4096
+//! At most 1024 connections are served at once (more wait to be accepted), and at most 4096
 //! sessions live at once (sessions idle for 10 minutes are dropped to make room; else 503).
 
 mod http;
@@ -207,7 +207,7 @@ impl Default for Config {
         Config {
             token: None,
             limits: Limits::default(),
-            max_connections: 256,
+            max_connections: 1024,
             max_sessions: 4096,
             session_idle: Duration::from_secs(600),
         }
