@@ -217,11 +217,22 @@ enum Link {
 }
 
 impl Link {
-    fn send(&self, message: Message<'static>, limits: RequestLimits) -> Option<JoinHandle<()>> {
+    /// Sends a message; returns the task reading a request's reply (HTTP). `delivered` fires
+    /// once a one-way message has gone out (answered by the server, for HTTP).
+    fn send(
+        &self,
+        message: Message<'static>,
+        limits: RequestLimits,
+        delivered: Option<oneshot::Sender<()>>,
+    ) -> Option<JoinHandle<()>> {
         match self {
-            Link::Http(link) => Some(link.send(message, limits)),
+            Link::Http(link) => link.send(message, limits, delivered),
             Link::Stdio(link) => {
+                // One writer task writes stdin in order: queued is as good as sent.
                 link.send(message);
+                if let Some(delivered) = delivered {
+                    let _ = delivered.send(());
+                }
                 None
             }
         }
@@ -283,6 +294,7 @@ impl Client {
             keys: HashMap::new(),
             notifications: options.notifications.clone(),
             link_version_set: false,
+            initialized_delivered: None,
         };
         let driver = tokio::spawn(driver.run());
         let (reply, answer) = oneshot::channel();
@@ -617,6 +629,9 @@ struct Driver {
     keys: HashMap<u64, Id>,
     notifications: Option<mpsc::Sender<Notification<'static>>>,
     link_version_set: bool,
+    /// Fires when `notifications/initialized` has been delivered: `connect` returns only then,
+    /// so no request of the host's can overtake it.
+    initialized_delivered: Option<oneshot::Receiver<()>>,
 }
 
 #[allow(clippy::disallowed_methods)] // The driver owns the clock.
@@ -750,7 +765,14 @@ impl Driver {
                         .map(|entry| entry.limits)
                         .unwrap_or_default();
                     let id = transmit.request_id().cloned();
-                    let task = self.link.send(transmit.message, limits);
+                    let delivered = if transmit.message.method() == Some(methods::INITIALIZED) {
+                        let (delivered, receiver) = oneshot::channel();
+                        self.initialized_delivered = Some(receiver);
+                        Some(delivered)
+                    } else {
+                        None
+                    };
+                    let task = self.link.send(transmit.message, limits, delivered);
                     if let Some(entry) = id.and_then(|id| self.entries.get_mut(&id)) {
                         entry.task = task;
                     }
@@ -775,7 +797,20 @@ impl Driver {
                         if let Some(key) = entry.key {
                             self.keys.remove(&key);
                         }
-                        let _ = entry.reply.send(settled.outcome.map_err(CallError::Failed));
+                        let outcome = settled.outcome.map_err(CallError::Failed);
+                        match (entry.key, self.initialized_delivered.take()) {
+                            // The handshake's answer waits for `initialized` to be delivered
+                            // (bounded by the transport's POST timeout).
+                            (None, Some(delivered)) if outcome.is_ok() => {
+                                tokio::spawn(async move {
+                                    let _ = delivered.await;
+                                    let _ = entry.reply.send(outcome);
+                                });
+                            }
+                            _ => {
+                                let _ = entry.reply.send(outcome);
+                            }
+                        }
                     }
                 }
                 Output::Progress { id, params } => {

@@ -259,14 +259,37 @@ struct LinkState {
     legacy_stream: Option<tokio::task::AbortHandle>,
 }
 
-/// One session's connection to a Streamable HTTP endpoint.
+/// One session's connection to a Streamable HTTP endpoint: a handle to the shared state plus
+/// the queue of one-way messages (notifications and answers to server requests), which a task
+/// of its own POSTs one at a time, in order. Requests go out on tasks of their own, so a long
+/// call never holds up a notification.
 #[derive(Clone)]
 pub(crate) struct HttpLink {
+    core: Arc<LinkCore>,
+    one_way: tokio::sync::mpsc::Sender<OneWay>,
+}
+
+/// A one-way message, and who wants to know when it was delivered.
+type OneWay = (Message<'static>, Option<tokio::sync::oneshot::Sender<()>>);
+
+/// How many one-way messages may wait; a server that floods us with requests while not
+/// reading our answers cannot grow the queue past this.
+const ONE_WAY_QUEUE: usize = 1024;
+
+impl std::ops::Deref for HttpLink {
+    type Target = LinkCore;
+    fn deref(&self) -> &LinkCore {
+        &self.core
+    }
+}
+
+/// What the link's tasks share.
+pub(crate) struct LinkCore {
     pool: HttpPool,
     config: Arc<HttpConfig>,
-    state: Arc<Mutex<LinkState>>,
+    state: Mutex<LinkState>,
     events: LinkEvents,
-    jitter: Arc<AtomicU64>,
+    jitter: AtomicU64,
 }
 
 /// Per-request transport options.
@@ -277,20 +300,70 @@ pub(crate) struct RequestLimits {
 }
 
 impl HttpLink {
+    /// A link, with its one-way sender task started on the current runtime. The task ends
+    /// when the last handle is dropped.
     pub(crate) fn new(pool: HttpPool, config: HttpConfig, events: LinkEvents) -> Self {
         let seed = std::time::SystemTime::UNIX_EPOCH
             .elapsed()
             .map_or(0x9E37_79B9, |d| d.as_nanos() as u64)
             | 1;
-        HttpLink {
+        let core = Arc::new(LinkCore {
             pool,
             config: Arc::new(config),
-            state: Arc::new(Mutex::new(LinkState::default())),
+            state: Mutex::new(LinkState::default()),
             events,
-            jitter: Arc::new(AtomicU64::new(seed)),
-        }
+            jitter: AtomicU64::new(seed),
+        });
+        let (one_way, queue) = tokio::sync::mpsc::channel(ONE_WAY_QUEUE);
+        tokio::spawn(send_one_way_in_order(core.clone(), queue));
+        HttpLink { core, one_way }
     }
 
+    /// Sends a request on a task of its own and returns the task, so the driver can abort it
+    /// when it gives up on the request. One-way messages are queued for the ordered sender;
+    /// `delivered` fires once the server has answered their POST (or it failed).
+    pub(crate) fn send(
+        &self,
+        message: Message<'static>,
+        limits: RequestLimits,
+        delivered: Option<tokio::sync::oneshot::Sender<()>>,
+    ) -> Option<tokio::task::JoinHandle<()>> {
+        let Message::Request(request) = &message else {
+            if self.one_way.try_send((message, delivered)).is_err() {
+                self.log(|| "dropped a one-way message: the queue is full".to_owned());
+            }
+            return None;
+        };
+        let id = request.id.clone();
+        let is_initialize = request.method == crate::mcp::methods::INITIALIZE;
+        let core = self.core.clone();
+        Some(tokio::spawn(async move {
+            if let Err(failure) = core
+                .request_exchange(&message, &id, is_initialize, limits)
+                .await
+            {
+                core.report(LinkEvent::RequestFailed(id, failure)).await;
+            }
+        }))
+    }
+}
+
+/// POSTs one-way messages one at a time, in the order the session produced them: so that,
+/// for instance, `notifications/cancelled` reaches the server before our answer to the
+/// server request that made us cancel.
+async fn send_one_way_in_order(
+    core: Arc<LinkCore>,
+    mut queue: tokio::sync::mpsc::Receiver<OneWay>,
+) {
+    while let Some((message, delivered)) = queue.recv().await {
+        core.one_way(&message).await;
+        if let Some(delivered) = delivered {
+            let _ = delivered.send(());
+        }
+    }
+}
+
+impl LinkCore {
     /// Records the negotiated revision, sent as `MCP-Protocol-Version` from now on.
     pub(crate) fn set_protocol_version(&self, version: &'static str) {
         self.lock().protocol_version = Some(version);
@@ -318,31 +391,6 @@ impl HttpLink {
             };
             log(&line);
         }
-    }
-
-    /// Sends one message on a task of its own; returns the task so the driver can abort it
-    /// when the request is settled.
-    pub(crate) fn send(
-        &self,
-        message: Message<'static>,
-        limits: RequestLimits,
-    ) -> tokio::task::JoinHandle<()> {
-        let link = self.clone();
-        tokio::spawn(async move {
-            match &message {
-                Message::Request(request) => {
-                    let id = request.id.clone();
-                    let is_initialize = request.method == crate::mcp::methods::INITIALIZE;
-                    if let Err(failure) = link
-                        .request_exchange(&message, &id, is_initialize, limits)
-                        .await
-                    {
-                        link.report(LinkEvent::RequestFailed(id, failure)).await;
-                    }
-                }
-                _ => link.one_way(&message).await,
-            }
-        })
     }
 
     async fn report(&self, event: LinkEvent) {
@@ -412,7 +460,7 @@ impl HttpLink {
 
     /// POSTs a request and reads its reply until the response arrives.
     async fn request_exchange(
-        &self,
+        self: &Arc<Self>,
         message: &Message<'static>,
         id: &Id,
         is_initialize: bool,
@@ -775,7 +823,7 @@ impl HttpLink {
 
     /// The server does not speak Streamable HTTP: open the legacy event stream, wait for its
     /// `endpoint` event, and send the initialize request there.
-    async fn fall_back_to_legacy(&self, initialize: Bytes) -> Result<(), Failure> {
+    async fn fall_back_to_legacy(self: &Arc<Self>, initialize: Bytes) -> Result<(), Failure> {
         let refused =
             |detail: String| Failure::new(FailureKind::Protocol, Delivery::Refused, detail);
         let request = self.build(
@@ -835,7 +883,7 @@ impl HttpLink {
     }
 
     /// Forwards every message of the legacy event stream until it ends.
-    async fn legacy_stream(self, mut body: Incoming, mut decoder: sse::Decoder) {
+    async fn legacy_stream(self: Arc<Self>, mut body: Incoming, mut decoder: sse::Decoder) {
         let reason = loop {
             let chunk = match body.frame().await {
                 None => break "the legacy event stream ended".to_owned(),
