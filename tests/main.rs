@@ -4,8 +4,12 @@
 // `Instant::now` in clippy.toml is for the library's sans-IO layers.
 #![allow(clippy::disallowed_methods)]
 
+mod binding_call;
 mod cli_sse;
+mod cli_tools;
 mod client_http;
 mod fuzz_corpus;
+mod interop;
+mod interop_stdio;
 mod layering;
 mod support;

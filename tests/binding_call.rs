@@ -1,0 +1,953 @@
+//! The call pipeline (SPEC.md "Calling a tool", "Result mapping", "Failures and
+//! `unknown_outcome`"): one test per row of those tables, checking `is_error`,
+//! `unknown_outcome`, the error kind and the content. The demo server plays a well-behaved MCP
+//! server, the fault server the misbehaving ones, and the official Python SDK a real one.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use mcpwire::binding::call::{CallContext, Caller, EnvTokens, Progress, TokenSource, ToolResult};
+use mcpwire::binding::config::{Binding, Server, load_config};
+use mcpwire::binding::discover::{Discovery, discover};
+use mcpwire::client::CancelToken;
+use mcpwire::demo::DemoServer;
+use mcpwire::transport::Secret;
+use mcpwire::transport::http::{HttpPool, TlsOptions};
+use serde_json::{Value, json};
+
+use crate::support::fault_server::{FaultServer, Recorded, Reply, Step};
+use crate::support::peers::{self, Peer, PeerServer, Sdk};
+
+/// A token recognizable anywhere it might leak.
+const TOKEN: &str = "tok-BINDING-SECRET-7c1e55aa";
+/// The variable [`FixedTokens`] knows.
+const TOKEN_ENV: &str = "MCPWIRE_BINDING_TEST_TOKEN";
+/// The deadline for waiting on a server to see requests.
+const WAIT: Duration = Duration::from_secs(10);
+/// The base64 of the PNG signature.
+const PNG_BASE64_PREFIX: &str = "iVBORw0KGgo";
+
+/// Hands out [`TOKEN`] for [`TOKEN_ENV`] and nothing else.
+struct FixedTokens;
+
+impl TokenSource for FixedTokens {
+    fn token(&self, name: &str) -> Option<Secret> {
+        (name == TOKEN_ENV).then(|| Secret::new(TOKEN))
+    }
+}
+
+fn pool() -> HttpPool {
+    HttpPool::new(&TlsOptions::default()).expect("pool")
+}
+
+/// A binding named `t` (remote tool `t`) for tenant `acme` at `url`, taking `{"q": string}`,
+/// with the members of `extra` merged in (a `null` removes a member). Goes through
+/// `load_config`, as a host's config would.
+fn binding(url: &str, extra: Value) -> Binding {
+    let mut object = json!({
+        "name": "t",
+        "description": "a test tool",
+        "input_schema": {
+            "type": "object",
+            "properties": {"q": {"type": "string"}},
+            "additionalProperties": false
+        },
+        "url": url,
+        "mcp_tool": "t",
+        "tenants": ["acme"],
+        "timeout_seconds": 20,
+    });
+    let members = object.as_object_mut().expect("object");
+    for (key, value) in extra.as_object().expect("extra is an object") {
+        if value.is_null() {
+            members.remove(key);
+        } else {
+            members.insert(key.clone(), value.clone());
+        }
+    }
+    let mut bindings =
+        load_config(&json!([object]).to_string()).unwrap_or_else(|e| panic!("binding: {e}"));
+    bindings.remove(0)
+}
+
+fn caller(bindings: Vec<Binding>) -> Caller {
+    Caller::new(pool(), bindings, Arc::new(FixedTokens)).expect("caller")
+}
+
+fn context(call_id: &str) -> CallContext {
+    CallContext {
+        tenant_id: "acme".to_owned(),
+        session_id: "conv-1".to_owned(),
+        call_id: call_id.to_owned(),
+    }
+}
+
+/// Calls binding `name` as tenant `acme`, ignoring progress.
+async fn call(caller: &Caller, name: &str, call_id: &str, arguments: Value) -> ToolResult {
+    caller
+        .call(name, &context(call_id), &arguments, |_| {}, None)
+        .await
+}
+
+/// One call of the only binding, `t`, with `{"q": "x"}`.
+async fn call_t(binding: Binding) -> ToolResult {
+    call(&caller(vec![binding]), "t", "call-1", json!({"q": "x"})).await
+}
+
+#[track_caller]
+fn assert_failed(result: &ToolResult, kind: &str, unknown_outcome: bool) {
+    assert!(result.is_error, "{result:?}");
+    assert_eq!(result.unknown_outcome, Some(unknown_outcome), "{result:?}");
+    assert_eq!(
+        result.error.as_ref().map(|e| e.kind.as_str()),
+        Some(kind),
+        "{result:?}"
+    );
+    assert!(
+        result.error.as_ref().is_some_and(|e| !e.message.is_empty()),
+        "{result:?}"
+    );
+    let line: Value = serde_json::from_str(&result.to_json_line()).expect("a JSON line");
+    assert_eq!(line["unknown_outcome"], json!(unknown_outcome));
+    assert_eq!(line["error"]["kind"], json!(kind));
+}
+
+#[track_caller]
+fn assert_succeeded(result: &ToolResult) {
+    assert!(!result.is_error, "{result:?}");
+    assert_eq!(result.unknown_outcome, None, "{result:?}");
+    assert_eq!(result.error, None, "{result:?}");
+}
+
+// --- scripted MCP servers -----------------------------------------------------------------------
+
+fn rpc_result(req: &Recorded, result: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": req.jsonrpc_id(), "result": result})
+}
+
+fn sse_event(message: &Value) -> String {
+    format!("event: message\ndata: {message}\n\n")
+}
+
+fn initialize_reply(req: &Recorded, version: &str) -> Reply {
+    Reply::json(
+        200,
+        rpc_result(
+            req,
+            json!({"protocolVersion": version, "capabilities": {"tools": {}},
+                   "serverInfo": {"name": "fault", "version": "1"}}),
+        ),
+    )
+    .with_header("mcp-session-id", "sess-1")
+}
+
+/// A `tools/call` answer holding `result`, as one SSE event.
+fn tool_reply(req: &Recorded, result: Value) -> Reply {
+    Reply::sse(200, &[&sse_event(&rpc_result(req, result))])
+}
+
+/// A server that completes the handshake, acknowledges notifications, responses and DELETE,
+/// and hands `tools/call` (and anything else) to `call`.
+async fn mcp_server(call: impl Fn(&Recorded) -> Reply + Send + Sync + 'static) -> FaultServer {
+    FaultServer::start(move |req| match req.method.as_str() {
+        "DELETE" => Reply::empty(200),
+        "POST" => match req.jsonrpc_method().as_deref() {
+            Some("initialize") => initialize_reply(req, "2025-11-25"),
+            Some(m) if m.starts_with("notifications/") => Reply::empty(202),
+            None => Reply::empty(202), // a response to a server request
+            _ => call(req),
+        },
+        _ => call(req),
+    })
+    .await
+}
+
+/// A server that must never be reached.
+async fn untouchable_server() -> FaultServer {
+    FaultServer::start(|_| Reply::empty(500)).await
+}
+
+#[track_caller]
+fn assert_nothing_sent(server: &FaultServer) {
+    assert_eq!(server.connections_accepted(), 0, "{:?}", server.requests());
+    assert!(server.requests().is_empty(), "{:?}", server.requests());
+}
+
+fn posts_of(requests: &[Recorded], method: &str) -> Vec<Recorded> {
+    requests
+        .iter()
+        .filter(|r| r.jsonrpc_method().as_deref() == Some(method))
+        .cloned()
+        .collect()
+}
+
+/// Waits until the server has seen a `notifications/cancelled` and returns it with the
+/// `tools/call` request.
+async fn cancelled_and_call(server: &FaultServer) -> (Value, Value) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let requests = server.requests();
+        let cancelled = posts_of(&requests, "notifications/cancelled");
+        if let Some(cancelled) = cancelled.first() {
+            let call = posts_of(&requests, "tools/call")[0].json().unwrap();
+            return (cancelled.json().unwrap(), call);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no notifications/cancelled reached the server: {:?}",
+            requests
+                .iter()
+                .map(|r| format!("{} {:?}", r.method, r.jsonrpc_method()))
+                .collect::<Vec<_>>()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+// --- the demo server ---------------------------------------------------------------------------
+
+/// Bindings for the demo server's `tools`, discovered (as `mcp-tools` does) for tenant `acme`.
+async fn demo_bindings(server: &DemoServer, tools: &[&str]) -> Vec<Binding> {
+    let discovery = Discovery {
+        server: Server::Http {
+            url: server.url(),
+            token_env: None,
+        },
+        token: None,
+        tenant: "acme".to_owned(),
+        tools: tools.iter().map(|t| (*t).to_owned()).collect(),
+        timeout: WAIT,
+    };
+    discover(&pool(), &discovery).await.expect("discovery")
+}
+
+async fn demo_caller(server: &DemoServer, tools: &[&str]) -> Caller {
+    caller(demo_bindings(server, tools).await)
+}
+
+// === Result mapping =============================================================================
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_content_becomes_a_text_block() {
+    let server = DemoServer::start().await.unwrap();
+    let caller = demo_caller(&server, &["echo"]).await;
+    let result = call(&caller, "echo", "call-text", json!({"message": "hi"})).await;
+    assert_succeeded(&result);
+    assert_eq!(result.call_id, "call-text");
+    assert_eq!(
+        result.content,
+        vec![json!({"type": "text", "text": "Echo: hi"})]
+    );
+    assert_eq!(result.structured_content, None);
+    assert_eq!(
+        result.to_json_line(),
+        r#"{"type":"tool.result","call_id":"call-text","is_error":false,"content":[{"text":"Echo: hi","type":"text"}]}"#
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn image_content_becomes_an_image_block() {
+    let server = DemoServer::start().await.unwrap();
+    let caller = demo_caller(&server, &["tiny_image"]).await;
+    let result = call(&caller, "tiny_image", "call-image", json!({})).await;
+    assert_succeeded(&result);
+    assert_eq!(result.content.len(), 1, "{result:?}");
+    let block = result.content[0].as_object().expect("an object");
+    let mut keys: Vec<&str> = block.keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["data", "mime_type", "type"]);
+    assert_eq!(block["type"], "image");
+    assert_eq!(block["mime_type"], "image/png");
+    let data = block["data"].as_str().expect("base64 data");
+    assert!(data.starts_with(PNG_BASE64_PREFIX), "{data}");
+    assert_eq!(data.len() % 4, 0, "padded base64: {data}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn structured_content_is_returned_with_its_json_as_text_and_validated() {
+    let server = DemoServer::start().await.unwrap();
+    let bindings = demo_bindings(&server, &["weather"]).await;
+    assert!(bindings[0].output_schema.is_some(), "{bindings:?}");
+    let caller = caller(bindings);
+    let result = call(
+        &caller,
+        "weather",
+        "call-weather",
+        json!({"city": "Lisbon"}),
+    )
+    .await;
+    assert_succeeded(&result);
+    let structured = result
+        .structured_content
+        .clone()
+        .expect("structured content");
+    assert_eq!(structured["city"], "Lisbon");
+    for member in ["temperature_c", "conditions", "humidity"] {
+        assert!(structured.get(member).is_some(), "{structured}");
+    }
+    let as_text: Vec<Value> = result
+        .content
+        .iter()
+        .filter(|b| b["type"] == "text")
+        .filter_map(|b| serde_json::from_str(b["text"].as_str()?).ok())
+        .collect();
+    assert!(as_text.contains(&structured), "{result:?}");
+    // The same city always gets the same report.
+    let again = call(
+        &caller,
+        "weather",
+        "call-weather-2",
+        json!({"city": "Lisbon"}),
+    )
+    .await;
+    assert_eq!(again.structured_content, Some(structured));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_is_error_result_is_a_known_tool_error_with_its_content_kept() {
+    let server = DemoServer::start().await.unwrap();
+    let caller = demo_caller(&server, &["fail"]).await;
+    let result = call(&caller, "fail", "call-fail", json!({"message": "it broke"})).await;
+    assert_failed(&result, "tool_error", false);
+    assert_eq!(
+        result.content,
+        vec![json!({"type": "text", "text": "it broke"})]
+    );
+    assert!(result.error.as_ref().unwrap().message.contains("it broke"));
+    let line = result.to_json_line();
+    assert!(
+        line.starts_with(
+            r#"{"type":"tool.result","call_id":"call-fail","is_error":true,"unknown_outcome":false,"content":[{"text":"it broke","type":"text"}],"error":{"kind":"tool_error","#
+        ),
+        "{line}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn any_other_content_type_fails_the_call_with_an_unknown_outcome() {
+    let blocks = [
+        json!({"type": "audio", "data": "UklGRg==", "mimeType": "audio/wav"}),
+        json!({"type": "resource_link", "uri": "file:///tmp/a.txt", "name": "a.txt"}),
+        json!({"type": "resource", "resource": {"uri": "file:///tmp/b.txt", "mimeType": "text/plain", "text": "an embedded note"}}),
+    ];
+    for block in blocks {
+        let block_type = block["type"].as_str().unwrap().to_owned();
+        let sent = block.clone();
+        let server = mcp_server(move |req| {
+            tool_reply(
+                req,
+                json!({"content": [{"type": "text", "text": "before"}, sent], "isError": false}),
+            )
+        })
+        .await;
+        let result = call_t(binding(&server.url("/mcp"), json!({}))).await;
+        assert_failed(&result, "unsupported_content", true);
+        assert!(
+            result.error.as_ref().unwrap().message.contains(&block_type),
+            "{block_type}: {result:?}"
+        );
+        assert!(result.content.is_empty(), "{result:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn structured_content_not_matching_the_output_schema_is_an_unknown_outcome() {
+    let schema = json!({
+        "type": "object",
+        "properties": {"temperature_c": {"type": "number"}},
+        "required": ["temperature_c"]
+    });
+    // A mismatching value, then no structured content at all.
+    for structured in [json!({"temperature_c": "warm"}), Value::Null] {
+        let value = structured.clone();
+        let server = mcp_server(move |req| {
+            let mut result = json!({"content": [{"type": "text", "text": value.to_string()}]});
+            if !value.is_null() {
+                result["structuredContent"] = value.clone();
+            }
+            tool_reply(req, result)
+        })
+        .await;
+        let result = call_t(binding(
+            &server.url("/mcp"),
+            json!({"output_schema": schema.clone()}),
+        ))
+        .await;
+        assert_failed(&result, "output_schema_mismatch", true);
+        assert_eq!(result.structured_content, None, "{result:?}");
+        assert_eq!(posts_of(&server.requests(), "tools/call").len(), 1);
+    }
+}
+
+// === Failures and unknown_outcome ===============================================================
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_locally_unknown_tool_sends_nothing() {
+    let server = untouchable_server().await;
+    let caller = caller(vec![binding(&server.url("/mcp"), json!({}))]);
+    let result = call(&caller, "no_such_tool", "call-1", json!({"q": "x"})).await;
+    assert_failed(&result, "unknown_tool", false);
+    assert!(result.error.unwrap().message.contains("no_such_tool"));
+    assert_nothing_sent(&server);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_locally_wrong_tenant_sends_nothing() {
+    let server = untouchable_server().await;
+    let caller = caller(vec![binding(&server.url("/mcp"), json!({}))]);
+    let context = CallContext {
+        tenant_id: "someone-else".to_owned(),
+        ..context("call-1")
+    };
+    let result = caller
+        .call("t", &context, &json!({"q": "x"}), |_| {}, None)
+        .await;
+    assert_failed(&result, "tenant_denied", false);
+    assert!(result.error.unwrap().message.contains("someone-else"));
+    assert_nothing_sent(&server);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_locally_arguments_not_matching_the_input_schema_send_nothing() {
+    let server = untouchable_server().await;
+    let caller = caller(vec![binding(
+        &server.url("/mcp"),
+        json!({"input_schema": {
+            "type": "object",
+            "properties": {"q": {"type": "string"}},
+            "required": ["q"],
+            "additionalProperties": false
+        }}),
+    )]);
+    for arguments in [
+        json!({"q": 5}),
+        json!({}),
+        json!({"q": "x", "extra": true}),
+        json!(["q"]),
+        json!("q"),
+    ] {
+        let result = call(&caller, "t", "call-1", arguments).await;
+        assert_failed(&result, "invalid_arguments", false);
+    }
+    assert_nothing_sent(&server);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_locally_token_env_unset_sends_nothing() {
+    const UNSET: &str = "MCPWIRE_BINDING_TEST_SURELY_UNSET_VARIABLE";
+    assert!(std::env::var_os(UNSET).is_none());
+    let server = untouchable_server().await;
+    let bindings = vec![binding(&server.url("/mcp"), json!({"token_env": UNSET}))];
+    let caller = Caller::new(pool(), bindings, Arc::new(EnvTokens)).unwrap();
+    let result = call(&caller, "t", "call-1", json!({"q": "x"})).await;
+    assert_failed(&result, "missing_token", false);
+    assert!(result.error.unwrap().message.contains(UNSET));
+    assert_nothing_sent(&server);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn could_not_connect_is_a_known_outcome() {
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let started = Instant::now();
+    let result = call_t(binding(&format!("http://127.0.0.1:{port}/mcp"), json!({}))).await;
+    assert_failed(&result, "connect", false);
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_401_or_403_on_initialize_is_a_known_outcome() {
+    for status in [401, 403] {
+        let server = FaultServer::start(move |_| {
+            Reply::json(status, json!({"error": "invalid_token"})).with_header(
+                "www-authenticate",
+                r#"Bearer resource_metadata="http://127.0.0.1/.well-known/oauth-protected-resource""#,
+            )
+        })
+        .await;
+        let result = call_t(binding(
+            &server.url("/mcp"),
+            json!({"token_env": TOKEN_ENV}),
+        ))
+        .await;
+        assert_failed(&result, "unauthorized", false);
+        let requests = server.requests();
+        assert!(posts_of(&requests, "tools/call").is_empty(), "{requests:?}");
+        assert!(!posts_of(&requests, "initialize").is_empty());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unsupported_protocol_version_is_a_known_outcome() {
+    let server = FaultServer::start(|req| match req.method.as_str() {
+        "DELETE" => Reply::empty(200),
+        _ => match req.jsonrpc_method().as_deref() {
+            Some("initialize") => initialize_reply(req, "2024-10-07"),
+            _ => Reply::empty(202),
+        },
+    })
+    .await;
+    let result = call_t(binding(&server.url("/mcp"), json!({}))).await;
+    assert_failed(&result, "unsupported_version", false);
+    assert!(result.error.unwrap().message.contains("2024-10-07"));
+    assert!(posts_of(&server.requests(), "tools/call").is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_non_mcp_reply_to_initialize_is_a_known_outcome() {
+    let server = FaultServer::start(|_| {
+        Reply::text(200, "<!doctype html><html><body>Welcome!</body></html>")
+            .with_header("content-type", "text/html; charset=utf-8")
+    })
+    .await;
+    let result = call_t(binding(&server.url("/mcp"), json!({}))).await;
+    assert_failed(&result, "protocol", false);
+    assert!(result.error.unwrap().message.contains("text/html"));
+    assert!(posts_of(&server.requests(), "tools/call").is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_session_on_tools_call_is_a_known_outcome() {
+    let server = mcp_server(|_| {
+        Reply::json(
+            404,
+            json!({"jsonrpc": "2.0", "id": null,
+                   "error": {"code": -32600, "message": "Session not found"}}),
+        )
+    })
+    .await;
+    let result = call_t(binding(&server.url("/mcp"), json!({}))).await;
+    assert_failed(&result, "session_expired", false);
+    assert_eq!(posts_of(&server.requests(), "tools/call").len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_dropped_after_the_call_was_sent_is_an_unknown_outcome() {
+    let server = mcp_server(|req| {
+        let token = req.json().unwrap()["params"]["_meta"]["progressToken"].clone();
+        let progress = sse_event(
+            &json!({"jsonrpc": "2.0", "method": "notifications/progress",
+            "params": {"progressToken": token, "progress": 1}}),
+        );
+        Reply::sse_steps(200, vec![Step::text(&progress), Step::Drop])
+    })
+    .await;
+    let started = Instant::now();
+    let result = call_t(binding(&server.url("/mcp"), json!({}))).await;
+    assert_failed(&result, "connection_lost", true);
+    assert!(started.elapsed() < Duration::from_secs(5));
+    // Sent at most once: never replayed.
+    assert_eq!(posts_of(&server.requests(), "tools/call").len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timeout_is_an_unknown_outcome_and_cancels_on_the_wire() {
+    let server =
+        mcp_server(|_| Reply::sse_steps(200, vec![Step::text(": open\n\n"), Step::Hang])).await;
+    let started = Instant::now();
+    let result = call_t(binding(&server.url("/mcp"), json!({"timeout_seconds": 1}))).await;
+    let elapsed = started.elapsed();
+    assert_failed(&result, "timeout", true);
+    assert!(
+        elapsed >= Duration::from_millis(900) && elapsed < Duration::from_secs(3),
+        "{elapsed:?}"
+    );
+    let (cancelled, call) = cancelled_and_call(&server).await;
+    assert_eq!(cancelled["params"]["requestId"], call["id"]);
+    assert_eq!(posts_of(&server.requests(), "tools/call").len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_protocol_error_after_the_call_was_sent_is_an_unknown_outcome() {
+    let server = mcp_server(|_| {
+        Reply::sse_steps(
+            200,
+            vec![
+                Step::text("event: message\ndata: {\"jsonrpc\": \"2.0\", this is not JSON\n\n"),
+                Step::Hang,
+            ],
+        )
+    })
+    .await;
+    let started = Instant::now();
+    let result = call_t(binding(&server.url("/mcp"), json!({}))).await;
+    assert_failed(&result, "protocol", true);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "settled at once"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn elicitation_during_the_call_is_an_unknown_outcome() {
+    let server = mcp_server(|_| {
+        let elicit = json!({"jsonrpc": "2.0", "id": "e1", "method": "elicitation/create",
+            "params": {"message": "Approve?",
+                       "requestedSchema": {"type": "object", "properties": {}}}});
+        Reply::sse_steps(200, vec![Step::text(&sse_event(&elicit)), Step::Hang])
+    })
+    .await;
+    let started = Instant::now();
+    let result = call_t(binding(&server.url("/mcp"), json!({}))).await;
+    assert_failed(&result, "elicitation_requested", true);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "settled at once"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sampling_during_the_call_is_answered_method_not_found_and_the_call_goes_on() {
+    let server = mcp_server(|req| {
+        let sampling = json!({"jsonrpc": "2.0", "id": "s2", "method": "sampling/createMessage",
+            "params": {"messages": [], "maxTokens": 5}});
+        let done = rpc_result(
+            req,
+            json!({"content": [{"type": "text", "text": "still fine"}]}),
+        );
+        Reply::sse_steps(
+            200,
+            vec![
+                Step::text(&sse_event(&sampling)),
+                Step::delay_ms(300),
+                Step::text(&sse_event(&done)),
+            ],
+        )
+    })
+    .await;
+    let result = call_t(binding(&server.url("/mcp"), json!({}))).await;
+    assert_succeeded(&result);
+    assert_eq!(
+        result.content,
+        vec![json!({"type": "text", "text": "still fine"})]
+    );
+    let answer = server
+        .requests()
+        .iter()
+        .filter_map(Recorded::json)
+        .find(|m| m["id"] == "s2" && m.get("method").is_none())
+        .expect("the sampling request was answered");
+    assert_eq!(answer["error"]["code"], -32601, "{answer}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_result_over_max_output_bytes_is_an_unknown_outcome() {
+    let server = mcp_server(|req| {
+        tool_reply(
+            req,
+            json!({"content": [{"type": "text", "text": "x".repeat(50_000)}]}),
+        )
+    })
+    .await;
+    let result = call_t(binding(
+        &server.url("/mcp"),
+        json!({"max_output_bytes": 1024}),
+    ))
+    .await;
+    assert_failed(&result, "output_too_large", true);
+    assert!(result.error.unwrap().message.contains("1024"));
+
+    // The same result fits the default limit.
+    let result = call_t(binding(&server.url("/mcp"), json!({}))).await;
+    assert_succeeded(&result);
+    assert_eq!(result.content[0]["text"].as_str().unwrap().len(), 50_000);
+}
+
+// === Calling a tool ==============================================================================
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_callers_identity_and_progress_token_reach_the_server() {
+    let server =
+        mcp_server(|req| tool_reply(req, json!({"content": [{"type": "text", "text": "found"}]})))
+            .await;
+    let binding = binding(
+        &server.url("/mcp"),
+        json!({"name": "docs_search", "mcp_tool": "search", "token_env": TOKEN_ENV}),
+    );
+    let caller = caller(vec![binding]);
+    let context = CallContext {
+        tenant_id: "acme".to_owned(),
+        session_id: "conv-7".to_owned(),
+        call_id: "call-42".to_owned(),
+    };
+    let result = caller
+        .call("docs_search", &context, &json!({"q": "rust"}), |_| {}, None)
+        .await;
+    assert_succeeded(&result);
+    assert_eq!(result.call_id, "call-42");
+    let requests = server.requests();
+    let calls = posts_of(&requests, "tools/call");
+    assert_eq!(calls.len(), 1);
+    let params = &calls[0].json().unwrap()["params"];
+    assert_eq!(params["name"], "search");
+    assert_eq!(params["arguments"], json!({"q": "rust"}));
+    assert_eq!(
+        params["_meta"]["brain.dev/scope"],
+        json!({"tenant_id": "acme", "session_id": "conv-7", "call_id": "call-42"})
+    );
+    assert_eq!(params["_meta"]["progressToken"], "call-42");
+    for post in requests.iter().filter(|r| r.method == "POST") {
+        assert_eq!(
+            post.header("authorization"),
+            Some(&*format!("Bearer {TOKEN}")),
+            "{post:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_events_arrive_in_order_with_the_call_id() {
+    let server = DemoServer::start().await.unwrap();
+    let caller = demo_caller(&server, &["progress_report"]).await;
+    let seen: Arc<Mutex<Vec<Progress>>> = Arc::default();
+    let sink = seen.clone();
+    let result = caller
+        .call(
+            "progress_report",
+            &context("call-p"),
+            &json!({"steps": 4, "delay_ms": 20}),
+            move |p| sink.lock().unwrap().push(p),
+            None,
+        )
+        .await;
+    assert_succeeded(&result);
+    assert_eq!(
+        result.content,
+        vec![json!({"type": "text", "text": "done after 4 steps"})]
+    );
+    let seen = seen.lock().unwrap().clone();
+    let expected: Vec<Progress> = (1..=4)
+        .map(|i| Progress {
+            call_id: "call-p".to_owned(),
+            progress: f64::from(i),
+            total: Some(4.0),
+            message: Some(format!("step {i} of 4")),
+        })
+        .collect();
+    assert_eq!(seen, expected);
+    assert_eq!(
+        seen[0].to_json_line(),
+        r#"{"type":"tool.progress","call_id":"call-p","progress":1.0,"total":4.0,"message":"step 1 of 4"}"#
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_call_opens_its_own_session_and_deletes_it() {
+    let server = DemoServer::start().await.unwrap();
+    let caller = demo_caller(&server, &["echo", "fail", "weather"]).await;
+    let calls = [
+        ("echo", json!({"message": "one"})),
+        ("fail", json!({"message": "two"})),
+        ("weather", json!({"city": "Oslo"})),
+        ("echo", json!({"message": "four"})),
+    ];
+    for (tool, arguments) in calls {
+        let before = server.stats();
+        let result = call(&caller, tool, "call-s", arguments).await;
+        assert_eq!(result.error.is_some(), tool == "fail", "{result:?}");
+        let after = server.stats();
+        assert_eq!(
+            after.sessions_opened,
+            before.sessions_opened + 1,
+            "{tool}: {after:?}"
+        );
+        assert_eq!(
+            after.sessions_deleted,
+            before.sessions_deleted + 1,
+            "{tool}: {after:?}"
+        );
+    }
+    let stats = server.stats();
+    assert_eq!(stats.sessions_opened, stats.sessions_deleted, "{stats:?}");
+    // Sessions are per call; connections are pooled.
+    assert!(
+        caller.pool().connections_opened() <= 4,
+        "{} connections for 4 calls",
+        caller.pool().connections_opened()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_token_ends_the_call_and_cancels_on_the_wire() {
+    let cancel = CancelToken::new();
+    let trigger = cancel.clone();
+    let server = mcp_server(move |_| {
+        // Cancel once the call is in flight at the server.
+        let trigger = trigger.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            trigger.cancel();
+        });
+        Reply::sse_steps(200, vec![Step::text(": open\n\n"), Step::Hang])
+    })
+    .await;
+    let caller = caller(vec![binding(&server.url("/mcp"), json!({}))]);
+    let started = Instant::now();
+    let result = caller
+        .call(
+            "t",
+            &context("call-c"),
+            &json!({"q": "x"}),
+            |_| {},
+            Some(cancel),
+        )
+        .await;
+    assert_failed(&result, "cancelled", true);
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let (cancelled, call) = cancelled_and_call(&server).await;
+    assert_eq!(cancelled["params"]["requestId"], call["id"]);
+}
+
+/// What a server that echoes the credentials says.
+fn echo_auth(req: &Recorded) -> String {
+    format!(
+        "you sent Authorization: {}",
+        req.header("authorization").unwrap_or("nothing")
+    )
+}
+
+/// Calls a binding with [`TOKEN`] through `server`, which echoes it, and checks that the
+/// result, its JSON line and its Debug form never hold the token.
+async fn assert_token_not_leaked(server: &FaultServer) -> ToolResult {
+    let result = call_t(binding(
+        &server.url("/mcp"),
+        json!({"token_env": TOKEN_ENV}),
+    ))
+    .await;
+    assert!(result.is_error, "{result:?}");
+    let first = &server.requests()[0];
+    assert_eq!(
+        first.header("authorization"),
+        Some(&*format!("Bearer {TOKEN}")),
+        "the token was sent, so the server could echo it"
+    );
+    let message = &result.error.as_ref().unwrap().message;
+    assert!(!message.contains(TOKEN), "{message}");
+    let line = result.to_json_line();
+    assert!(!line.contains(TOKEN), "{line}");
+    assert!(!format!("{result:?}").contains(TOKEN), "{result:?}");
+    result
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_never_appear_in_a_tool_result() {
+    let servers = vec![
+        // 401 and 403 on initialize, echoing the credentials in the body.
+        FaultServer::start(|req| {
+            Reply::text(401, &echo_auth(req)).with_header(
+                "www-authenticate",
+                r#"Bearer resource_metadata="http://127.0.0.1/.well-known/oauth-protected-resource""#,
+            )
+        })
+        .await,
+        FaultServer::start(|req| Reply::text(403, &echo_auth(req))).await,
+        // 500 on initialize.
+        FaultServer::start(|req| Reply::text(500, &echo_auth(req))).await,
+        // A non-MCP 200 on initialize.
+        FaultServer::start(|req| {
+            Reply::text(200, &echo_auth(req)).with_header("content-type", "text/html")
+        })
+        .await,
+        // 500 on tools/call.
+        mcp_server(|req| Reply::text(500, &echo_auth(req))).await,
+        // 400 on tools/call.
+        mcp_server(|req| Reply::json(400, json!({"error": echo_auth(req)}))).await,
+        // Invalid JSON in an event, holding the token.
+        mcp_server(|req| {
+            Reply::sse(
+                200,
+                &[&format!("event: message\ndata: {{{}\n\n", echo_auth(req))],
+            )
+        })
+        .await,
+    ];
+    for server in &servers {
+        assert_token_not_leaked(server).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_never_appear_in_a_tool_result_even_when_the_challenge_echoes_them() {
+    let server = FaultServer::start(|req| {
+        Reply::json(401, json!({"error": "invalid_token"})).with_header(
+            "www-authenticate",
+            &format!(
+                r#"Bearer resource_metadata="http://127.0.0.1/.well-known/oauth-protected-resource", error="invalid_token", error_description="{}""#,
+                echo_auth(req)
+            ),
+        )
+    })
+    .await;
+    let result = assert_token_not_leaked(&server).await;
+    assert_eq!(result.error.unwrap().kind, "unauthorized");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_never_appear_in_a_tool_result_even_when_a_json_rpc_error_echoes_them() {
+    let server = mcp_server(|req| {
+        Reply::json(
+            200,
+            json!({"jsonrpc": "2.0", "id": req.jsonrpc_id(),
+                   "error": {"code": -32603, "message": echo_auth(req), "data": echo_auth(req)}}),
+        )
+    })
+    .await;
+    let result = assert_token_not_leaked(&server).await;
+    assert_eq!(result.error.unwrap().kind, "server_error");
+}
+
+// === A real server: the official Python SDK (2.x) ===============================================
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_peer_structured_result_tool_error_and_timeout() {
+    if !peers::require(Peer::Python(Sdk::V2)) {
+        return;
+    }
+    let peer = tokio::task::spawn_blocking(|| PeerServer::python(Sdk::V2, &[]))
+        .await
+        .unwrap();
+    let discovery = Discovery {
+        server: Server::Http {
+            url: peer.url.clone(),
+            token_env: None,
+        },
+        token: None,
+        tenant: "acme".to_owned(),
+        tools: vec!["weather".into(), "fail".into(), "slow".into()],
+        timeout: Duration::from_secs(15),
+    };
+    let mut bindings = discover(&pool(), &discovery).await.expect("discovery");
+    assert!(bindings[0].output_schema.is_some(), "{:?}", bindings[0]);
+    bindings[2].timeout_seconds = 1;
+    let caller = caller(bindings);
+
+    let weather = call(&caller, "weather", "py-1", json!({"city": "Kyiv"})).await;
+    assert_succeeded(&weather);
+    let structured = weather.structured_content.clone().expect("structured");
+    assert_eq!(structured["city"], "Kyiv");
+    assert_eq!(structured["temperature_c"], 21.5);
+    assert!(
+        weather.content.iter().any(|b| b["type"] == "text"
+            && serde_json::from_str::<Value>(b["text"].as_str().unwrap()).ok()
+                == Some(structured.clone())),
+        "{weather:?}"
+    );
+
+    let fail = call(&caller, "fail", "py-2", json!({"message": "it broke"})).await;
+    assert_failed(&fail, "tool_error", false);
+    assert!(
+        fail.content
+            .iter()
+            .any(|b| b["type"] == "text" && b["text"].as_str().unwrap().contains("it broke")),
+        "{fail:?}"
+    );
+
+    let started = Instant::now();
+    let slow = call(&caller, "slow", "py-3", json!({"seconds": 30})).await;
+    let elapsed = started.elapsed();
+    assert_failed(&slow, "timeout", true);
+    assert!(elapsed < Duration::from_secs(4), "{elapsed:?}");
+    drop(peer);
+}

@@ -1,0 +1,1443 @@
+//! Interop: mcpwire's client against real MCP servers whose protocol code somebody else wrote,
+//! over HTTP (Streamable HTTP and the legacy HTTP+SSE transport). stdio is in `interop_stdio`.
+//!
+//! Peers (`tests/support/peers.rs`, installed by `scripts/install-peers`):
+//! - server-everything, the official TypeScript SDK's demo server (`everything_*` tests);
+//! - `tests/peers/py_server.py` on the official Python SDK 2.x and 1.x (`py_v2::*`, `py_v1::*`,
+//!   one test per server mode or feature, generated for both SDKs by `python_tests!`).
+//!
+//! Each test starts its own server (a fresh process, so no state crosses tests) and stops it on
+//! drop. No test sleeps for a fixed time except the cancellation tests' 500 ms before cancelling;
+//! the rest waits on the tools' own small delays or polls (a server log line, a raw request).
+//! `MCPWIRE_INTEROP_TRACE=1` prints the wire trace of the tests that record one.
+
+use std::collections::BTreeSet;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use mcpwire::client::{CallOptions, CancelToken, Client, ClientOptions, ProgressSink};
+use mcpwire::jsonrpc::Notification;
+use mcpwire::mcp::{
+    CallToolResult, ContentBlock, JsonObject, ProgressNotificationParams, ProtocolVersion,
+    ResourceContents, Tool,
+};
+use mcpwire::transport::Secret;
+use mcpwire::transport::http::{HttpConfig, HttpPool, TlsOptions};
+use mcpwire::{Error, ErrorKind};
+use serde_json::{Value, json};
+
+use crate::support::peers::{self, Peer, PeerServer, Sdk};
+
+/// The deadline for any one step of a test (connect, list, call): a hang fails, never blocks.
+const STEP: Duration = Duration::from_secs(15);
+
+/// The base64 of the 8-byte PNG signature `\x89PNG\r\n\x1a\n` (and the first bits of IHDR).
+const PNG_BASE64_PREFIX: &str = "iVBORw0KGgo";
+
+/// The most connections a pool may open for a session's connect and six sequential calls
+/// (8 requests; without keep-alive reuse that is 7 or 8 connections). Up to three requests
+/// overlap at the start: the initialize reply's stream is still being drained when
+/// `notifications/initialized` goes out on a task of its own, which may still be in flight
+/// when the first call goes out. And a connection goes back to hyper's pool on a background
+/// task, so now and then a call does not find it there yet. Measured on 2 cores: 1 to 3.
+const MAX_CONNECTIONS: u64 = 4;
+
+/// Every tool `py_server.py` has.
+const PY_TOOLS: [&str; 13] = [
+    "ask_elicitation",
+    "ask_sampling",
+    "big_text",
+    "echo_text",
+    "fail",
+    "log_messages",
+    "mixed_content",
+    "progress",
+    "resource_links",
+    "slow",
+    "square",
+    "tiny_image",
+    "weather",
+];
+
+// --- helpers ------------------------------------------------------------------------------------
+
+pub(crate) fn pool() -> HttpPool {
+    HttpPool::new(&TlsOptions::default()).expect("pool")
+}
+
+fn config(url: &str) -> HttpConfig {
+    let mut config = HttpConfig::new(url).expect("config");
+    // The peers ignore it; it must not disturb them.
+    config.bearer_token = Some(Secret::new("interop-token-1234"));
+    config
+}
+
+pub(crate) fn options() -> ClientOptions {
+    let mut options = ClientOptions {
+        request_timeout: STEP,
+        ..ClientOptions::default()
+    };
+    options.session.initialize_timeout = STEP;
+    options
+}
+
+pub(crate) fn offering(version: ProtocolVersion) -> ClientOptions {
+    let mut options = options();
+    options.session.offered_version = version;
+    options
+}
+
+async fn connect(pool: &HttpPool, url: &str) -> Client {
+    connect_with(pool, config(url), options()).await
+}
+
+async fn connect_with(pool: &HttpPool, config: HttpConfig, options: ClientOptions) -> Client {
+    let url = config.url.to_string();
+    Client::connect_http(pool, config, options)
+        .await
+        .unwrap_or_else(|e| panic!("connect to {url}: {} ({e})", e.kind()))
+}
+
+/// Tool arguments from a JSON object literal.
+pub(crate) fn args(value: Value) -> Option<JsonObject> {
+    match value {
+        Value::Object(map) => Some(map),
+        other => panic!("tool arguments must be an object, not {other}"),
+    }
+}
+
+pub(crate) fn call_options() -> CallOptions {
+    CallOptions {
+        timeout: STEP,
+        ..CallOptions::default()
+    }
+}
+
+/// Calls a tool that must answer with a result (an `isError` result is still a result).
+pub(crate) async fn call(client: &Client, tool: &str, arguments: Value) -> CallToolResult {
+    call_with(client, tool, arguments, call_options())
+        .await
+        .unwrap_or_else(|e| {
+            panic!(
+                "{tool}: {} (outcome unknown: {}): {e}",
+                e.kind(),
+                e.outcome_unknown()
+            )
+        })
+}
+
+pub(crate) async fn call_with(
+    client: &Client,
+    tool: &str,
+    arguments: Value,
+    options: CallOptions,
+) -> Result<CallToolResult, Error> {
+    client.call_tool(tool, args(arguments), options).await
+}
+
+pub(crate) async fn list_names(client: &Client) -> BTreeSet<String> {
+    let tools = client
+        .list_tools()
+        .await
+        .unwrap_or_else(|e| panic!("tools/list: {} ({e})", e.kind()));
+    names(&tools)
+}
+
+fn names(tools: &[Tool]) -> BTreeSet<String> {
+    let names: BTreeSet<String> = tools.iter().map(|t| t.name.clone()).collect();
+    assert_eq!(
+        names.len(),
+        tools.len(),
+        "duplicate tool names in {names:?}"
+    );
+    names
+}
+
+pub(crate) fn py_tools() -> BTreeSet<String> {
+    PY_TOOLS.iter().map(|s| (*s).to_owned()).collect()
+}
+
+/// The result's only block, which must be text.
+pub(crate) fn only_text(result: &CallToolResult) -> &str {
+    assert_eq!(result.content.len(), 1, "one block expected: {result:?}");
+    result.content[0]
+        .as_text()
+        .unwrap_or_else(|| panic!("a text block expected: {result:?}"))
+}
+
+fn text_at(result: &CallToolResult, index: usize) -> &str {
+    result
+        .content
+        .get(index)
+        .and_then(ContentBlock::as_text)
+        .unwrap_or_else(|| panic!("block {index} should be text: {result:?}"))
+}
+
+fn assert_png(block: &ContentBlock) {
+    let ContentBlock::Image(image) = block else {
+        panic!("an image block expected, got {block:?}");
+    };
+    assert_eq!(image.mime_type, "image/png");
+    assert!(
+        image.data.starts_with(PNG_BASE64_PREFIX),
+        "not a base64 PNG: {}",
+        &image.data[..image.data.len().min(40)]
+    );
+    assert_eq!(image.data.len() % 4, 0, "base64 length");
+    assert!(
+        image
+            .data
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"+/=".contains(&b)),
+        "not base64"
+    );
+}
+
+/// The failure of a call that must fail.
+pub(crate) fn expect_err(outcome: Result<CallToolResult, Error>, what: &str) -> Error {
+    match outcome {
+        Ok(result) => panic!("{what}: expected an error, got the result {result:?}"),
+        Err(error) => error,
+    }
+}
+
+/// Collects progress notifications from a call's callback.
+#[derive(Clone, Default)]
+pub(crate) struct Progress(Arc<Mutex<Vec<ProgressNotificationParams>>>);
+
+impl Progress {
+    pub(crate) fn sink(&self) -> ProgressSink {
+        let seen = self.0.clone();
+        Box::new(move |p| seen.lock().unwrap().push(p.clone()))
+    }
+
+    pub(crate) fn seen(&self) -> Vec<ProgressNotificationParams> {
+        self.0.lock().unwrap().clone()
+    }
+
+    /// Asserts `steps` notifications numbered 1..=steps out of `steps`, all with one token.
+    pub(crate) fn assert_steps(&self, steps: usize, messages: bool) {
+        let seen = self.seen();
+        let got: Vec<f64> = seen.iter().map(|p| p.progress).collect();
+        let want: Vec<f64> = (1..=steps).map(|i| i as f64).collect();
+        assert_eq!(got, want, "progress values: {seen:?}");
+        for (i, p) in seen.iter().enumerate() {
+            assert_eq!(p.total, Some(steps as f64), "total: {p:?}");
+            assert_eq!(p.progress_token, seen[0].progress_token, "token: {p:?}");
+            if messages {
+                assert_eq!(
+                    p.message.as_deref(),
+                    Some(format!("step {} of {steps}", i + 1).as_str()),
+                    "message: {p:?}"
+                );
+            }
+        }
+    }
+}
+
+/// Records the client's redacted wire trace; with `MCPWIRE_INTEROP_TRACE=1` also prints it.
+#[derive(Clone, Default)]
+struct Wire(Arc<Mutex<Vec<String>>>);
+
+impl Wire {
+    fn attach(&self, config: &mut HttpConfig) {
+        let lines = self.0.clone();
+        let print = std::env::var("MCPWIRE_INTEROP_TRACE").as_deref() == Ok("1");
+        config.wire_log = Some(Arc::new(move |line: &str| {
+            if print {
+                eprintln!("{line}");
+            }
+            lines.lock().unwrap().push(line.to_owned());
+        }));
+    }
+
+    fn lines(&self) -> Vec<String> {
+        self.0.lock().unwrap().clone()
+    }
+
+    fn count(&self, pattern: &str) -> usize {
+        self.lines().iter().filter(|l| l.contains(pattern)).count()
+    }
+}
+
+/// One HTTP/1.1 exchange on a fresh connection with `Connection: close`, written by hand so
+/// the client under test is not involved. Returns the status and the whole raw response.
+fn raw_http(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, String) {
+    try_raw_http(port, method, path, headers, body)
+        .unwrap_or_else(|e| panic!("{method} {path}: {e}"))
+}
+
+fn try_raw_http(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Result<(u16, String), String> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
+    stream
+        .set_read_timeout(Some(STEP))
+        .map_err(|e| e.to_string())?;
+    let mut request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\
+         Content-Length: {}\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    stream
+        .write_all(request.as_bytes())
+        .map_err(|e| format!("send: {e}"))?;
+    let mut response = Vec::new();
+    stream
+        .read_to_end(&mut response)
+        .map_err(|e| format!("read the response: {e}"))?;
+    let text = String::from_utf8_lossy(&response).into_owned();
+    let status = text
+        .strip_prefix("HTTP/1.1 ")
+        .and_then(|rest| rest.get(..3))
+        .and_then(|code| code.parse().ok())
+        .ok_or_else(|| format!("not an HTTP/1.1 response: {text:?}"))?;
+    Ok((status, text))
+}
+
+/// A raw `DELETE` of a session, as another party (or an expiry) would end it.
+fn raw_delete(port: u16, session_id: Option<&str>) -> (u16, String) {
+    let mut headers = vec![("Accept", "application/json, text/event-stream")];
+    if let Some(id) = session_id {
+        headers.push(("Mcp-Session-Id", id));
+    }
+    raw_http(port, "DELETE", "/mcp", &headers, "")
+}
+
+/// A raw `tools/list` POST on a session.
+fn raw_post_tools_list(port: u16, session_id: &str) -> (u16, String) {
+    try_raw_post_tools_list(port, session_id).unwrap_or_else(|e| panic!("POST tools/list: {e}"))
+}
+
+fn try_raw_post_tools_list(port: u16, session_id: &str) -> Result<(u16, String), String> {
+    try_raw_http(
+        port,
+        "POST",
+        "/mcp",
+        &[
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("Mcp-Session-Id", session_id),
+            ("MCP-Protocol-Version", "2025-11-25"),
+        ],
+        r#"{"jsonrpc":"2.0","id":99,"method":"tools/list","params":{}}"#,
+    )
+}
+
+/// Waits (up to 5 s) until a raw request on the session is answered 404. The Python SDK
+/// answers DELETE 200 before it drops the session from its table; a POST in that window
+/// meets a closed transport, and uvicorn resets the connection (a server-side race, not
+/// something the client could tell from a tool that ran and then lost its connection).
+fn wait_until_session_gone(port: u16, session_id: &str) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let answer = try_raw_post_tools_list(port, session_id);
+        if matches!(answer, Ok((404, _))) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the session is still served after its DELETE: {answer:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Waits (up to 5 s) until the server's log contains `needle`.
+fn wait_for_log(server: &PeerServer, needle: &str) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        if server.log_tail(200).contains(needle) {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+// --- server-everything over Streamable HTTP ----------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn everything_http_initialize_and_tools() {
+    if !peers::require(Peer::Everything) {
+        return;
+    }
+    let server = PeerServer::everything("streamableHttp");
+    let pool = pool();
+    let client = connect(&pool, &server.url).await;
+
+    let init = client.server();
+    assert_eq!(init.protocol_version, "2025-11-25");
+    assert_eq!(client.protocol_version(), ProtocolVersion::V2025_11_25);
+    assert_eq!(init.server_info.name, "mcp-servers/everything");
+    assert!(init.capabilities.tools.is_some(), "{:?}", init.capabilities);
+    assert!(init.instructions.is_some());
+    let session_id = client.session_id().expect("a session id");
+    assert_eq!(session_id.len(), 36, "a dashed UUID: {session_id}");
+
+    let tools = client.list_tools().await.expect("tools/list");
+    let names = names(&tools);
+    for name in [
+        "echo",
+        "get-sum",
+        "get-tiny-image",
+        "get-structured-content",
+        "get-resource-links",
+        "get-resource-reference",
+        "trigger-long-running-operation",
+    ] {
+        assert!(names.contains(name), "{name} missing from {names:?}");
+    }
+    let structured = tools
+        .iter()
+        .find(|t| t.name == "get-structured-content")
+        .unwrap();
+    assert!(structured.output_schema.is_some(), "{structured:?}");
+
+    let echo = call(&client, "echo", json!({"message": "héllo ✓"})).await;
+    assert!(!echo.is_error());
+    assert_eq!(only_text(&echo), "Echo: héllo ✓");
+
+    let sum = call(&client, "get-sum", json!({"a": 2, "b": 3.5})).await;
+    assert!(!sum.is_error());
+    assert_eq!(only_text(&sum), "The sum of 2 and 3.5 is 5.5.");
+
+    let image = call(&client, "get-tiny-image", json!({})).await;
+    assert!(!image.is_error());
+    let kinds: Vec<_> = image.content.iter().map(|b| b.type_name()).collect();
+    assert_eq!(kinds, ["text", "image", "text"], "{image:?}");
+    assert_png(&image.content[1]);
+
+    let weather = call(
+        &client,
+        "get-structured-content",
+        json!({"location": "Chicago"}),
+    )
+    .await;
+    assert!(!weather.is_error());
+    let structured = weather
+        .structured_content
+        .as_ref()
+        .expect("structuredContent");
+    for key in ["temperature", "conditions", "humidity"] {
+        assert!(structured.get(key).is_some(), "{key} in {structured}");
+    }
+    let as_text: Value = serde_json::from_str(only_text(&weather)).expect("JSON text");
+    assert_eq!(&as_text, structured);
+
+    let links = call(&client, "get-resource-links", json!({"count": 2})).await;
+    assert!(!links.is_error());
+    assert_eq!(links.content.len(), 3, "{links:?}");
+    assert!(text_at(&links, 0).contains("2 resource links"));
+    for block in &links.content[1..] {
+        let ContentBlock::ResourceLink(link) = block else {
+            panic!("a resource_link expected: {block:?}");
+        };
+        assert!(link.uri.starts_with("demo://resource/"), "{link:?}");
+        assert!(!link.name.is_empty());
+    }
+
+    let reference = call(
+        &client,
+        "get-resource-reference",
+        json!({"resourceType": "Text", "resourceId": 1}),
+    )
+    .await;
+    assert!(!reference.is_error());
+    let kinds: Vec<_> = reference.content.iter().map(|b| b.type_name()).collect();
+    assert_eq!(kinds, ["text", "resource", "text"], "{reference:?}");
+    let ContentBlock::Resource(embedded) = &reference.content[1] else {
+        unreachable!()
+    };
+    let ResourceContents::Text(contents) = &embedded.resource else {
+        panic!("text contents expected: {embedded:?}");
+    };
+    assert_eq!(contents.uri, "demo://resource/dynamic/text/1");
+    assert!(!contents.text.is_empty());
+
+    // A wrong argument type and an unknown tool are tool errors: results, not `Err`.
+    let bad = call(&client, "get-sum", json!({"a": "x", "b": 2})).await;
+    assert!(bad.is_error(), "{bad:?}");
+    assert!(
+        only_text(&bad).contains("-32602") && only_text(&bad).contains("Input validation error"),
+        "{bad:?}"
+    );
+    let unknown = call(&client, "no-such-tool", json!({})).await;
+    assert!(unknown.is_error(), "{unknown:?}");
+    assert!(
+        only_text(&unknown).contains("Tool no-such-tool not found"),
+        "{unknown:?}"
+    );
+
+    client.ping().await.expect("ping");
+    client.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn everything_http_progress() {
+    if !peers::require(Peer::Everything) {
+        return;
+    }
+    let server = PeerServer::everything("streamableHttp");
+    let pool = pool();
+    let client = connect(&pool, &server.url).await;
+    let progress = Progress::default();
+    let started = Instant::now();
+    let result = call_with(
+        &client,
+        "trigger-long-running-operation",
+        json!({"duration": 1, "steps": 3}),
+        CallOptions {
+            on_progress: Some(progress.sink()),
+            ..call_options()
+        },
+    )
+    .await
+    .expect("long-running operation");
+    assert!(!result.is_error());
+    assert_eq!(
+        only_text(&result),
+        "Long running operation completed. Duration: 1 seconds, Steps: 3."
+    );
+    progress.assert_steps(3, false);
+    assert!(started.elapsed() < Duration::from_secs(5));
+    client.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn everything_http_reuses_connections_and_deletes_the_session() {
+    if !peers::require(Peer::Everything) {
+        return;
+    }
+    let server = PeerServer::everything("streamableHttp");
+    let pool = pool();
+    let mut config = config(&server.url);
+    let wire = Wire::default();
+    wire.attach(&mut config);
+    let client = connect_with(&pool, config, options()).await;
+    let session_id = client.session_id().expect("a session id").to_owned();
+    for i in 0..5 {
+        let echo = call(&client, "echo", json!({"message": format!("m{i}")})).await;
+        assert_eq!(only_text(&echo), format!("Echo: m{i}"));
+    }
+    client.list_tools().await.expect("tools/list");
+    client.ping().await.expect("ping");
+    // initialize + initialized + 5 calls + list + ping + DELETE, one after another.
+    assert!(
+        pool.connections_opened() <= 2,
+        "{} connections for sequential requests",
+        pool.connections_opened()
+    );
+
+    // While the session lives, a raw request on it is served...
+    let (status, response) = raw_post_tools_list(server.port, &session_id);
+    assert_eq!(status, 200, "{response}");
+    client.close().await;
+    assert_eq!(wire.count("> DELETE"), 1, "{:?}", wire.lines());
+    assert!(
+        wire.lines()
+            .iter()
+            .any(|l| l.starts_with("< DELETE Some(200")),
+        "{:?}",
+        wire.lines()
+    );
+    // ...and after close() it is gone: this server answers 400 for an unknown session.
+    let (status, response) = raw_post_tools_list(server.port, &session_id);
+    assert_eq!(status, 400, "{response}");
+    assert!(
+        response.contains("No valid session ID provided"),
+        "{response}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn everything_legacy_sse_fallback() {
+    if !peers::require(Peer::Everything) {
+        return;
+    }
+    let server = PeerServer::everything("sse");
+    let pool = pool();
+    let mut config = config(&server.url);
+    let wire = Wire::default();
+    wire.attach(&mut config);
+    let client = connect_with(&pool, config, options()).await;
+    // The initialize POST to /sse is refused (404), so the client opens the legacy stream.
+    let lines = wire.lines();
+    assert!(lines[1].starts_with("< 404"), "{lines:#?}");
+    assert!(
+        lines[2].starts_with("> GET") && lines[2].contains("legacy"),
+        "{lines:#?}"
+    );
+    assert!(lines[3].contains("/message?sessionId="), "{lines:#?}");
+    assert_eq!(client.session_id(), None);
+    assert_eq!(client.server().server_info.name, "mcp-servers/everything");
+    let names = list_names(&client).await;
+    assert!(names.contains("echo"), "{names:?}");
+    let echo = call(&client, "echo", json!({"message": "over sse"})).await;
+    assert_eq!(only_text(&echo), "Echo: over sse");
+    let progress = Progress::default();
+    call_with(
+        &client,
+        "trigger-long-running-operation",
+        json!({"duration": 0.2, "steps": 2}),
+        CallOptions {
+            on_progress: Some(progress.sink()),
+            ..call_options()
+        },
+    )
+    .await
+    .expect("long-running operation");
+    progress.assert_steps(2, false);
+    client.ping().await.expect("ping");
+    client.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn everything_legacy_sse_negotiates_2024_11_05() {
+    if !peers::require(Peer::Everything) {
+        return;
+    }
+    let server = PeerServer::everything("sse");
+    let client = connect(&pool(), &server.url).await;
+    assert_eq!(client.server().protocol_version, "2024-11-05");
+    assert_eq!(client.protocol_version(), ProtocolVersion::V2024_11_05);
+    client.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn everything_http_downgrade() {
+    if !peers::require(Peer::Everything) {
+        return;
+    }
+    let server = PeerServer::everything("streamableHttp");
+    let pool = pool();
+    for (version, name) in [
+        (ProtocolVersion::V2025_03_26, "2025-03-26"),
+        (ProtocolVersion::V2025_06_18, "2025-06-18"),
+    ] {
+        let client = connect_with(&pool, config(&server.url), offering(version)).await;
+        assert_eq!(client.protocol_version(), version);
+        assert_eq!(client.server().protocol_version, name);
+        assert!(list_names(&client).await.contains("get-sum"));
+        let sum = call(&client, "get-sum", json!({"a": 1, "b": 2})).await;
+        assert_eq!(only_text(&sum), "The sum of 1 and 2 is 3.");
+        let progress = Progress::default();
+        call_with(
+            &client,
+            "trigger-long-running-operation",
+            json!({"duration": 0.2, "steps": 2}),
+            CallOptions {
+                on_progress: Some(progress.sink()),
+                ..call_options()
+            },
+        )
+        .await
+        .expect("long-running operation");
+        progress.assert_steps(2, false);
+        client.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn everything_http_cancel_and_dead_session() {
+    if !peers::require(Peer::Everything) {
+        return;
+    }
+    let server = PeerServer::everything("streamableHttp");
+    let pool = pool();
+    let client = connect(&pool, &server.url).await;
+
+    // This server ignores notifications/cancelled and never answers the cancelled request:
+    // the call must still end at once, and the session go on.
+    let cancel = CancelToken::new();
+    let trigger = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        trigger.cancel();
+    });
+    let started = Instant::now();
+    let error = expect_err(
+        call_with(
+            &client,
+            "trigger-long-running-operation",
+            json!({"duration": 30, "steps": 30}),
+            CallOptions {
+                cancel: Some(cancel),
+                ..call_options()
+            },
+        )
+        .await,
+        "cancelled long-running operation",
+    );
+    let elapsed = started.elapsed();
+    assert_eq!(error.kind(), ErrorKind::Cancelled, "{error}");
+    assert!(error.outcome_unknown(), "{error}");
+    assert!(
+        elapsed >= Duration::from_millis(450) && elapsed < Duration::from_secs(2),
+        "{elapsed:?}"
+    );
+    let echo = call(&client, "echo", json!({"message": "after cancel"})).await;
+    assert_eq!(only_text(&echo), "Echo: after cancel");
+
+    // A session ended by someone else: this server answers 400, not 404, for an unknown
+    // session id, so the client sees an HTTP refusal (the tool never ran), not an expiry.
+    let session_id = client.session_id().expect("a session id").to_owned();
+    let (status, response) = raw_delete(server.port, Some(&session_id));
+    assert_eq!(status, 200, "{response}");
+    let error = expect_err(
+        call_with(&client, "echo", json!({"message": "x"}), call_options()).await,
+        "echo on a deleted session",
+    );
+    assert_eq!(error.kind(), ErrorKind::Http, "{error}");
+    assert!(error.to_string().contains("400"), "{error}");
+    assert!(!error.outcome_unknown(), "{error}");
+    client.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn everything_legacy_sse_close_ends_the_stream() {
+    if !peers::require(Peer::Everything) {
+        return;
+    }
+    let server = PeerServer::everything("sse");
+    let pool = pool();
+    let client = connect(&pool, &server.url).await;
+    let echo = call(&client, "echo", json!({"message": "x"})).await;
+    assert_eq!(only_text(&echo), "Echo: x");
+    assert!(wait_for_log(&server, "Client Connected"));
+    client.close().await;
+    drop(pool);
+    // server-everything logs this when the event stream's connection closes.
+    assert!(
+        wait_for_log(&server, "Client Disconnected"),
+        "the legacy event stream is still open after close(): {}",
+        server.log_tail(10)
+    );
+}
+
+// --- py_server.py on the official Python SDK, both majors --------------------------------------
+
+/// Generates `py_v2::NAME` and `py_v1::NAME` tests that run `async fn NAME(sdk)` on that SDK.
+macro_rules! python_tests {
+    ($($(#[$attr:meta])* $name:ident),* $(,)?) => {
+        mod py_v2 {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                $(#[$attr])*
+                async fn $name() {
+                    use crate::support::peers::{self, Peer, Sdk};
+                    if !peers::require(Peer::Python(Sdk::V2)) {
+                        return;
+                    }
+                    super::$name(Sdk::V2).await;
+                }
+            )*
+        }
+        mod py_v1 {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                $(#[$attr])*
+                async fn $name() {
+                    use crate::support::peers::{self, Peer, Sdk};
+                    if !peers::require(Peer::Python(Sdk::V1)) {
+                        return;
+                    }
+                    super::$name(Sdk::V1).await;
+                }
+            )*
+        }
+    };
+}
+
+python_tests!(
+    sse_initialize_and_content,
+    sse_progress_and_logging,
+    json_response_mode,
+    stateless_json_response_mode,
+    event_store_priming,
+    event_store_resumes_a_dropped_stream,
+    paged_tools_list,
+    sampling_request_answered_method_not_found,
+    elicitation_request_fails_the_call,
+    cancel_a_slow_call,
+    timeout_of_a_slow_call,
+    response_over_max_bytes,
+    dead_session_is_session_expired,
+    legacy_sse_transport,
+    legacy_sse_negotiates_2024_11_05,
+    downgrade,
+    json_response_connections_are_reused,
+    sse_connections_are_reused,
+);
+
+async fn sse_initialize_and_content(sdk: Sdk) {
+    let server = PeerServer::python(sdk, &[]);
+    let pool = pool();
+    let client = connect(&pool, &server.url).await;
+
+    let init = client.server();
+    assert_eq!(init.server_info.name, "mcpwire-py-test-server");
+    assert_eq!(init.protocol_version, "2025-11-25");
+    assert_eq!(client.protocol_version(), ProtocolVersion::V2025_11_25);
+    assert!(init.capabilities.tools.is_some(), "{:?}", init.capabilities);
+    assert_eq!(
+        init.instructions.as_deref(),
+        Some("Test tools for mcpwire interop tests.")
+    );
+    let session_id = client.session_id().expect("a session id");
+    assert!(
+        session_id.len() == 32 && session_id.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{session_id}"
+    );
+
+    let tools = client.list_tools().await.expect("tools/list");
+    assert_eq!(names(&tools), py_tools());
+    let weather_tool = tools.iter().find(|t| t.name == "weather").unwrap();
+    assert!(weather_tool.output_schema.is_some(), "{weather_tool:?}");
+    assert_eq!(
+        weather_tool.input_schema["required"],
+        json!(["city"]),
+        "{weather_tool:?}"
+    );
+
+    let echo = call(
+        &client,
+        "echo_text",
+        json!({"text": "héllo, wörld ✓\nline 2"}),
+    )
+    .await;
+    assert!(!echo.is_error());
+    assert_eq!(only_text(&echo), "héllo, wörld ✓\nline 2");
+    assert_eq!(echo.structured_content, None);
+
+    let square = call(&client, "square", json!({"n": 7})).await;
+    assert!(!square.is_error());
+    assert_eq!(only_text(&square), "7^2 = 49");
+
+    let bad = call(&client, "square", json!({"n": "seven"})).await;
+    assert!(bad.is_error(), "{bad:?}");
+    assert!(only_text(&bad).contains("valid integer"), "{bad:?}");
+
+    let image = call(&client, "tiny_image", json!({})).await;
+    assert!(!image.is_error());
+    assert_eq!(image.content.len(), 1, "{image:?}");
+    assert_png(&image.content[0]);
+
+    let mixed = call(&client, "mixed_content", json!({})).await;
+    assert!(!mixed.is_error());
+    let kinds: Vec<_> = mixed.content.iter().map(|b| b.type_name()).collect();
+    assert_eq!(kinds, ["text", "image", "resource"], "{mixed:?}");
+    assert_eq!(
+        text_at(&mixed, 0),
+        "three blocks follow: text, image, resource"
+    );
+    assert_png(&mixed.content[1]);
+    let ContentBlock::Resource(embedded) = &mixed.content[2] else {
+        unreachable!()
+    };
+    let ResourceContents::Text(note) = &embedded.resource else {
+        panic!("text contents expected: {embedded:?}");
+    };
+    assert_eq!(note.uri, "mcpwire-test://note.txt");
+    assert_eq!(note.mime_type.as_deref(), Some("text/plain"));
+    assert_eq!(note.text, "an embedded note");
+
+    let links = call(&client, "resource_links", json!({})).await;
+    assert!(!links.is_error());
+    assert_eq!(links.content.len(), 3, "{links:?}");
+    assert_eq!(text_at(&links, 0), "two links follow");
+    let got: Vec<_> = links.content[1..]
+        .iter()
+        .map(|block| match block {
+            ContentBlock::ResourceLink(link) => (
+                link.uri.as_str(),
+                link.name.as_str(),
+                link.mime_type.as_deref(),
+                link.description.as_deref(),
+            ),
+            other => panic!("a resource_link expected: {other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("mcpwire-test://a.txt", "a.txt", Some("text/plain"), None),
+            (
+                "mcpwire-test://b.png",
+                "b.png",
+                Some("image/png"),
+                Some("a picture")
+            ),
+        ]
+    );
+
+    let weather = call(&client, "weather", json!({"city": "Paris"})).await;
+    assert!(!weather.is_error());
+    let want = json!({"city": "Paris", "temperature_c": 21.5, "conditions": "partly cloudy", "humidity": 45});
+    assert_eq!(weather.structured_content.as_ref(), Some(&want));
+    let as_text: Value = serde_json::from_str(only_text(&weather)).expect("JSON text");
+    assert_eq!(as_text, want);
+
+    let fail = call(&client, "fail", json!({"message": "kaput 42"})).await;
+    assert!(fail.is_error(), "{fail:?}");
+    assert!(only_text(&fail).contains("kaput 42"), "{fail:?}");
+
+    client.ping().await.expect("ping");
+    client.close().await;
+}
+
+async fn sse_progress_and_logging(sdk: Sdk) {
+    let server = PeerServer::python(sdk, &[]);
+    let pool = pool();
+    let (notifications, mut received) = tokio::sync::mpsc::channel::<Notification<'static>>(64);
+    let mut options = options();
+    options.notifications = Some(notifications);
+    let client = connect_with(&pool, config(&server.url), options).await;
+
+    let progress = Progress::default();
+    let result = call_with(
+        &client,
+        "progress",
+        json!({"steps": 4, "delay": 0.02}),
+        CallOptions {
+            on_progress: Some(progress.sink()),
+            ..call_options()
+        },
+    )
+    .await
+    .expect("progress");
+    assert_eq!(only_text(&result), "done after 4 steps");
+    progress.assert_steps(4, true);
+
+    let result = call(&client, "log_messages", json!({"count": 3})).await;
+    assert!(!result.is_error());
+    assert_eq!(only_text(&result), "sent 3 log messages");
+    // The log notifications came on the call's stream before its response.
+    let mut logs = Vec::new();
+    while let Ok(notification) = received.try_recv() {
+        if notification.method == "notifications/message" {
+            let params: Value =
+                serde_json::from_str(notification.params.as_ref().unwrap().get()).unwrap();
+            logs.push(params["data"].as_str().unwrap_or_default().to_owned());
+        }
+    }
+    assert_eq!(
+        logs,
+        [
+            "log message 1 of 3",
+            "log message 2 of 3",
+            "log message 3 of 3"
+        ]
+    );
+    client.close().await;
+}
+
+async fn json_response_mode(sdk: Sdk) {
+    let server = PeerServer::python(sdk, &["--json-response"]);
+    let pool = pool();
+    let client = connect(&pool, &server.url).await;
+    assert!(client.session_id().is_some());
+    assert_eq!(list_names(&client).await, py_tools());
+    assert_eq!(
+        only_text(&call(&client, "echo_text", json!({"text": "json"})).await),
+        "json"
+    );
+    assert_eq!(
+        only_text(&call(&client, "square", json!({"n": -3})).await),
+        "-3^2 = 9"
+    );
+    let weather = call(&client, "weather", json!({"city": "Oslo"})).await;
+    assert_eq!(weather.structured_content.as_ref().unwrap()["city"], "Oslo");
+    let fail = call(&client, "fail", json!({})).await;
+    assert!(
+        fail.is_error() && only_text(&fail).contains("boom"),
+        "{fail:?}"
+    );
+    let mixed = call(&client, "mixed_content", json!({})).await;
+    assert_eq!(mixed.content.len(), 3);
+
+    // In this mode the server drops the call's notifications: the call works, no progress.
+    let progress = Progress::default();
+    let result = call_with(
+        &client,
+        "progress",
+        json!({"steps": 3, "delay": 0.01}),
+        CallOptions {
+            on_progress: Some(progress.sink()),
+            ..call_options()
+        },
+    )
+    .await
+    .expect("progress");
+    assert_eq!(only_text(&result), "done after 3 steps");
+    assert!(progress.seen().is_empty(), "{:?}", progress.seen());
+    let logs = call(&client, "log_messages", json!({"count": 2})).await;
+    assert_eq!(only_text(&logs), "sent 2 log messages");
+    // The output limit holds for a JSON body too.
+    let error = expect_err(
+        call_with(
+            &client,
+            "big_text",
+            json!({"bytes": 2_000_000}),
+            CallOptions {
+                max_response_bytes: Some(1024 * 1024),
+                ..call_options()
+            },
+        )
+        .await,
+        "big_text 2 MB as JSON",
+    );
+    assert_eq!(error.kind(), ErrorKind::LimitExceeded, "{error}");
+    assert!(error.outcome_unknown(), "{error}");
+    client.ping().await.expect("ping");
+    client.close().await;
+}
+
+async fn stateless_json_response_mode(sdk: Sdk) {
+    let server = PeerServer::python(sdk, &["--stateless", "--json-response"]);
+    let pool = pool();
+    let mut config = config(&server.url);
+    let wire = Wire::default();
+    wire.attach(&mut config);
+    let client = connect_with(&pool, config, options()).await;
+    assert_eq!(client.session_id(), None);
+    assert_eq!(client.protocol_version(), ProtocolVersion::V2025_11_25);
+    assert_eq!(list_names(&client).await, py_tools());
+    for i in 0..3 {
+        let echo = call(&client, "echo_text", json!({"text": format!("s{i}")})).await;
+        assert_eq!(only_text(&echo), format!("s{i}"));
+    }
+    let weather = call(&client, "weather", json!({"city": "Rome"})).await;
+    assert_eq!(weather.structured_content.as_ref().unwrap()["city"], "Rome");
+    let started = Instant::now();
+    client.close().await;
+    assert!(started.elapsed() < Duration::from_secs(2));
+    // No session id: nothing to end, so close() sends no DELETE.
+    assert_eq!(wire.count("> DELETE"), 0, "{:?}", wire.lines());
+    // And had it sent one, the server's 405 is the normal end of a stateless session.
+    let (status, response) = raw_delete(server.port, None);
+    assert_eq!(status, 405, "{response}");
+}
+
+async fn event_store_priming(sdk: Sdk) {
+    let server = PeerServer::python(sdk, &["--event-store", "--retry-ms", "300"]);
+    let pool = pool();
+    let mut config = config(&server.url);
+    let wire = Wire::default();
+    wire.attach(&mut config);
+    let client = connect_with(&pool, config, options()).await;
+    assert_eq!(client.protocol_version(), ProtocolVersion::V2025_11_25);
+    assert_eq!(list_names(&client).await, py_tools());
+    let echo = call(&client, "echo_text", json!({"text": "primed"})).await;
+    assert_eq!(only_text(&echo), "primed");
+    let progress = Progress::default();
+    let result = call_with(
+        &client,
+        "progress",
+        json!({"steps": 3, "delay": 0.01}),
+        CallOptions {
+            on_progress: Some(progress.sink()),
+            ..call_options()
+        },
+    )
+    .await
+    .expect("progress");
+    assert_eq!(only_text(&result), "done after 3 steps");
+    progress.assert_steps(3, true);
+    // Every stream had a priming event and ended normally: nothing was resumed.
+    assert_eq!(wire.count("> GET"), 0, "{:?}", wire.lines());
+    client.close().await;
+}
+
+async fn event_store_resumes_a_dropped_stream(sdk: Sdk) {
+    let server = PeerServer::python(
+        sdk,
+        &[
+            "--event-store",
+            "--retry-ms",
+            "200",
+            "--drop-stream-after",
+            "1",
+        ],
+    );
+    let pool = pool();
+    let mut config = config(&server.url);
+    let wire = Wire::default();
+    wire.attach(&mut config);
+    let client = connect_with(&pool, config, options()).await;
+    assert_eq!(client.protocol_version(), ProtocolVersion::V2025_11_25);
+    let progress = Progress::default();
+    let started = Instant::now();
+    let result = call_with(
+        &client,
+        "progress",
+        json!({"steps": 4, "delay": 0.05}),
+        CallOptions {
+            on_progress: Some(progress.sink()),
+            ..call_options()
+        },
+    )
+    .await
+    .unwrap_or_else(|e| {
+        panic!(
+            "progress over a dropped stream: {} ({e}); wire: {:#?}",
+            e.kind(),
+            wire.lines()
+        )
+    });
+    assert_eq!(only_text(&result), "done after 4 steps");
+    progress.assert_steps(4, true);
+    let resumes: Vec<String> = wire
+        .lines()
+        .into_iter()
+        .filter(|l| l.starts_with("> GET") && l.contains("Last-Event-ID: "))
+        .collect();
+    assert!(
+        !resumes.is_empty() && !resumes[0].ends_with("Last-Event-ID: )"),
+        "no GET with a Last-Event-ID: {:#?}",
+        wire.lines()
+    );
+    assert!(
+        wait_for_log(&server, "closing the SSE stream"),
+        "{}",
+        server.log_tail(30)
+    );
+    // The retry the server asked for (200 ms) was honoured, but not much more.
+    let elapsed = started.elapsed();
+    assert!(
+        elapsed >= Duration::from_millis(200) && elapsed < Duration::from_secs(5),
+        "{elapsed:?}"
+    );
+    // The session goes on after a resumed call.
+    let echo = call(&client, "echo_text", json!({"text": "after"})).await;
+    assert_eq!(only_text(&echo), "after");
+    client.close().await;
+}
+
+async fn paged_tools_list(sdk: Sdk) {
+    let server = PeerServer::python(sdk, &["--page-size", "2"]);
+    let pool = pool();
+    let mut config = config(&server.url);
+    let wire = Wire::default();
+    wire.attach(&mut config);
+    let client = connect_with(&pool, config, options()).await;
+    let tools = client.list_tools().await.expect("tools/list");
+    assert_eq!(tools.len(), PY_TOOLS.len());
+    assert_eq!(names(&tools), py_tools());
+    // 13 tools in pages of 2: seven requests, the last six with a cursor.
+    let pages: Vec<String> = wire
+        .lines()
+        .into_iter()
+        .filter(|l| l.starts_with("> POST") && l.contains(r#""method":"tools/list""#))
+        .collect();
+    assert_eq!(pages.len(), 7, "{pages:#?}");
+    assert_eq!(pages.iter().filter(|l| l.contains("cursor")).count(), 6);
+    client.close().await;
+}
+
+async fn sampling_request_answered_method_not_found(sdk: Sdk) {
+    let server = PeerServer::python(sdk, &[]);
+    let pool = pool();
+    let client = connect(&pool, &server.url).await;
+    let started = Instant::now();
+    let result = call(&client, "ask_sampling", json!({})).await;
+    assert!(!result.is_error(), "{result:?}");
+    let text = only_text(&result);
+    assert!(
+        text.starts_with("sampling: client answered error -32601"),
+        "{text}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    // The session is still fine.
+    assert_eq!(
+        only_text(&call(&client, "square", json!({"n": 3})).await),
+        "3^2 = 9"
+    );
+    client.close().await;
+}
+
+async fn elicitation_request_fails_the_call(sdk: Sdk) {
+    let server = PeerServer::python(sdk, &[]);
+    let pool = pool();
+    let client = connect(&pool, &server.url).await;
+    let started = Instant::now();
+    let error = expect_err(
+        call_with(&client, "ask_elicitation", json!({}), call_options()).await,
+        "ask_elicitation",
+    );
+    assert_eq!(error.kind(), ErrorKind::ElicitationRequested, "{error}");
+    assert!(error.outcome_unknown(), "{error}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(
+        only_text(&call(&client, "echo_text", json!({"text": "still here"})).await),
+        "still here"
+    );
+    client.close().await;
+}
+
+async fn cancel_a_slow_call(sdk: Sdk) {
+    let server = PeerServer::python(sdk, &[]);
+    let pool = pool();
+    let client = connect(&pool, &server.url).await;
+    let cancel = CancelToken::new();
+    let trigger = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        trigger.cancel();
+    });
+    let started = Instant::now();
+    let error = expect_err(
+        call_with(
+            &client,
+            "slow",
+            json!({"seconds": 30}),
+            CallOptions {
+                cancel: Some(cancel),
+                ..call_options()
+            },
+        )
+        .await,
+        "slow",
+    );
+    let elapsed = started.elapsed();
+    assert_eq!(error.kind(), ErrorKind::Cancelled, "{error}");
+    assert!(error.outcome_unknown(), "{error}");
+    assert!(
+        elapsed >= Duration::from_millis(450) && elapsed < Duration::from_secs(2),
+        "{elapsed:?}"
+    );
+    // notifications/cancelled reached the server, which stopped the tool.
+    assert!(
+        wait_for_log(&server, "slow: cancelled after"),
+        "{}",
+        server.log_tail(30)
+    );
+    assert_eq!(
+        only_text(&call(&client, "echo_text", json!({"text": "next"})).await),
+        "next"
+    );
+    client.close().await;
+}
+
+async fn timeout_of_a_slow_call(sdk: Sdk) {
+    let server = PeerServer::python(sdk, &[]);
+    let pool = pool();
+    let client = connect(&pool, &server.url).await;
+    let started = Instant::now();
+    let error = expect_err(
+        call_with(
+            &client,
+            "slow",
+            json!({"seconds": 30}),
+            CallOptions {
+                timeout: Duration::from_millis(700),
+                ..call_options()
+            },
+        )
+        .await,
+        "slow",
+    );
+    let elapsed = started.elapsed();
+    assert_eq!(error.kind(), ErrorKind::Timeout, "{error}");
+    assert!(error.outcome_unknown(), "{error}");
+    assert!(
+        elapsed >= Duration::from_millis(650) && elapsed < Duration::from_secs(2),
+        "{elapsed:?}"
+    );
+    // A timeout cancels the request on the server too.
+    assert!(
+        wait_for_log(&server, "slow: cancelled after"),
+        "{}",
+        server.log_tail(30)
+    );
+    client.close().await;
+}
+
+async fn response_over_max_bytes(sdk: Sdk) {
+    let server = PeerServer::python(sdk, &[]);
+    let pool = pool();
+    let client = connect(&pool, &server.url).await;
+    let limit = 1024 * 1024;
+    let within = call_with(
+        &client,
+        "big_text",
+        json!({"bytes": 100_000}),
+        CallOptions {
+            max_response_bytes: Some(limit),
+            ..call_options()
+        },
+    )
+    .await
+    .expect("100 kB within a 1 MiB limit");
+    assert_eq!(only_text(&within).len(), 100_000);
+    let error = expect_err(
+        call_with(
+            &client,
+            "big_text",
+            json!({"bytes": 2_000_000}),
+            CallOptions {
+                max_response_bytes: Some(limit),
+                ..call_options()
+            },
+        )
+        .await,
+        "big_text 2 MB",
+    );
+    assert_eq!(error.kind(), ErrorKind::LimitExceeded, "{error}");
+    assert!(error.outcome_unknown(), "{error}");
+    assert_eq!(
+        only_text(&call(&client, "echo_text", json!({"text": "small"})).await),
+        "small"
+    );
+    client.close().await;
+}
+
+async fn dead_session_is_session_expired(sdk: Sdk) {
+    let server = PeerServer::python(sdk, &[]);
+    let pool = pool();
+    let client = connect(&pool, &server.url).await;
+    let session_id = client.session_id().expect("a session id").to_owned();
+    let (status, response) = raw_delete(server.port, Some(&session_id));
+    assert_eq!(status, 200, "{response}");
+    wait_until_session_gone(server.port, &session_id);
+    let error = expect_err(
+        call_with(&client, "echo_text", json!({"text": "x"}), call_options()).await,
+        "echo_text on a deleted session",
+    );
+    assert_eq!(error.kind(), ErrorKind::SessionExpired, "{error}");
+    assert!(!error.outcome_unknown(), "{error}");
+    // A second DELETE (the client's own, at close) gets 404: still a normal end.
+    let started = Instant::now();
+    client.close().await;
+    assert!(started.elapsed() < Duration::from_secs(3));
+}
+
+async fn legacy_sse_transport(sdk: Sdk) {
+    let server = PeerServer::python(sdk, &["--transport", "sse"]);
+    let pool = pool();
+    let mut config = config(&server.url);
+    let wire = Wire::default();
+    wire.attach(&mut config);
+    let client = connect_with(&pool, config, options()).await;
+    // The initialize POST to /sse is refused (405), so the client opens the legacy stream.
+    let lines = wire.lines();
+    assert!(lines[1].starts_with("< 405"), "{lines:#?}");
+    assert!(
+        lines[2].starts_with("> GET") && lines[2].contains("legacy"),
+        "{lines:#?}"
+    );
+    assert!(lines[3].contains("/messages/?session_id="), "{lines:#?}");
+    assert_eq!(client.session_id(), None);
+    assert_eq!(client.server().server_info.name, "mcpwire-py-test-server");
+    assert_eq!(list_names(&client).await, py_tools());
+    let echo = call(&client, "echo_text", json!({"text": "legacy"})).await;
+    assert_eq!(only_text(&echo), "legacy");
+    let fail = call(&client, "fail", json!({})).await;
+    assert!(fail.is_error(), "{fail:?}");
+    let progress = Progress::default();
+    let result = call_with(
+        &client,
+        "progress",
+        json!({"steps": 2, "delay": 0.01}),
+        CallOptions {
+            on_progress: Some(progress.sink()),
+            ..call_options()
+        },
+    )
+    .await
+    .expect("progress");
+    assert_eq!(only_text(&result), "done after 2 steps");
+    progress.assert_steps(2, true);
+    client.close().await;
+}
+
+async fn legacy_sse_negotiates_2024_11_05(sdk: Sdk) {
+    let server = PeerServer::python(sdk, &["--transport", "sse"]);
+    let client = connect(&pool(), &server.url).await;
+    assert_eq!(client.server().protocol_version, "2024-11-05");
+    assert_eq!(client.protocol_version(), ProtocolVersion::V2024_11_05);
+    client.close().await;
+}
+
+async fn downgrade(sdk: Sdk) {
+    let server = PeerServer::python(sdk, &[]);
+    let pool = pool();
+    for (version, name) in [
+        (ProtocolVersion::V2025_03_26, "2025-03-26"),
+        (ProtocolVersion::V2025_06_18, "2025-06-18"),
+    ] {
+        let client = connect_with(&pool, config(&server.url), offering(version)).await;
+        assert_eq!(client.protocol_version(), version);
+        assert_eq!(client.server().protocol_version, name);
+        assert_eq!(list_names(&client).await, py_tools());
+        let echo = call(&client, "echo_text", json!({"text": "old"})).await;
+        assert_eq!(only_text(&echo), "old");
+        // The server sends structuredContent on any revision; nothing is lost.
+        let weather = call(&client, "weather", json!({"city": "Lima"})).await;
+        assert_eq!(weather.structured_content.as_ref().unwrap()["city"], "Lima");
+        let progress = Progress::default();
+        call_with(
+            &client,
+            "progress",
+            json!({"steps": 2, "delay": 0.01}),
+            CallOptions {
+                on_progress: Some(progress.sink()),
+                ..call_options()
+            },
+        )
+        .await
+        .expect("progress");
+        progress.assert_steps(2, true);
+        client.close().await;
+    }
+}
+
+/// Six calls after connecting, one after another: how many connections the pool opened.
+async fn connections_for_six_calls(server: &PeerServer) -> u64 {
+    let pool = pool();
+    let client = connect(&pool, &server.url).await;
+    for i in 0..6 {
+        let echo = call(&client, "echo_text", json!({"text": format!("r{i}")})).await;
+        assert_eq!(only_text(&echo), format!("r{i}"));
+    }
+    let opened = pool.connections_opened();
+    client.close().await;
+    opened
+}
+
+async fn json_response_connections_are_reused(sdk: Sdk) {
+    let server = PeerServer::python(sdk, &["--json-response"]);
+    let opened = connections_for_six_calls(&server).await;
+    assert!(
+        opened <= MAX_CONNECTIONS,
+        "{opened} connections for 8 sequential requests"
+    );
+}
+
+async fn sse_connections_are_reused(sdk: Sdk) {
+    let server = PeerServer::python(sdk, &[]);
+    let opened = connections_for_six_calls(&server).await;
+    assert!(
+        opened <= MAX_CONNECTIONS,
+        "{opened} connections for 8 sequential requests"
+    );
+}
