@@ -126,7 +126,11 @@ impl Error {
     }
 
     pub(crate) fn refused(refused: RequestError) -> Self {
-        Error::new(ErrorKind::Refused, refused.to_string())
+        let kind = match refused {
+            RequestError::Closed => ErrorKind::Closed,
+            _ => ErrorKind::Refused,
+        };
+        Error::new(kind, refused.to_string())
     }
 
     pub(crate) fn closed() -> Self {

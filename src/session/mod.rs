@@ -194,8 +194,10 @@ impl Pending {
 /// Why a request was refused before anything was sent.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RequestError {
-    /// The session is not ready (no handshake yet, or closed).
+    /// The handshake has not completed.
     NotReady,
+    /// The session is closed (by the host, a failed handshake, or a lost connection).
+    Closed,
     /// The server did not declare the capability the method needs.
     CapabilityMissing {
         /// The method.
@@ -214,6 +216,7 @@ impl std::fmt::Display for RequestError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             RequestError::NotReady => f.write_str("the session is not ready"),
+            RequestError::Closed => f.write_str("the session is closed"),
             RequestError::CapabilityMissing { method, capability } => write!(
                 f,
                 "the server does not declare the `{capability}` capability that `{method}` needs"
@@ -320,8 +323,10 @@ impl Session {
         options: RequestOptions,
         now: Instant,
     ) -> Result<Id, RequestError> {
-        if !matches!(self.phase, Phase::Ready { .. }) {
-            return Err(RequestError::NotReady);
+        match self.phase {
+            Phase::Ready { .. } => {}
+            Phase::Closed => return Err(RequestError::Closed),
+            _ => return Err(RequestError::NotReady),
         }
         if let Some(capability) = self.missing_capability(method) {
             return Err(RequestError::CapabilityMissing {
@@ -453,11 +458,11 @@ impl Session {
             && let Some(pending) = transmit
                 .request_id()
                 .and_then(|id| self.pending.get_mut(id))
-            {
-                // From here on the bytes may reach the server unless the transport says
-                // otherwise.
-                pending.delivery = Delivery::MayHaveReached;
-            }
+        {
+            // From here on the bytes may reach the server unless the transport says
+            // otherwise.
+            pending.delivery = Delivery::MayHaveReached;
+        }
         Some(output)
     }
 

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
-use tokio::sync::{Mutex, mpsc, watch};
+use tokio::sync::{Mutex, mpsc};
 
 use super::{LinkEvent, LinkEvents, WireLog};
 use crate::jsonrpc::{self, Message};
@@ -85,7 +85,6 @@ pub(crate) struct StdioLink {
     outgoing: std::sync::Mutex<Option<mpsc::Sender<Vec<u8>>>>,
     events: LinkEvents,
     child: Arc<Mutex<Child>>,
-    exited: watch::Receiver<bool>,
     pid: Option<u32>,
     grace: Duration,
     wire_log: Option<WireLog>,
@@ -133,7 +132,6 @@ impl StdioLink {
             ));
         };
         let (outgoing, queue) = mpsc::channel(1024);
-        let (exited_tx, exited) = watch::channel(false);
         tokio::spawn(write_lines(stdin, queue, events.clone()));
         tokio::spawn(read_lines(
             stdout,
@@ -141,14 +139,12 @@ impl StdioLink {
             events.clone(),
             config.stderr_log.clone(),
             config.wire_log.clone(),
-            exited_tx,
         ));
         tokio::spawn(forward_stderr(stderr, config.stderr_log.clone()));
         Ok(StdioLink {
             outgoing: std::sync::Mutex::new(Some(outgoing)),
             events,
             child: Arc::new(Mutex::new(child)),
-            exited,
             pid,
             grace: config.shutdown_grace,
             wire_log: config.wire_log,
@@ -179,7 +175,9 @@ impl StdioLink {
     }
 
     /// Shuts the server down: closes stdin, waits up to the grace period for it to exit,
-    /// terminates its process group, waits again, then kills it.
+    /// terminates its process group, waits again, then kills the group. Each step waits on the
+    /// process itself (a server that closed its stdout may still be running), so this returns
+    /// within about three grace periods whatever the server does.
     pub(crate) async fn close(&self) {
         // Dropping the only sender ends the writer task once the queue is written, which
         // closes stdin: the server's signal to exit.
@@ -190,15 +188,13 @@ impl StdioLink {
                 .take(),
         );
         let mut child = self.child.lock().await;
-        if self.wait_exit(self.grace).await {
-            let _ = child.wait().await;
+        if tokio::time::timeout(self.grace, child.wait()).await.is_ok() {
             return;
         }
         if let Some(pid) = self.pid {
             terminate_group(pid);
         }
-        if self.wait_exit(self.grace).await {
-            let _ = child.wait().await;
+        if tokio::time::timeout(self.grace, child.wait()).await.is_ok() {
             return;
         }
         let _ = child.start_kill();
@@ -206,14 +202,6 @@ impl StdioLink {
             kill_group(pid);
         }
         let _ = tokio::time::timeout(self.grace, child.wait()).await;
-    }
-
-    /// Waits until stdout closes (the process exited or closed it), up to `limit`.
-    async fn wait_exit(&self, limit: Duration) -> bool {
-        let mut exited = self.exited.clone();
-        tokio::time::timeout(limit, exited.wait_for(|exited| *exited))
-            .await
-            .is_ok_and(|r| r.is_ok())
     }
 }
 
@@ -248,7 +236,6 @@ async fn read_lines(
     events: LinkEvents,
     stderr_log: Option<WireLog>,
     wire_log: Option<WireLog>,
-    exited: watch::Sender<bool>,
 ) {
     let mut reader = BufReader::with_capacity(64 * 1024, stdout);
     let mut line = Vec::new();
@@ -308,7 +295,6 @@ async fn read_lines(
             }
         }
     };
-    let _ = exited.send(true);
     let _ = events.send(LinkEvent::Down(end)).await;
 }
 
