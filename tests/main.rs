@@ -5,6 +5,7 @@
 #![allow(clippy::disallowed_methods)]
 
 mod binding_call;
+mod cli_interrupt;
 mod cli_sse;
 mod cli_tools;
 mod client_http;
@@ -12,4 +13,6 @@ mod fuzz_corpus;
 mod interop;
 mod interop_stdio;
 mod layering;
+mod stdio;
 mod support;
+mod tls;
