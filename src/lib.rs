@@ -42,10 +42,10 @@
 pub mod binding;
 #[cfg(feature = "client")]
 pub mod client;
-#[cfg(feature = "client")]
-mod error;
 #[cfg(feature = "cli")]
 pub mod demo;
+#[cfg(feature = "client")]
+mod error;
 #[cfg(feature = "jsonrpc")]
 pub mod jsonrpc;
 #[cfg(feature = "mcp")]

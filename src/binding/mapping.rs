@@ -169,9 +169,9 @@ pub fn map_result(
             .content
             .iter()
             .any(|block| holds_json(block, structured))
-        {
-            content.push(text_block(structured.to_string()));
-        }
+    {
+        content.push(text_block(structured.to_string()));
+    }
 
     Ok(ToolOutput {
         is_error,
