@@ -4,8 +4,8 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde::{Deserialize, de};
+use serde::Deserialize;
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
 use super::{DecodeError, ErrorObject, Id, Message, Notification, Packet, Request, Response};
@@ -22,13 +22,13 @@ use super::{DecodeError, ErrorObject, Id, Message, Notification, Packet, Request
 /// The first rule the input breaks; for a batch, wrapped in [`DecodeError::InBatch`] with the
 /// index of the first invalid element.
 pub fn decode(input: &[u8]) -> Result<Packet<'_>, DecodeError> {
-    match std::str::from_utf8(input) {
-        Ok(text) => decode_str(text),
-        Err(e) => Err(DecodeError::NotJson(format!(
-            "invalid UTF-8 at byte {}",
-            e.valid_up_to()
-        ))),
-    }
+    decode_str(utf8(input)?)
+}
+
+/// The input as a `str`: RFC 8259 §8.1 requires UTF-8.
+pub(super) fn utf8(input: &[u8]) -> Result<&str, DecodeError> {
+    std::str::from_utf8(input)
+        .map_err(|e| DecodeError::NotJson(format!("invalid UTF-8 at byte {}", e.valid_up_to())))
 }
 
 /// Decodes one JSON text held in a `str`; see [`decode`].
@@ -40,12 +40,12 @@ pub fn decode_str(input: &str) -> Result<Packet<'_>, DecodeError> {
     let top: Top<'_> =
         serde_json::from_str(input).map_err(|e| DecodeError::NotJson(e.to_string()))?;
     match top {
-        Top::Single(item) => classify(item).map(Packet::Single),
+        Top::Single(item) => item.map(Packet::Single),
         Top::Batch(items) if items.is_empty() => Err(DecodeError::EmptyBatch),
         Top::Batch(items) => items
             .into_iter()
             .enumerate()
-            .map(|(index, item)| classify(item).map_err(|e| e.in_batch(index)))
+            .map(|(index, item)| item.map_err(|e| e.in_batch(index)))
             .collect::<Result<Vec<_>, _>>()
             .map(Packet::Batch),
     }
@@ -75,14 +75,13 @@ enum Top<'a> {
     Batch(Vec<Item<'a>>),
 }
 
-/// One would-be message: the members of an object, or what was found instead of an object.
-enum Item<'a> {
-    Object(Members<'a, 6>),
-    NotObject(&'static str),
-}
+/// One would-be message, classified as soon as its object is read (so that its members are
+/// never moved around): the message, or the first rule it breaks. A JSON syntax error anywhere
+/// in the input still takes precedence, as it fails the whole pass.
+type Item<'a> = Result<Message<'a>, DecodeError>;
 
 /// The envelope members (spec §4, §5). Any other member is skipped without being kept.
-const ENVELOPE: [&str; 6] = ["jsonrpc", "id", "method", "params", "result", "error"];
+pub(super) const ENVELOPE: [&str; 6] = ["jsonrpc", "id", "method", "params", "result", "error"];
 
 /// The error object members (spec §5.1).
 const ERROR_OBJECT: [&str; 3] = ["code", "message", "data"];
@@ -121,6 +120,180 @@ fn read_members<'de, A: MapAccess<'de>, const N: usize>(
     Ok(members)
 }
 
+/// The envelope members of one object, read in one pass. `jsonrpc` is checked as it is read,
+/// `method` read as a string (or what was found instead), `id` and `error` kept as borrowed raw
+/// JSON until [`classify_envelope`] checks them in their turn. `None` is an absent member, which
+/// differs from one that is `null`. `params` and `result` went to a [`Payloads`] reader; this
+/// only says whether they occurred and, for `params`, what was found if it is not a structured
+/// value. `duplicate` is the index in [`ENVELOPE`] of the first member that occurred twice.
+pub(super) struct Envelope<'a> {
+    /// Whether `jsonrpc` is the string `"2.0"`.
+    pub(super) jsonrpc: Option<bool>,
+    pub(super) id: Option<IdMember<'a>>,
+    pub(super) method: Option<Text<'a>>,
+    pub(super) params: Option<Structured>,
+    pub(super) result: bool,
+    pub(super) error: Option<&'a RawValue>,
+    pub(super) duplicate: Option<usize>,
+}
+
+impl Envelope<'_> {
+    /// No members yet.
+    pub(super) fn new() -> Self {
+        Envelope {
+            jsonrpc: None,
+            id: None,
+            method: None,
+            params: None,
+            result: false,
+            error: None,
+            duplicate: None,
+        }
+    }
+}
+
+/// An `id` member: its raw JSON (read by the serde pass, checked when its turn comes in
+/// [`classify_envelope`]), or an id the fast reader parsed (`None` for `null`).
+pub(super) enum IdMember<'a> {
+    Raw(&'a RawValue),
+    Parsed(Option<Id>),
+}
+
+impl IdMember<'_> {
+    /// The id, `None` for `null`, or why it is not a valid id.
+    fn parse(self) -> Result<Option<Id>, DecodeError> {
+        match self {
+            IdMember::Raw(raw) if raw.get() == "null" => Ok(None),
+            IdMember::Raw(raw) => parse_id(raw).map(Some),
+            IdMember::Parsed(id) => Ok(id),
+        }
+    }
+}
+
+/// A member that should be a string: the string (borrowed unless it holds escapes), or why not.
+pub(super) type Text<'a> = Result<Cow<'a, str>, StrError>;
+
+/// Whether a `params` member is a structured value (spec §4.2), or else what kind of value.
+pub(super) type Structured = Result<(), &'static str>;
+
+/// The envelope of an object whose members were all read raw.
+#[inline]
+fn raw_envelope(members: Members<'_, 6>) -> (Envelope<'_>, RawPayloads<'_>) {
+    let [jsonrpc, id, method, params, result, error] = members.values;
+    let mut payloads = RawPayloads {
+        params: None,
+        result,
+    };
+    let params = params.map(|raw| payloads.set_params(raw));
+    let envelope = Envelope {
+        jsonrpc: jsonrpc.map(is_version_2),
+        id: id.map(IdMember::Raw),
+        method: method.map(parse_str),
+        params,
+        result: result.is_some(),
+        error,
+        duplicate: members.duplicate,
+    };
+    (envelope, payloads)
+}
+
+/// Where the envelope pass puts `params` and `result`: borrowed raw JSON ([`RawPayloads`]), or
+/// values deserialized in place into a caller's types (see `typed.rs`). The payloads live in the
+/// reader, not in the [`Envelope`], so that a large typed value is written once rather than
+/// moved through every layer of the pass.
+pub(super) trait Payloads<'de> {
+    /// Reads the value of a `jsonrpc` member: whether it is the string `"2.0"`.
+    fn version<A: MapAccess<'de>>(&mut self, map: &mut A) -> Result<bool, A::Error>;
+
+    /// Reads the value of a `method` member.
+    fn method<A: MapAccess<'de>>(&mut self, map: &mut A) -> Result<Text<'de>, A::Error>;
+
+    /// Reads the value of a `params` member.
+    fn params<A: MapAccess<'de>>(&mut self, map: &mut A) -> Result<Structured, A::Error>;
+    /// Reads the value of a `result` member.
+    fn result<A: MapAccess<'de>>(&mut self, map: &mut A) -> Result<(), A::Error>;
+}
+
+/// `params` and `result` as borrowed raw JSON.
+#[derive(Default)]
+pub(super) struct RawPayloads<'a> {
+    pub(super) params: Option<&'a RawValue>,
+    pub(super) result: Option<&'a RawValue>,
+}
+
+impl<'a> RawPayloads<'a> {
+    /// Keeps raw `params` if they are structured, and says whether they are.
+    pub(super) fn set_params(&mut self, raw: &'a RawValue) -> Structured {
+        // serde_json trims raw values, so the first byte tells the kind.
+        if matches!(raw.get().as_bytes().first(), Some(b'{' | b'[')) {
+            self.params = Some(raw);
+            Ok(())
+        } else {
+            Err(json_kind(raw.get()))
+        }
+    }
+}
+
+/// Reads the members of one object as a would-be envelope, `params` and `result` into
+/// `payloads`; other members are skipped.
+pub(super) fn read_envelope<'de, M: Payloads<'de>, A: MapAccess<'de>>(
+    mut map: A,
+    payloads: &mut M,
+) -> Result<Envelope<'de>, A::Error> {
+    let mut env = Envelope::new();
+    while let Some(key) = map.next_key_seed(KeySeed(&ENVELOPE))? {
+        let (i, slot) = match key {
+            Some(i @ 0) => {
+                let value = payloads.version(&mut map)?;
+                set_once(&mut env.jsonrpc, value, &mut env.duplicate, i);
+                continue;
+            }
+            Some(i @ 2) => {
+                let value = payloads.method(&mut map)?;
+                set_once(&mut env.method, value, &mut env.duplicate, i);
+                continue;
+            }
+            Some(i @ 1) => {
+                let raw = map.next_value::<&'de RawValue>()?;
+                set_once(&mut env.id, IdMember::Raw(raw), &mut env.duplicate, i);
+                continue;
+            }
+            Some(3) if env.params.is_none() => {
+                env.params = Some(payloads.params(&mut map)?);
+                continue;
+            }
+            Some(4) if !env.result => {
+                payloads.result(&mut map)?;
+                env.result = true;
+                continue;
+            }
+            Some(i @ 5) => (i, &mut env.error),
+            Some(i) => {
+                // A second `params` or `result`.
+                map.next_value::<IgnoredAny>()?;
+                env.duplicate.get_or_insert(i);
+                continue;
+            }
+            None => {
+                map.next_value::<IgnoredAny>()?;
+                continue;
+            }
+        };
+        let value = map.next_value::<&'de RawValue>()?;
+        set_once(slot, value, &mut env.duplicate, i);
+    }
+    Ok(env)
+}
+
+/// Keeps the first value of member `i`, noting a second occurrence in `duplicate`.
+fn set_once<T>(slot: &mut Option<T>, value: T, duplicate: &mut Option<usize>, i: usize) {
+    if slot.is_some() {
+        duplicate.get_or_insert(i);
+    } else {
+        *slot = Some(value);
+    }
+}
+
 /// Maps a member name (escapes already decoded by serde_json) to its index in `names`.
 struct KeySeed<'n>(&'n [&'static str]);
 
@@ -148,29 +321,30 @@ impl<'de> Visitor<'de> for KeySeed<'_> {
 /// `$not_object(kind)`.
 macro_rules! scalars_are_not_objects {
     ($not_object:expr) => {
-        fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+        fn visit_bool<E: ::serde::de::Error>(self, _: bool) -> Result<Self::Value, E> {
             Ok($not_object("a boolean"))
         }
-        fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+        fn visit_i64<E: ::serde::de::Error>(self, _: i64) -> Result<Self::Value, E> {
             Ok($not_object("a number"))
         }
-        fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+        fn visit_u64<E: ::serde::de::Error>(self, _: u64) -> Result<Self::Value, E> {
             Ok($not_object("a number"))
         }
-        fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+        fn visit_f64<E: ::serde::de::Error>(self, _: f64) -> Result<Self::Value, E> {
             Ok($not_object("a number"))
         }
-        fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+        fn visit_str<E: ::serde::de::Error>(self, _: &str) -> Result<Self::Value, E> {
             Ok($not_object("a string"))
         }
-        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        fn visit_unit<E: ::serde::de::Error>(self) -> Result<Self::Value, E> {
             Ok($not_object("null"))
         }
-        fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+        fn visit_none<E: ::serde::de::Error>(self) -> Result<Self::Value, E> {
             Ok($not_object("null"))
         }
     };
 }
+pub(super) use scalars_are_not_objects;
 
 struct TopVisitor;
 
@@ -181,15 +355,15 @@ impl<'de> Visitor<'de> for TopVisitor {
         f.write_str("a JSON-RPC message or batch")
     }
 
-    scalars_are_not_objects!(|kind| Top::Single(Item::NotObject(kind)));
+    scalars_are_not_objects!(|kind| Top::Single(Err(DecodeError::NotAnObject(kind))));
 
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-        read_members(map, &ENVELOPE).map(|m| Top::Single(Item::Object(m)))
+        ItemVisitor.visit_map(map).map(Top::Single)
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
         let mut items = Vec::new();
-        while let Some(item) = seq.next_element::<Item<'de>>()? {
+        while let Some(item) = seq.next_element_seed(ItemVisitor)? {
             items.push(item);
         }
         Ok(Top::Batch(items))
@@ -211,21 +385,26 @@ impl<'de> Visitor<'de> for ItemVisitor {
         f.write_str("a JSON-RPC message")
     }
 
-    scalars_are_not_objects!(Item::NotObject);
+    scalars_are_not_objects!(|kind| Err(DecodeError::NotAnObject(kind)));
 
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-        read_members(map, &ENVELOPE).map(Item::Object)
+        // Every member raw, read by one loop (the typed decoders use `read_envelope`).
+        let members = read_members(map, &ENVELOPE)?;
+        let (envelope, payloads) = raw_envelope(members);
+        Ok(classify(envelope, payloads))
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
         while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(Item::NotObject("an array"))
+        Ok(Err(DecodeError::NotAnObject("an array")))
     }
 }
 
-impl<'de> Deserialize<'de> for Item<'de> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(ItemVisitor)
+impl<'de> DeserializeSeed<'de> for ItemVisitor {
+    type Value = Item<'de>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Item<'de>, D::Error> {
+        deserializer.deserialize_any(self)
     }
 }
 
@@ -255,98 +434,138 @@ impl<'de> Deserialize<'de> for ErrorMembers<'de> {
 // ---------------------------------------------------------------------------------------------
 // Classification: the JSON-RPC rules, applied to the member set of one object.
 
-fn classify(item: Item<'_>) -> Result<Message<'_>, DecodeError> {
-    let members = match item {
-        Item::Object(members) => members,
-        Item::NotObject(found) => return Err(DecodeError::NotAnObject(found)),
-    };
-    if let Some(i) = members.duplicate {
+/// What the envelope rules made of one object; `params` and `result` are in the
+/// [`Payloads`] reader.
+pub(super) enum Classified<'a> {
+    Request {
+        id: Id,
+        method: Cow<'a, str>,
+    },
+    Notification {
+        method: Cow<'a, str>,
+    },
+    Response {
+        id: Option<Id>,
+        error: Option<ErrorObject<'a>>,
+    },
+}
+
+/// The message an object's envelope and raw payloads make, or the first rule they break.
+#[inline]
+fn classify<'a>(
+    envelope: Envelope<'a>,
+    payloads: RawPayloads<'a>,
+) -> Result<Message<'a>, DecodeError> {
+    let params = payloads.params.map(Cow::Borrowed);
+    Ok(match classify_envelope(envelope)? {
+        Classified::Request { id, method } => Message::Request(Request { id, method, params }),
+        Classified::Notification { method } => {
+            Message::Notification(Notification { method, params })
+        }
+        Classified::Response { id, error } => Message::Response(Response {
+            id,
+            outcome: match (error, payloads.result) {
+                (Some(error), _) => Err(error),
+                (None, Some(result)) => Ok(Cow::Borrowed(result)),
+                // `classify_envelope` saw a result.
+                (None, None) => return Err(DecodeError::NeitherResultNorError),
+            },
+        }),
+    })
+}
+
+/// Applies the JSON-RPC rules to the members of one object, in a fixed order so that an input
+/// breaking several rules always gets the same error.
+#[inline]
+pub(super) fn classify_envelope(env: Envelope<'_>) -> Result<Classified<'_>, DecodeError> {
+    if let Some(i) = env.duplicate {
         return Err(DecodeError::DuplicateMember(name_at(&ENVELOPE, i)));
     }
-    let [jsonrpc, id, method, params, result, error] = members.values;
+    let Envelope {
+        jsonrpc,
+        id,
+        method,
+        params,
+        result,
+        error,
+        duplicate: _,
+    } = env;
 
     // Spec §4 and §5: "jsonrpc ... MUST be exactly "2.0"".
     match jsonrpc {
         None => return Err(DecodeError::MissingVersion),
-        Some(version) if !is_version_2(version) => return Err(DecodeError::WrongVersion),
-        Some(_) => {}
+        Some(true) => {}
+        Some(false) => return Err(DecodeError::WrongVersion),
     }
 
-    let response_member = result.map(|_| "result").or(error.map(|_| "error"));
-    match (method, params.is_some(), response_member) {
+    let response_member = if result {
+        Some("result")
+    } else {
+        error.map(|_| "error")
+    };
+    match (method, params, response_member) {
         // Spec §5: a response carries `result` or `error`, never request members.
         (Some(_), _, Some(response)) => Err(DecodeError::MethodWithResult {
             request: "method",
             response,
         }),
-        (None, true, Some(response)) => Err(DecodeError::MethodWithResult {
+        (None, Some(_), Some(response)) => Err(DecodeError::MethodWithResult {
             request: "params",
             response,
         }),
-        (Some(method), _, None) => classify_call(id, method, params),
-        (None, true, None) => Err(DecodeError::MissingMethod),
-        (None, false, Some(_)) => classify_response(id, result, error).map(Message::Response),
-        (None, false, None) => Err(DecodeError::NeitherResultNorError),
+        (Some(method), params, None) => classify_call(id, method, params),
+        (None, Some(_), None) => Err(DecodeError::MissingMethod),
+        (None, None, Some(_)) => classify_response(id, result, error),
+        (None, None, None) => Err(DecodeError::NeitherResultNorError),
     }
 }
 
 /// Spec §4 (request), §4.1 (notification: no `id` member), §4.2 (parameter structures).
 fn classify_call<'a>(
-    id: Option<&'a RawValue>,
-    method: &'a RawValue,
-    params: Option<&'a RawValue>,
-) -> Result<Message<'a>, DecodeError> {
-    let method = match parse_str(method) {
+    id: Option<IdMember<'a>>,
+    method: Text<'a>,
+    params: Option<Structured>,
+) -> Result<Classified<'a>, DecodeError> {
+    let method = match method {
         Ok(method) => method,
         Err(StrError::NotString) => return Err(DecodeError::MethodNotString),
         Err(StrError::Invalid(message)) => return Err(not_unicode("method", message)),
     };
     // Spec §4.2: "If present, parameters for the rpc call MUST be provided as a Structured
     // value". `null` is not structured.
-    let params = match params {
-        None => None,
-        Some(raw) if matches!(raw.get().as_bytes().first(), Some(b'{' | b'[')) => {
-            Some(Cow::Borrowed(raw))
-        }
-        Some(raw) => return Err(DecodeError::ParamsNotStructured(json_kind(raw.get()))),
-    };
-    match id {
-        None => Ok(Message::Notification(Notification { method, params })),
+    if let Some(Err(found)) = params {
+        return Err(DecodeError::ParamsNotStructured(found));
+    }
+    match id.map(IdMember::parse) {
+        None => Ok(Classified::Notification { method }),
         // MCP basic protocol, Requests: "Unlike base JSON-RPC, the ID MUST NOT be null."
-        Some(raw) if raw.get() == "null" => Err(DecodeError::NullIdOnRequest),
-        Some(raw) => Ok(Message::Request(Request {
-            id: parse_id(raw)?,
-            method,
-            params,
-        })),
+        Some(Ok(None)) => Err(DecodeError::NullIdOnRequest),
+        Some(Ok(Some(id))) => Ok(Classified::Request { id, method }),
+        Some(Err(invalid)) => Err(invalid),
     }
 }
 
 /// Spec §5: exactly one of `result` and `error`; `id` is required, and `null` only on errors.
 fn classify_response<'a>(
-    id: Option<&'a RawValue>,
-    result: Option<&'a RawValue>,
+    id: Option<IdMember<'a>>,
+    result: bool,
     error: Option<&'a RawValue>,
-) -> Result<Response<'a>, DecodeError> {
-    if result.is_some() && error.is_some() {
+) -> Result<Classified<'a>, DecodeError> {
+    if result && error.is_some() {
         return Err(DecodeError::ResultAndError);
     }
     let id = match id {
         None => return Err(DecodeError::MissingId),
-        Some(raw) if raw.get() == "null" => None,
-        Some(raw) => Some(parse_id(raw)?),
+        Some(id) => id.parse()?,
     };
     match (result, error) {
-        (Some(_), _) if id.is_none() => Err(DecodeError::NullIdWithResult),
-        (Some(result), _) => Ok(Response {
+        (true, _) if id.is_none() => Err(DecodeError::NullIdWithResult),
+        (true, _) => Ok(Classified::Response { id, error: None }),
+        (false, Some(error)) => Ok(Classified::Response {
             id,
-            outcome: Ok(Cow::Borrowed(result)),
+            error: Some(parse_error_object(error)?),
         }),
-        (None, Some(error)) => Ok(Response {
-            id,
-            outcome: Err(parse_error_object(error)?),
-        }),
-        (None, None) => Err(DecodeError::NeitherResultNorError),
+        (false, None) => Err(DecodeError::NeitherResultNorError),
     }
 }
 
@@ -402,7 +621,8 @@ fn is_version_2(raw: &RawValue) -> bool {
     text == r#""2.0""# || matches!(parse_str(raw), Ok(version) if version == "2.0")
 }
 
-enum StrError {
+/// Why a member is not a string this decoder can use.
+pub(super) enum StrError {
     /// The value is not a JSON string.
     NotString,
     /// The value is a JSON string that Rust cannot hold (a lone surrogate escape).
@@ -459,7 +679,7 @@ fn parse_id(raw: &RawValue) -> Result<Id, DecodeError> {
 
 /// Reads the raw text of a JSON number as an `i64`, refusing fractions (`1.0`), exponents
 /// (`1e2`) and values outside the `i64` range.
-fn parse_integer(raw: &str) -> Result<i64, &'static str> {
+pub(super) fn parse_integer(raw: &str) -> Result<i64, &'static str> {
     if raw.contains('.') {
         Err("a number with a fraction")
     } else if raw.contains(['e', 'E']) {

@@ -46,14 +46,24 @@
 //!
 //! A member that is `null` is not the same as one that is absent: `"id": null` on a response
 //! is the null id, `"data": null` is kept and re-encoded, `"params": null` is refused.
+//!
+//! # Typed decoding
+//!
+//! When the caller knows what it expects, [`decode_notification_as`] and [`decode_response_as`]
+//! decode the envelope by the same rules and deserialize `params` or `result` straight into the
+//! caller's type in the same pass, instead of keeping it raw for a second pass. A message that
+//! is valid but not of the kind asked for comes back decoded raw
+//! ([`TypedDecodeError::Unexpected`]), so a caller can try the typed path first.
 
 mod decode;
 mod encode;
 mod error;
+mod fast;
 mod id;
 mod message;
 #[cfg(test)]
 mod tests;
+mod typed;
 
 use std::borrow::Cow;
 
@@ -64,6 +74,11 @@ pub use id::Id;
 pub use message::{ErrorObject, Message, Notification, Packet, Request, Response};
 /// Raw JSON text, as held by `params`, `result` and `error.data`; re-exported from serde_json.
 pub use serde_json::value::RawValue;
+#[cfg(feature = "mcp")]
+pub(crate) use typed::decode_notification_into;
+pub use typed::{
+    TypedDecodeError, TypedNotification, TypedResponse, decode_notification_as, decode_response_as,
+};
 
 /// Invalid JSON was received (spec §5.1).
 pub const PARSE_ERROR: i64 = -32700;
@@ -76,17 +91,21 @@ pub const INVALID_PARAMS: i64 = -32602;
 /// Internal JSON-RPC error (spec §5.1).
 pub const INTERNAL_ERROR: i64 = -32603;
 
-/// Fuzz harness: checks that whatever [`decode`] accepts survives encoding.
+/// Fuzz harness: checks that whatever [`decode`] accepts survives encoding, and that the
+/// one-pass typed decoders agree with [`decode_message`].
 ///
 /// If `data` decodes, it is encoded (which must yield one line), decoded again (which must
 /// succeed and equal the first decoding, raw members compared after the encoder's minification),
-/// and encoded again (which must be byte-identical to the first encoding).
+/// and encoded again (which must be byte-identical to the first encoding). Whether or not it
+/// decodes, [`decode_notification_as`] and [`decode_response_as`] (into `serde_json::Value`) must
+/// give the same error, the same message, or the same params or result as a value.
 ///
 /// # Panics
 ///
 /// When one of these invariants breaks; that is the point.
 #[doc(hidden)]
 pub fn fuzz_roundtrip(data: &[u8]) {
+    fuzz_typed(data);
     let Ok(first) = decode(data) else {
         return;
     };
@@ -152,5 +171,49 @@ fn fuzz_expected(packet: Packet<'_>) -> Packet<'static> {
     match packet {
         Packet::Single(m) => Packet::Single(message(m)),
         Packet::Batch(ms) => Packet::Batch(ms.into_iter().map(message).collect()),
+    }
+}
+
+/// The typed half of [`fuzz_roundtrip`].
+fn fuzz_typed(data: &[u8]) {
+    use serde_json::Value;
+
+    let raw = decode_message(data);
+    // A raw member as a value; `None` when serde_json cannot hold it as one (a number out of
+    // range, nesting past its depth limit).
+    let value = |raw: &RawValue| serde_json::from_str::<Value>(raw.get()).ok();
+    // The typed pass fails on a payload only where reading the whole input as a value fails too.
+    let payload_fails = || serde_json::from_slice::<Value>(data).is_err();
+
+    match (decode_notification_as::<Value>(data), &raw) {
+        (Ok(typed), Ok(Message::Notification(n))) => {
+            if typed.method != n.method || typed.params != n.params.as_deref().and_then(value) {
+                panic!("typed notification differs: {typed:?} vs {n:?}");
+            }
+        }
+        (Err(TypedDecodeError::Invalid(e)), Err(r)) if e == *r => {}
+        (Err(TypedDecodeError::Unexpected(m)), Ok(r))
+            if m == *r && !matches!(r, Message::Notification(_)) => {}
+        (Err(TypedDecodeError::Payload(_)), Ok(Message::Notification(_))) if payload_fails() => {}
+        (typed, raw) => panic!("decode_notification_as: {typed:?}, decode_message: {raw:?}"),
+    }
+
+    match (decode_response_as::<Value>(data), &raw) {
+        (Ok(typed), Ok(Message::Response(r))) => {
+            let same = typed.id == r.id
+                && match (&typed.outcome, &r.outcome) {
+                    (Ok(a), Ok(b)) => Some(a) == value(b).as_ref(),
+                    (Err(a), Err(b)) => a == b,
+                    _ => false,
+                };
+            if !same {
+                panic!("typed response differs: {typed:?} vs {r:?}");
+            }
+        }
+        (Err(TypedDecodeError::Invalid(e)), Err(r)) if e == *r => {}
+        (Err(TypedDecodeError::Unexpected(m)), Ok(r))
+            if m == *r && !matches!(r, Message::Response(_)) => {}
+        (Err(TypedDecodeError::Payload(_)), Ok(Message::Response(_))) if payload_fails() => {}
+        (typed, raw) => panic!("decode_response_as: {typed:?}, decode_message: {raw:?}"),
     }
 }

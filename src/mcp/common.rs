@@ -1,8 +1,10 @@
 //! Types shared by many messages: `_meta`, ids and tokens, params and results with no payload,
 //! implementation info, icons, annotations, and string enums that keep unknown values.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{Map, Value};
+
+use super::de::open_struct;
 
 /// A JSON object. MCP uses it for `_meta`, tool arguments, schemas' sub-objects and capability
 /// markers such as `"logging": {}`.
@@ -47,7 +49,7 @@ pub(crate) fn token_from_value(value: &Value) -> Option<ProgressToken> {
 
 /// Params of a request that carries nothing but `_meta`, such as `ping` or `roots/list` (schema
 /// `RequestParams`). Absent params decode as the default.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct RequestParams {
     /// `_meta`; may hold `progressToken`.
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
@@ -57,10 +59,17 @@ pub struct RequestParams {
     pub extra: JsonObject,
 }
 
+open_struct! {
+    RequestParams via RequestParamsBuilder, expecting "request params",
+    {
+        meta: Option<Meta> = "_meta",
+    }
+}
+
 /// Params of a notification that carries nothing but `_meta`, such as
 /// `notifications/initialized` or the `list_changed` notifications (schema `NotificationParams`).
 /// Absent params decode as the default.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct NotificationParams {
     /// `_meta`.
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
@@ -70,9 +79,16 @@ pub struct NotificationParams {
     pub extra: JsonObject,
 }
 
+open_struct! {
+    NotificationParams via NotificationParamsBuilder, expecting "notification params",
+    {
+        meta: Option<Meta> = "_meta",
+    }
+}
+
 /// A result with no payload, such as the answer to `ping` (schema `EmptyResult`, which is
 /// `Result`: `_meta` plus any member). Serializes as `{}` when empty.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct EmptyResult {
     /// `_meta`.
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
@@ -82,9 +98,16 @@ pub struct EmptyResult {
     pub extra: JsonObject,
 }
 
+open_struct! {
+    EmptyResult via EmptyResultBuilder, expecting "a result",
+    {
+        meta: Option<Meta> = "_meta",
+    }
+}
+
 /// Name and version of an MCP client or server (schema `Implementation`): `clientInfo` in
 /// `initialize`, `serverInfo` in its reply.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Implementation {
     /// Programmatic name, such as `"mcpwire"`.
@@ -108,6 +131,18 @@ pub struct Implementation {
     pub extra: JsonObject,
 }
 
+open_struct! {
+    Implementation via ImplementationBuilder, expecting "implementation info",
+    {
+        name: String = "name" [required],
+        version: String = "version" [required],
+        title: Option<String> = "title",
+        description: Option<String> = "description",
+        website_url: Option<String> = "websiteUrl",
+        icons: Option<Vec<Icon>> = "icons",
+    }
+}
+
 impl Implementation {
     /// An implementation with this name and version and nothing else.
     pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
@@ -123,7 +158,7 @@ impl Implementation {
 ///
 /// `src` is an `https:` or `data:` URI; consumers must reject other schemes such as
 /// `javascript:` or `file:` (`basic/index.mdx`, "`icons`"). This type only carries the value.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Icon {
     /// The icon's URI.
@@ -142,9 +177,19 @@ pub struct Icon {
     pub extra: JsonObject,
 }
 
+open_struct! {
+    Icon via IconBuilder, expecting "an icon",
+    {
+        src: String = "src" [required],
+        mime_type: Option<String> = "mimeType",
+        sizes: Option<Vec<String>> = "sizes",
+        theme: Option<IconTheme> = "theme",
+    }
+}
+
 /// Hints about how content is used or shown (schema `Annotations`), on content blocks and
 /// resources.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Annotations {
     /// Who the content is for, such as `["user", "assistant"]`.
@@ -160,6 +205,15 @@ pub struct Annotations {
     /// Any other member, kept as sent.
     #[serde(flatten)]
     pub extra: JsonObject,
+}
+
+open_struct! {
+    Annotations via AnnotationsBuilder, expecting "annotations",
+    {
+        audience: Option<Vec<Role>> = "audience",
+        priority: Option<f64> = "priority",
+        last_modified: Option<String> = "lastModified",
+    }
 }
 
 /// Defines a string enum whose unknown values are kept in an `Other(String)` variant, so that

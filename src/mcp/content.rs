@@ -3,22 +3,20 @@
 
 use std::borrow::Cow;
 
-use serde::de::Error as _;
+use std::fmt;
+
+use serde::de::{self, Error as _, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::common::{Annotations, Icon, JsonObject, Meta};
-
-/// Deserializes a flattened `extra` map without the `type` tag, which belongs to the enclosing
-/// [`ContentBlock`], so that a block re-serializes with exactly one `type`.
-fn extra_without_type<'de, D: Deserializer<'de>>(deserializer: D) -> Result<JsonObject, D::Error> {
-    let mut extra = JsonObject::deserialize(deserializer)?;
-    extra.remove("type");
-    Ok(extra)
-}
+use super::de::{
+    MemberName, MemberSeed, Members, OrderedObject, deserialize_members, extra, once, open_struct,
+};
 
 /// Text (schema `TextContent`, `"type": "text"`).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct TextContent {
     /// The text.
     pub text: String,
@@ -29,8 +27,18 @@ pub struct TextContent {
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
     /// Any other member, kept as sent (never `type`).
-    #[serde(flatten, deserialize_with = "extra_without_type")]
+    #[serde(flatten)]
     pub extra: JsonObject,
+}
+
+open_struct! {
+    TextContent via TextContentBuilder, expecting "a text content block",
+    {
+        text: String = "text" [required],
+        annotations: Option<Annotations> = "annotations",
+        meta: Option<Meta> = "_meta",
+    }
+    ignore ["type"]
 }
 
 impl TextContent {
@@ -44,7 +52,7 @@ impl TextContent {
 }
 
 /// An image (schema `ImageContent`, `"type": "image"`).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ImageContent {
     /// The image bytes, base64-encoded, as sent (not decoded here).
@@ -58,12 +66,23 @@ pub struct ImageContent {
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
     /// Any other member, kept as sent (never `type`).
-    #[serde(flatten, deserialize_with = "extra_without_type")]
+    #[serde(flatten)]
     pub extra: JsonObject,
 }
 
+open_struct! {
+    ImageContent via ImageContentBuilder, expecting "an image content block",
+    {
+        data: String = "data" [required],
+        mime_type: String = "mimeType" [required],
+        annotations: Option<Annotations> = "annotations",
+        meta: Option<Meta> = "_meta",
+    }
+    ignore ["type"]
+}
+
 /// Audio (schema `AudioContent`, `"type": "audio"`); since 2025-03-26.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AudioContent {
     /// The audio bytes, base64-encoded, as sent (not decoded here).
@@ -77,14 +96,25 @@ pub struct AudioContent {
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
     /// Any other member, kept as sent (never `type`).
-    #[serde(flatten, deserialize_with = "extra_without_type")]
+    #[serde(flatten)]
     pub extra: JsonObject,
+}
+
+open_struct! {
+    AudioContent via AudioContentBuilder, expecting "an audio content block",
+    {
+        data: String = "data" [required],
+        mime_type: String = "mimeType" [required],
+        annotations: Option<Annotations> = "annotations",
+        meta: Option<Meta> = "_meta",
+    }
+    ignore ["type"]
 }
 
 /// A link to a resource the client may read or subscribe to (schema `ResourceLink`,
 /// `"type": "resource_link"`); since 2025-06-18. The resource need not appear in
 /// `resources/list` (`server/tools.mdx`, "Resource Links").
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ResourceLink {
     /// The resource's URI.
@@ -113,12 +143,28 @@ pub struct ResourceLink {
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
     /// Any other member, kept as sent (never `type`).
-    #[serde(flatten, deserialize_with = "extra_without_type")]
+    #[serde(flatten)]
     pub extra: JsonObject,
 }
 
+open_struct! {
+    ResourceLink via ResourceLinkBuilder, expecting "a resource link",
+    {
+        uri: String = "uri" [required],
+        name: String = "name" [required],
+        title: Option<String> = "title",
+        description: Option<String> = "description",
+        mime_type: Option<String> = "mimeType",
+        size: Option<u64> = "size",
+        annotations: Option<Annotations> = "annotations",
+        icons: Option<Vec<Icon>> = "icons",
+        meta: Option<Meta> = "_meta",
+    }
+    ignore ["type"]
+}
+
 /// A resource's contents embedded in a result (schema `EmbeddedResource`, `"type": "resource"`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct EmbeddedResource {
     /// The contents: text or a base64 blob.
     pub resource: ResourceContents,
@@ -129,8 +175,18 @@ pub struct EmbeddedResource {
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
     /// Any other member, kept as sent (never `type`).
-    #[serde(flatten, deserialize_with = "extra_without_type")]
+    #[serde(flatten)]
     pub extra: JsonObject,
+}
+
+open_struct! {
+    EmbeddedResource via EmbeddedResourceBuilder, expecting "an embedded resource",
+    {
+        resource: ResourceContents = "resource" [required],
+        annotations: Option<Annotations> = "annotations",
+        meta: Option<Meta> = "_meta",
+    }
+    ignore ["type"]
 }
 
 impl EmbeddedResource {
@@ -186,28 +242,82 @@ impl Serialize for ResourceContents {
 
 impl<'de> Deserialize<'de> for ResourceContents {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        // Buffer into a map (it works under `#[serde(flatten)]` too), then pick by member.
-        let map = JsonObject::deserialize(deserializer)?;
-        let value = serde_json::Value::Object(map);
-        let has = |key| value.get(key).is_some();
-        if has("text") {
-            TextResourceContents::deserialize(value)
-                .map(Self::Text)
-                .map_err(D::Error::custom)
-        } else if has("blob") {
-            BlobResourceContents::deserialize(value)
-                .map(Self::Blob)
-                .map_err(D::Error::custom)
-        } else {
-            Err(D::Error::custom(
+        deserialize_members::<ResourceContentsBuilder, D>(deserializer, "resource contents")
+    }
+}
+
+/// Collects the members of one [`ResourceContents`] in one pass. `text` and `blob` wait as JSON
+/// values (a string moves out of one without a copy) until the end says which variant the
+/// object is.
+#[derive(Default)]
+struct ResourceContentsBuilder {
+    uri: Option<String>,
+    mime_type: Option<Option<String>>,
+    text: Option<Value>,
+    blob: Option<Value>,
+    meta: Option<Option<Meta>>,
+    extra: JsonObject,
+}
+
+impl Members for ResourceContentsBuilder {
+    type Output = ResourceContents;
+
+    fn member<'de, D: Deserializer<'de>>(
+        &mut self,
+        key: Cow<'_, str>,
+        value: D,
+    ) -> Result<(), D::Error> {
+        match &*key {
+            "uri" => once(&mut self.uri, value, "uri"),
+            "mimeType" => once(&mut self.mime_type, value, "mimeType"),
+            "text" => once(&mut self.text, value, "text"),
+            "blob" => once(&mut self.blob, value, "blob"),
+            "_meta" => once(&mut self.meta, value, "_meta"),
+            _ => extra(&mut self.extra, key, value),
+        }
+    }
+
+    fn finish<E: de::Error>(self) -> Result<ResourceContents, E> {
+        let string = |value: Value| String::deserialize(value).map_err(E::custom);
+        let Self {
+            uri,
+            mime_type,
+            text,
+            blob,
+            meta,
+            mut extra,
+        } = self;
+        let uri = || uri.ok_or_else(|| E::missing_field("uri"));
+        match (text, blob) {
+            (Some(text), blob) => {
+                // Both: `text` wins, `blob` is kept as an extra member.
+                if let Some(blob) = blob {
+                    extra.insert("blob".to_owned(), blob);
+                }
+                Ok(ResourceContents::Text(TextResourceContents {
+                    uri: uri()?,
+                    mime_type: mime_type.flatten(),
+                    text: string(text)?,
+                    meta: meta.flatten(),
+                    extra,
+                }))
+            }
+            (None, Some(blob)) => Ok(ResourceContents::Blob(BlobResourceContents {
+                uri: uri()?,
+                mime_type: mime_type.flatten(),
+                blob: string(blob)?,
+                meta: meta.flatten(),
+                extra,
+            })),
+            (None, None) => Err(E::custom(
                 "resource contents have neither `text` nor `blob`",
-            ))
+            )),
         }
     }
 }
 
 /// Text contents of a resource (schema `TextResourceContents`).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TextResourceContents {
     /// The resource's URI.
@@ -225,8 +335,18 @@ pub struct TextResourceContents {
     pub extra: JsonObject,
 }
 
+open_struct! {
+    TextResourceContents via TextResourceContentsBuilder, expecting "text resource contents",
+    {
+        uri: String = "uri" [required],
+        mime_type: Option<String> = "mimeType",
+        text: String = "text" [required],
+        meta: Option<Meta> = "_meta",
+    }
+}
+
 /// Binary contents of a resource (schema `BlobResourceContents`).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BlobResourceContents {
     /// The resource's URI.
@@ -244,6 +364,16 @@ pub struct BlobResourceContents {
     pub extra: JsonObject,
 }
 
+open_struct! {
+    BlobResourceContents via BlobResourceContentsBuilder, expecting "blob resource contents",
+    {
+        uri: String = "uri" [required],
+        mime_type: Option<String> = "mimeType",
+        blob: String = "blob" [required],
+        meta: Option<Meta> = "_meta",
+    }
+}
+
 /// One block of content (schema `ContentBlock`), told apart by its `type` member.
 ///
 /// Decoding rules:
@@ -251,17 +381,26 @@ pub struct BlobResourceContents {
 /// - `text`, `image`, `audio`, `resource_link` and `resource` decode into their typed struct,
 ///   and a block of one of these types that does not fit it (an image without `data`, say) is an
 ///   error, not [`Unknown`](Self::Unknown);
-/// - any other `type` is kept byte for byte in [`Unknown`](Self::Unknown) and re-serializes
-///   unchanged. Which revision defines which type: `resource_link` since 2025-06-18, `audio`
+/// - any other `type` is kept in [`Unknown`](Self::Unknown) as JSON text and re-serializes as
+///   that text. Which revision defines which type: `resource_link` since 2025-06-18, `audio`
 ///   since 2025-03-26 (`ProtocolVersion::has_resource_links`). Decoding accepts all of them on
 ///   every revision.
+///
+/// A block is decoded in one pass: each member is read once, straight into its field (a 1 MiB
+/// `text` is scanned and copied once). Members that come before `type` are held as JSON values
+/// until `type` says what they are. So an unknown block is kept member by member rather than as
+/// the bytes received: the members in the order received, each member after `type` as its
+/// exact JSON text, `type` and each member before it as the same JSON value (numbers may be
+/// respelled, `1e3` as `1000.0`), with no whitespace between members and escapes in member
+/// names decoded. A compact block whose `type` comes first comes back byte for byte.
+/// [`ContentBlock::from_raw`] keeps the exact bytes of an unknown block.
 ///
 /// Serializing writes `type` first, then the struct's members, then its `extra` members.
 ///
 /// Because [`Unknown`](Self::Unknown) holds a [`RawValue`], a `ContentBlock` decodes only from
 /// serde_json (from text, or from a `serde_json::Value`), and not from inside a struct that
-/// buffers its input, such as one with a `#[serde(flatten)]` member; that is why
-/// [`CallToolResult`](crate::mcp::CallToolResult) implements `Deserialize` by hand.
+/// buffers its input, such as one with a `#[serde(flatten)]` member; that is why no type in
+/// this module uses `flatten` for decoding.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub enum ContentBlock {
@@ -275,7 +414,7 @@ pub enum ContentBlock {
     ResourceLink(ResourceLink),
     /// `"type": "resource"`.
     Resource(EmbeddedResource),
-    /// Any other `type`, kept as the exact JSON text that was received.
+    /// Any other `type`, kept as JSON text, member by member (see above).
     Unknown(Box<RawValue>),
 }
 
@@ -313,41 +452,15 @@ impl ContentBlock {
         }
     }
 
-    /// Decodes one block from its JSON text, following the rules in the type's docs.
+    /// Decodes one block from its JSON text, following the rules in the type's docs; an
+    /// unknown block keeps `raw`, the exact text.
     pub fn from_raw(raw: Box<RawValue>) -> Result<Self, serde_json::Error> {
-        let text = raw.get();
-        if !text.trim_start().starts_with('{') {
-            return Err(serde_json::Error::custom(
-                "a content block must be a JSON object",
-            ));
+        match serde_json::from_str::<Self>(raw.get())? {
+            Self::Unknown(_) => Ok(Self::Unknown(raw)),
+            known => Ok(known),
         }
-        let Some(kind) = peek_type(text)? else {
-            return Err(serde_json::Error::custom(
-                "a content block has no string `type` member",
-            ));
-        };
-        fn typed<'a, T: Deserialize<'a>>(
-            kind: &str,
-            text: &'a str,
-        ) -> Result<T, serde_json::Error> {
-            serde_json::from_str(text)
-                .map_err(|e| serde_json::Error::custom(format_args!("`{kind}` content block: {e}")))
-        }
-        let known = KNOWN_TYPES.iter().copied().find(|t| *t == kind);
-        drop(kind);
-        Ok(match known {
-            Some(kind @ "text") => Self::Text(typed(kind, text)?),
-            Some(kind @ "image") => Self::Image(typed(kind, text)?),
-            Some(kind @ "audio") => Self::Audio(typed(kind, text)?),
-            Some(kind @ "resource_link") => Self::ResourceLink(typed(kind, text)?),
-            Some(kind @ "resource") => Self::Resource(typed(kind, text)?),
-            _ => Self::Unknown(raw),
-        })
     }
 }
-
-/// The `type` tags of the blocks [`ContentBlock`] decodes into typed structs.
-const KNOWN_TYPES: [&str; 5] = ["text", "image", "audio", "resource_link", "resource"];
 
 /// Reads the `type` member of a JSON object without decoding the rest: `Ok(None)` if it is
 /// missing, an error if it is not a string.
@@ -435,7 +548,165 @@ impl Serialize for ContentBlock {
 
 impl<'de> Deserialize<'de> for ContentBlock {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let raw = Box::<RawValue>::deserialize(deserializer)?;
-        Self::from_raw(raw).map_err(D::Error::custom)
+        deserializer.deserialize_map(BlockVisitor)
+    }
+}
+
+/// Reads a [`ContentBlock`] member by member (see its docs for the rules).
+struct BlockVisitor;
+
+impl<'de> Visitor<'de> for BlockVisitor {
+    type Value = ContentBlock;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a content block (a JSON object with a string `type`)")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ContentBlock, A::Error> {
+        // The members before `type`, until it says what they are.
+        let mut early: Vec<(Cow<'de, str>, Value)> = Vec::new();
+        let mut block: Option<Block> = None;
+        while let Some(MemberName(key)) = map.next_key()? {
+            if let Some(block) = &mut block {
+                if key == "type" {
+                    return Err(A::Error::duplicate_field("type"));
+                }
+                let kind = block.kind();
+                map.next_value_seed(MemberSeed(block, key))
+                    .map_err(|e| in_block(kind, e))?;
+            } else if key == "type" {
+                let Some(MemberName(tag)) = map.next_value::<Option<MemberName<'de>>>()? else {
+                    return Err(no_type());
+                };
+                block = Some(Block::start(tag, early.drain(..))?);
+            } else {
+                early.push((key, map.next_value()?));
+            }
+        }
+        match block {
+            Some(block) => block.finish(),
+            None => Err(no_type()),
+        }
+    }
+}
+
+fn no_type<E: de::Error>() -> E {
+    E::custom("a content block has no string `type` member")
+}
+
+/// An error about a block of a known type, saying which.
+fn in_block<E: de::Error>(kind: Option<&'static str>, error: impl fmt::Display) -> E {
+    match kind {
+        Some(kind) => E::custom(format_args!("`{kind}` content block: {error}")),
+        None => E::custom(error),
+    }
+}
+
+/// A block being read, once its `type` is known.
+enum Block {
+    Text(TextContentBuilder),
+    Image(ImageContentBuilder),
+    Audio(AudioContentBuilder),
+    ResourceLink(ResourceLinkBuilder),
+    Resource(EmbeddedResourceBuilder),
+    /// The members of a block of another type, in order.
+    Unknown(Vec<(String, Kept)>),
+}
+
+/// A member of an unknown block: its exact text, or its value if it came before `type`.
+enum Kept {
+    Value(Value),
+    Raw(Box<RawValue>),
+}
+
+impl Serialize for Kept {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Kept::Value(value) => value.serialize(serializer),
+            Kept::Raw(raw) => raw.serialize(serializer),
+        }
+    }
+}
+
+impl Block {
+    /// The block for `tag`, with the members that came before it.
+    fn start<'e, E: de::Error>(
+        tag: Cow<'_, str>,
+        early: impl Iterator<Item = (Cow<'e, str>, Value)>,
+    ) -> Result<Self, E> {
+        let mut block = match &*tag {
+            "text" => Self::Text(TextContentBuilder::default()),
+            "image" => Self::Image(ImageContentBuilder::default()),
+            "audio" => Self::Audio(AudioContentBuilder::default()),
+            "resource_link" => Self::ResourceLink(ResourceLinkBuilder::default()),
+            "resource" => Self::Resource(EmbeddedResourceBuilder::default()),
+            _ => {
+                let mut members: Vec<(String, Kept)> = early
+                    .map(|(key, value)| (key.into_owned(), Kept::Value(value)))
+                    .collect();
+                members.push((
+                    "type".to_owned(),
+                    Kept::Value(Value::String(tag.into_owned())),
+                ));
+                return Ok(Self::Unknown(members));
+            }
+        };
+        let kind = block.kind();
+        for (key, value) in early {
+            block.member(key, value).map_err(|e| in_block(kind, e))?;
+        }
+        Ok(block)
+    }
+
+    /// The `type` of a known block.
+    fn kind(&self) -> Option<&'static str> {
+        Some(match self {
+            Self::Text(_) => "text",
+            Self::Image(_) => "image",
+            Self::Audio(_) => "audio",
+            Self::ResourceLink(_) => "resource_link",
+            Self::Resource(_) => "resource",
+            Self::Unknown(_) => return None,
+        })
+    }
+}
+
+impl Members for Block {
+    type Output = ContentBlock;
+
+    fn member<'de, D: Deserializer<'de>>(
+        &mut self,
+        key: Cow<'_, str>,
+        value: D,
+    ) -> Result<(), D::Error> {
+        match self {
+            Self::Text(b) => b.member(key, value),
+            Self::Image(b) => b.member(key, value),
+            Self::Audio(b) => b.member(key, value),
+            Self::ResourceLink(b) => b.member(key, value),
+            Self::Resource(b) => b.member(key, value),
+            Self::Unknown(members) => {
+                let raw = Box::<RawValue>::deserialize(value)?;
+                members.push((key.into_owned(), Kept::Raw(raw)));
+                Ok(())
+            }
+        }
+    }
+
+    fn finish<E: de::Error>(self) -> Result<ContentBlock, E> {
+        let kind = self.kind();
+        let block = match self {
+            Self::Text(b) => b.finish().map(ContentBlock::Text),
+            Self::Image(b) => b.finish().map(ContentBlock::Image),
+            Self::Audio(b) => b.finish().map(ContentBlock::Audio),
+            Self::ResourceLink(b) => b.finish().map(ContentBlock::ResourceLink),
+            Self::Resource(b) => b.finish().map(ContentBlock::Resource),
+            Self::Unknown(members) => {
+                return serde_json::value::to_raw_value(&OrderedObject(&members))
+                    .map(ContentBlock::Unknown)
+                    .map_err(E::custom);
+            }
+        };
+        block.map_err(|e: E| in_block(kind, e))
     }
 }

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::common::{Implementation, JsonObject, Meta};
+use super::de::open_struct;
 use super::version::ProtocolVersion;
 
 /// What a client supports (schema `ClientCapabilities`). Not a closed set: members this crate
@@ -12,7 +13,7 @@ use super::version::ProtocolVersion;
 ///
 /// A client declares only what it implements: a server MUST NOT send elicitation requests in
 /// modes the client did not declare (`client/elicitation.mdx`, "Capabilities").
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct ClientCapabilities {
     /// Experimental, non-standard capabilities.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -36,8 +37,19 @@ pub struct ClientCapabilities {
     pub extra: JsonObject,
 }
 
+open_struct! {
+    ClientCapabilities via ClientCapabilitiesBuilder, expecting "client capabilities",
+    {
+        experimental: Option<JsonObject> = "experimental",
+        roots: Option<RootsCapability> = "roots",
+        sampling: Option<JsonObject> = "sampling",
+        elicitation: Option<JsonObject> = "elicitation",
+        tasks: Option<Value> = "tasks",
+    }
+}
+
 /// The client's `roots` capability (schema `ClientCapabilities.roots`).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RootsCapability {
     /// Whether the client sends `notifications/roots/list_changed`.
@@ -48,10 +60,17 @@ pub struct RootsCapability {
     pub extra: JsonObject,
 }
 
+open_struct! {
+    RootsCapability via RootsCapabilityBuilder, expecting "the roots capability",
+    {
+        list_changed: Option<bool> = "listChanged",
+    }
+}
+
 /// What a server supports (schema `ServerCapabilities`). Not a closed set: members this crate
 /// does not know are kept in [`extra`](Self::extra). A capability is declared by being present,
 /// often as an empty object (`"logging": {}`).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct ServerCapabilities {
     /// Experimental, non-standard capabilities.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -80,6 +99,19 @@ pub struct ServerCapabilities {
     pub extra: JsonObject,
 }
 
+open_struct! {
+    ServerCapabilities via ServerCapabilitiesBuilder, expecting "server capabilities",
+    {
+        experimental: Option<JsonObject> = "experimental",
+        logging: Option<JsonObject> = "logging",
+        completions: Option<JsonObject> = "completions",
+        prompts: Option<PromptsCapability> = "prompts",
+        resources: Option<ResourcesCapability> = "resources",
+        tools: Option<ToolsCapability> = "tools",
+        tasks: Option<Value> = "tasks",
+    }
+}
+
 impl ServerCapabilities {
     /// Whether the server declared that it can run `tools/call` as a task
     /// (`tasks.requests.tools.call` present); since 2025-11-25.
@@ -92,7 +124,7 @@ impl ServerCapabilities {
 }
 
 /// The server's `prompts` capability (schema `ServerCapabilities.prompts`).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PromptsCapability {
     /// Whether the server sends `notifications/prompts/list_changed`.
@@ -103,8 +135,15 @@ pub struct PromptsCapability {
     pub extra: JsonObject,
 }
 
+open_struct! {
+    PromptsCapability via PromptsCapabilityBuilder, expecting "the prompts capability",
+    {
+        list_changed: Option<bool> = "listChanged",
+    }
+}
+
 /// The server's `resources` capability (schema `ServerCapabilities.resources`).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ResourcesCapability {
     /// Whether the server supports `resources/subscribe`.
@@ -118,8 +157,16 @@ pub struct ResourcesCapability {
     pub extra: JsonObject,
 }
 
+open_struct! {
+    ResourcesCapability via ResourcesCapabilityBuilder, expecting "the resources capability",
+    {
+        subscribe: Option<bool> = "subscribe",
+        list_changed: Option<bool> = "listChanged",
+    }
+}
+
 /// The server's `tools` capability (schema `ServerCapabilities.tools`).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolsCapability {
     /// Whether the server sends `notifications/tools/list_changed`.
@@ -128,6 +175,13 @@ pub struct ToolsCapability {
     /// Any other member, kept as sent.
     #[serde(flatten)]
     pub extra: JsonObject,
+}
+
+open_struct! {
+    ToolsCapability via ToolsCapabilityBuilder, expecting "the tools capability",
+    {
+        list_changed: Option<bool> = "listChanged",
+    }
 }
 
 /// Params of `initialize` (schema `InitializeRequestParams`).
@@ -169,7 +223,7 @@ impl InitializeRequestParams {
 /// support the answer SHOULD disconnect (`basic/lifecycle.mdx`, "Version Negotiation").
 /// [`negotiated_version`](Self::negotiated_version) applies that rule for a Streamable HTTP
 /// client.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct InitializeResult {
     /// The revision the server chose.
@@ -187,6 +241,17 @@ pub struct InitializeResult {
     /// Any other member, kept as sent.
     #[serde(flatten)]
     pub extra: JsonObject,
+}
+
+open_struct! {
+    InitializeResult via InitializeResultBuilder, expecting "an initialize result",
+    {
+        protocol_version: String = "protocolVersion" [required],
+        capabilities: ServerCapabilities = "capabilities" [required],
+        server_info: Implementation = "serverInfo" [required],
+        instructions: Option<String> = "instructions",
+        meta: Option<Meta> = "_meta",
+    }
 }
 
 impl InitializeResult {

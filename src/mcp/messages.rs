@@ -5,6 +5,11 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 
+use crate::jsonrpc::{
+    Message, TypedDecodeError, TypedResponse, decode_message, decode_notification_into,
+    decode_response_as,
+};
+
 use super::common::{EmptyResult, NotificationParams, RequestParams};
 use super::lifecycle::{InitializeRequestParams, InitializeResult};
 use super::methods;
@@ -65,6 +70,24 @@ pub trait RequestMethod {
     fn decode_result(result: &RawValue) -> Result<Self::Result, serde_json::Error> {
         serde_json::from_str(result.get())
     }
+
+    /// Decodes a whole JSON-RPC response to this method's request, the `result` into
+    /// [`Result`](Self::Result) in the same pass as the envelope
+    /// ([`decode_response_as`](crate::jsonrpc::decode_response_as)).
+    ///
+    /// An error response is `Ok`, with the error object in `outcome`. Whether the id is the one
+    /// of a request of this method is for the caller to check.
+    ///
+    /// # Errors
+    ///
+    /// See [`TypedDecodeError`]: the input is not a valid JSON-RPC message, or it is a request
+    /// or a notification (decoded raw, in [`TypedDecodeError::Unexpected`]), or its `result`
+    /// does not fit.
+    fn decode_response(
+        input: &[u8],
+    ) -> Result<TypedResponse<'_, Self::Result>, TypedDecodeError<'_>> {
+        decode_response_as(input)
+    }
 }
 
 /// A notification method: its name and params type (the shape of schema `ClientNotification`
@@ -85,6 +108,56 @@ pub trait NotificationMethod {
     /// Decodes the raw `params` of a JSON-RPC notification.
     fn decode_params(params: Option<&RawValue>) -> Result<Self::Params, serde_json::Error> {
         decode_params(Self::METHOD, params, Self::PARAMS_OPTIONAL)
+    }
+
+    /// Decodes a whole JSON-RPC notification of this method, its `params` into
+    /// [`Params`](Self::Params) in the same pass as the envelope
+    /// ([`decode_notification_as`](crate::jsonrpc::decode_notification_as)). Absent params
+    /// decode as `{}` when [`PARAMS_OPTIONAL`](Self::PARAMS_OPTIONAL) allows it.
+    ///
+    /// ```
+    /// use mcpwire::mcp::{NotificationMethod, ProgressNotification};
+    ///
+    /// let params = ProgressNotification::decode_notification(
+    ///     br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":2}}"#,
+    /// )?;
+    /// assert_eq!(params.progress, 2.0);
+    /// # Ok::<(), mcpwire::jsonrpc::TypedDecodeError<'static>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// See [`TypedDecodeError`]: the input is not a valid JSON-RPC message, or it is not a
+    /// notification of this method (decoded raw, in [`TypedDecodeError::Unexpected`]), or its
+    /// `params` do not fit.
+    fn decode_notification(input: &[u8]) -> Result<Self::Params, TypedDecodeError<'_>> {
+        let mut params = None;
+        match decode_notification_into::<Self::Params>(input, &mut params) {
+            Ok(method) if method == Self::METHOD => match params {
+                Some(params) => Ok(params),
+                None => decode_params(Self::METHOD, None, Self::PARAMS_OPTIONAL)
+                    .map_err(TypedDecodeError::Payload),
+            },
+            // Another method: its params were read as ours (and happened to fit); read again.
+            Ok(_) => Err(decode_again(input)),
+            // Params that do not fit may belong to another method.
+            Err(TypedDecodeError::Payload(e)) => match decode_message(input) {
+                Ok(Message::Notification(n)) if n.method == Self::METHOD => {
+                    Err(TypedDecodeError::Payload(e))
+                }
+                Ok(other) => Err(TypedDecodeError::Unexpected(other)),
+                Err(invalid) => Err(TypedDecodeError::Invalid(invalid)),
+            },
+            Err(other) => Err(other),
+        }
+    }
+}
+
+/// The input, decoded raw, as the message that was not asked for.
+fn decode_again(input: &[u8]) -> TypedDecodeError<'_> {
+    match decode_message(input) {
+        Ok(message) => TypedDecodeError::Unexpected(message),
+        Err(invalid) => TypedDecodeError::Invalid(invalid),
     }
 }
 

@@ -21,10 +21,14 @@
 //!   capabilities are "not a closed set"). String enums keep unknown values in `Other`.
 //!   "Nothing lost" means the same JSON *value*: object members come back in key order
 //!   (serde_json without `preserve_order`), and numbers in `f64` fields such as
-//!   `Annotations::priority` come back as floats (`1` becomes `1.0`). Unknown content blocks are
-//!   the exception: they come back byte for byte.
+//!   `Annotations::priority` come back as floats (`1` becomes `1.0`). Unknown content blocks
+//!   keep their members in order, each member after `type` as its exact JSON text.
+//! - **One pass.** Every type here decodes in one pass over its JSON: members go straight into
+//!   their fields, unknown ones into `extra`, with no `#[serde(flatten)]` buffering. With
+//!   [`NotificationMethod::decode_notification`] and [`RequestMethod::decode_response`] the
+//!   JSON-RPC envelope is part of the same pass.
 //! - **Content blocks.** A block of a known `type` must fit its type; any other `type` is kept as
-//!   the exact JSON received ([`ContentBlock::Unknown`]). See [`ContentBlock`].
+//!   JSON text ([`ContentBlock::Unknown`]). See [`ContentBlock`].
 //! - **One decoder for all revisions.** Decoding never depends on the negotiated revision: servers
 //!   send newer members on older sessions (the Python SDK sends `structuredContent` on a
 //!   2025-03-26 session). The [`ProtocolVersion`] helpers say what each revision defines, for
@@ -54,6 +58,7 @@
 
 mod common;
 mod content;
+mod de;
 pub mod error_code;
 mod lifecycle;
 mod messages;

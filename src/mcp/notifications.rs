@@ -2,10 +2,11 @@
 //! messages. (`notifications/initialized` and the `list_changed` notifications carry
 //! [`NotificationParams`](crate::mcp::NotificationParams).)
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 
 use super::common::{JsonObject, Meta, ProgressToken, RequestId, open_string_enum};
+use super::de::open_struct;
 
 /// Params of `notifications/progress` (schema `ProgressNotificationParams`,
 /// `basic/utilities/progress.mdx`).
@@ -14,7 +15,7 @@ use super::common::{JsonObject, Meta, ProgressToken, RequestId, open_string_enum
 /// are `f64`. `progress` MUST increase with each notification; a receiver may check it.
 /// Notifications MUST only reference tokens of active requests; late ones are for the
 /// receiver to drop.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ProgressNotificationParams {
     /// The token from the request's `_meta.progressToken`.
@@ -42,7 +43,7 @@ pub struct ProgressNotificationParams {
 /// it sent in the same direction that are still in flight; it SHOULD ignore a response that
 /// arrives after it cancelled; task-augmented requests are cancelled with `tasks/cancel`
 /// instead (2025-11-25).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CancelledNotificationParams {
     /// The id of the request to cancel. Required before 2025-11-25; optional since, where it
@@ -73,7 +74,7 @@ impl CancelledNotificationParams {
 
 /// Params of `notifications/message`, one log message from the server (schema
 /// `LoggingMessageNotificationParams`, `server/utilities/logging.mdx`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct LoggingMessageNotificationParams {
     /// Severity.
     pub level: LoggingLevel,
@@ -88,6 +89,39 @@ pub struct LoggingMessageNotificationParams {
     /// Any other member, kept as sent.
     #[serde(flatten)]
     pub extra: JsonObject,
+}
+
+open_struct! {
+    ProgressNotificationParams via ProgressNotificationParamsBuilder,
+    expecting "progress notification params",
+    {
+        progress_token: ProgressToken = "progressToken" [required],
+        progress: f64 = "progress" [required],
+        total: Option<f64> = "total",
+        message: Option<String> = "message",
+        meta: Option<Meta> = "_meta",
+    }
+}
+
+open_struct! {
+    CancelledNotificationParams via CancelledNotificationParamsBuilder,
+    expecting "cancelled notification params",
+    {
+        request_id: Option<RequestId> = "requestId",
+        reason: Option<String> = "reason",
+        meta: Option<Meta> = "_meta",
+    }
+}
+
+open_struct! {
+    LoggingMessageNotificationParams via LoggingMessageNotificationParamsBuilder,
+    expecting "logging message notification params",
+    {
+        level: LoggingLevel = "level" [required],
+        logger: Option<String> = "logger",
+        data: Value = "data" [required],
+        meta: Option<Meta> = "_meta",
+    }
 }
 
 open_string_enum! {

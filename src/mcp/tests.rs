@@ -1080,20 +1080,24 @@ fn resource_contents_are_told_apart_by_member() {
 }
 
 #[test]
-fn unknown_block_type_is_kept_byte_for_byte() {
+fn unknown_block_type_is_kept_member_by_member() {
+    // Decoding is one pass, so an unknown block is rebuilt from its members, not sliced out of
+    // the input: the whitespace between members goes, each member after `type` keeps its exact
+    // text (`2.50`, `1e3`, the spaces inside the array).
     let raw = r#"{ "type" : "hologram", "frames": [1, 2.50, 1e3], "nested": {"z": null} }"#;
+    let kept_text = r#"{"type":"hologram","frames":[1, 2.50, 1e3],"nested":{"z": null}}"#;
     let result_json =
         format!(r#"{{"content":[{{"type":"text","text":"before"}},{raw}],"isError":false}}"#);
     let result: CallToolResult = serde_json::from_str(&result_json).unwrap();
     let ContentBlock::Unknown(kept) = &result.content[1] else {
         panic!("{:?}", result.content[1])
     };
-    assert_eq!(kept.get(), raw);
+    assert_eq!(kept.get(), kept_text);
     assert_eq!(result.content[1].known_type(), None);
     assert_eq!(result.content[1].type_name(), "hologram");
     assert_eq!(
         serde_json::to_string(&result).unwrap(),
-        format!(r#"{{"content":[{{"type":"text","text":"before"}},{raw}],"isError":false}}"#)
+        format!(r#"{{"content":[{{"type":"text","text":"before"}},{kept_text}],"isError":false}}"#)
     );
     let again: CallToolResult =
         serde_json::from_str(&serde_json::to_string(&result).unwrap()).unwrap();
@@ -1385,4 +1389,309 @@ fn roles_keep_unknown_values() {
         a.audience,
         Some(vec![Role::User, Role::Other("system".into())])
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// One-pass decoding: the whole message in one serde_json pass, no `flatten` buffering.
+// ---------------------------------------------------------------------------------------------
+
+/// The one-pass decoders give exactly what the two-pass path (`decode_message`, then the raw
+/// params or result) gives, on every captured message.
+#[test]
+fn one_pass_matches_two_pass_on_captures() {
+    fn same_response<M: RequestMethod>(json: &str)
+    where
+        M::Result: PartialEq + std::fmt::Debug,
+    {
+        let one = M::decode_response(json.as_bytes()).expect("one pass");
+        let two = M::decode_result(&result_of(json)).expect("two passes");
+        assert_eq!(one.outcome.expect("a result"), two, "{json}");
+        let message = crate::jsonrpc::decode_message(json.as_bytes()).unwrap();
+        assert_eq!(one.id.as_ref(), message.id());
+    }
+    for json in [
+        EVERYTHING_INITIALIZE,
+        EVERYTHING_INITIALIZE_2025_03_26,
+        PY_V1_INITIALIZE,
+        PY_INITIALIZE_2025_03_26,
+        PY_INITIALIZE_2025_06_18,
+    ] {
+        same_response::<InitializeRequest>(json);
+    }
+    for json in [EVERYTHING_TOOLS_LIST, PY_TOOLS_LIST, PY_V1_TOOLS_LIST] {
+        same_response::<ListToolsRequest>(json);
+    }
+    for json in [
+        EVERYTHING_ECHO,
+        EVERYTHING_ECHO_MISSING_ARG,
+        EVERYTHING_ANNOTATED_MESSAGE,
+        EVERYTHING_RESOURCE_LINKS,
+        EVERYTHING_RESOURCE_REFERENCE,
+        EVERYTHING_STRUCTURED,
+        EVERYTHING_GZIP_DATA_URI,
+        EVERYTHING_UNKNOWN_TOOL,
+        PY_ECHO_TEXT,
+        PY_FAIL,
+        PY_MIXED_CONTENT,
+        PY_V1_MIXED_CONTENT,
+        PY_TINY_IMAGE,
+        PY_WEATHER,
+        PY_V1_WEATHER,
+        PY_WEATHER_ON_2025_03_26,
+        EVERYTHING_PROGRESS_RESULT,
+        PY_LOG_RESULT,
+    ] {
+        same_response::<CallToolRequest>(json);
+    }
+    for json in [PY_PING, EVERYTHING_PING] {
+        same_response::<PingRequest>(json);
+    }
+    for json in [
+        EVERYTHING_PROGRESS_1,
+        EVERYTHING_PROGRESS_STRING_TOKEN,
+        PY_PROGRESS_2,
+        PY_PROGRESS_FLOAT,
+    ] {
+        let one = ProgressNotification::decode_notification(json.as_bytes()).expect("one pass");
+        let two = ProgressNotification::decode_params(Some(&params_of(json))).unwrap();
+        assert_eq!(one, two, "{json}");
+    }
+    let one = LoggingMessageNotification::decode_notification(PY_LOG_1.as_bytes()).unwrap();
+    let two = LoggingMessageNotification::decode_params(Some(&params_of(PY_LOG_1))).unwrap();
+    assert_eq!(one, two);
+}
+
+#[test]
+fn decode_notification_checks_kind_and_method() {
+    use crate::jsonrpc::{DecodeError, Message, TypedDecodeError};
+
+    // Absent params: `{}` where the method allows it, an error where it does not.
+    let n = ToolListChangedNotification::decode_notification(
+        br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#,
+    )
+    .unwrap();
+    assert_eq!(n, NotificationParams::default());
+    let err = ProgressNotification::decode_notification(
+        br#"{"jsonrpc":"2.0","method":"notifications/progress"}"#,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&err, TypedDecodeError::Payload(e) if e.to_string().contains("needs params")),
+        "{err}"
+    );
+    // Another method, whether or not its params fit ours: handed back decoded.
+    for other in [
+        r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":1}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/other","params":{"progressToken":1,"progress":2}}"#,
+    ] {
+        let err = ProgressNotification::decode_notification(other.as_bytes()).unwrap_err();
+        assert!(
+            matches!(&err, TypedDecodeError::Unexpected(Message::Notification(n)) if n.method != "notifications/progress"),
+            "{other}: {err:?}"
+        );
+    }
+    // Another kind of message.
+    let err = ProgressNotification::decode_notification(
+        br#"{"jsonrpc":"2.0","id":1,"method":"notifications/progress","params":{"progressToken":1,"progress":2}}"#,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(err, TypedDecodeError::Unexpected(Message::Request(_))),
+        "{err:?}"
+    );
+    // Params of the method that do not fit: the payload error, with its place in the input.
+    let err = ProgressNotification::decode_notification(
+        br#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1.5,"progress":2}}"#,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&err, TypedDecodeError::Payload(e) if e.column() > 60),
+        "{err:?}"
+    );
+    // The envelope rules come first, even when the params do not fit either.
+    let err = ProgressNotification::decode_notification(
+        br#"{"jsonrpc":"1.0","method":"notifications/progress","params":{"progress":"x"}}"#,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(err, TypedDecodeError::Invalid(DecodeError::WrongVersion)),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn decode_response_keeps_errors_and_hands_back_calls() {
+    use crate::jsonrpc::{Id, Message, TypedDecodeError};
+
+    let r = CallToolRequest::decode_response(
+        br#"{"jsonrpc":"2.0","id":4,"error":{"code":-32602,"message":"Unknown tool: x"}}"#,
+    )
+    .unwrap();
+    assert_eq!(r.id, Some(Id::Number(4)));
+    let e = r.outcome.unwrap_err();
+    assert_eq!((e.code, &*e.message), (-32602, "Unknown tool: x"));
+    let err = CallToolRequest::decode_response(PY_PROGRESS_2.as_bytes()).unwrap_err();
+    let TypedDecodeError::Unexpected(Message::Notification(n)) = err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(n.params.unwrap().get(), params_of(PY_PROGRESS_2).get());
+    let err =
+        CallToolRequest::decode_response(br#"{"jsonrpc":"2.0","id":4,"result":{"isError":true}}"#)
+            .unwrap_err();
+    assert!(
+        matches!(&err, TypedDecodeError::Payload(e) if e.to_string().contains("content")),
+        "{err:?}"
+    );
+}
+
+/// A member name misspelt in a hand-written decoder would land in `extra`: every known member
+/// of every type must land in its field.
+#[test]
+fn known_members_land_in_their_fields() {
+    fn all_known<T>(json: Value, extra: impl Fn(&T) -> Vec<&JsonObject>)
+    where
+        T: serde::Serialize + serde::de::DeserializeOwned,
+    {
+        let decoded: T = serde_json::from_value(json.clone()).unwrap();
+        for map in extra(&decoded) {
+            assert!(map.is_empty(), "{json}: extra {map:?}");
+        }
+        assert_eq!(serde_json::to_value(&decoded).unwrap(), json);
+    }
+    let meta = json!({"k": 1});
+    let icon = json!({"src": "https://x/i.png", "mimeType": "image/png", "sizes": ["48x48"], "theme": "dark"});
+    let annotations =
+        json!({"audience": ["user"], "priority": 0.5, "lastModified": "2025-01-12T15:00:58Z"});
+    all_known::<ProgressNotificationParams>(
+        json!({"progressToken": "t", "progress": 1.5, "total": 3.0, "message": "m", "_meta": meta}),
+        |p| vec![&p.extra],
+    );
+    all_known::<CancelledNotificationParams>(
+        json!({"requestId": 7, "reason": "r", "_meta": meta}),
+        |p| vec![&p.extra],
+    );
+    all_known::<LoggingMessageNotificationParams>(
+        json!({"level": "info", "logger": "l", "data": [1], "_meta": meta}),
+        |p| vec![&p.extra],
+    );
+    all_known::<RequestParams>(json!({"_meta": meta}), |p| vec![&p.extra]);
+    all_known::<NotificationParams>(json!({"_meta": meta}), |p| vec![&p.extra]);
+    all_known::<EmptyResult>(json!({"_meta": meta}), |p| vec![&p.extra]);
+    all_known::<Implementation>(
+        json!({"name": "n", "version": "1", "title": "t", "description": "d", "websiteUrl": "https://x", "icons": [icon]}),
+        |p| vec![&p.extra, &p.icons.as_ref().unwrap()[0].extra],
+    );
+    all_known::<Annotations>(annotations.clone(), |a| vec![&a.extra]);
+    all_known::<ClientCapabilities>(
+        json!({"experimental": {}, "roots": {"listChanged": true}, "sampling": {}, "elicitation": {}, "tasks": {}}),
+        |c| vec![&c.extra, &c.roots.as_ref().unwrap().extra],
+    );
+    all_known::<InitializeResult>(
+        json!({
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"experimental": {}, "logging": {}, "completions": {}, "prompts": {"listChanged": true}, "resources": {"subscribe": true, "listChanged": true}, "tools": {"listChanged": true}, "tasks": {}},
+            "serverInfo": {"name": "s", "version": "1"},
+            "instructions": "i",
+            "_meta": meta,
+        }),
+        |r| {
+            let c = &r.capabilities;
+            vec![
+                &r.extra,
+                &c.extra,
+                &c.prompts.as_ref().unwrap().extra,
+                &c.resources.as_ref().unwrap().extra,
+                &c.tools.as_ref().unwrap().extra,
+                &r.server_info.extra,
+            ]
+        },
+    );
+    all_known::<ListToolsResult>(
+        json!({
+            "tools": [{
+                "name": "n", "title": "t", "description": "d",
+                "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"},
+                "annotations": {"title": "a", "readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false},
+                "icons": [icon], "execution": {"taskSupport": "optional"}, "_meta": meta,
+            }],
+            "nextCursor": "c",
+            "_meta": meta,
+        }),
+        |r| {
+            let t = &r.tools[0];
+            vec![
+                &r.extra,
+                &t.extra,
+                &t.annotations.as_ref().unwrap().extra,
+                &t.execution.as_ref().unwrap().extra,
+                &t.icons.as_ref().unwrap()[0].extra,
+            ]
+        },
+    );
+    all_known::<TaskMetadata>(json!({"ttl": 5}), |t| vec![&t.extra]);
+    let blocks = json!([
+        {"type": "text", "text": "t", "annotations": annotations, "_meta": meta},
+        {"type": "image", "data": "AA==", "mimeType": "image/png", "annotations": annotations, "_meta": meta},
+        {"type": "audio", "data": "AA==", "mimeType": "audio/wav", "annotations": annotations, "_meta": meta},
+        {"type": "resource_link", "uri": "a:b", "name": "n", "title": "t", "description": "d", "mimeType": "x/y", "size": 3, "annotations": annotations, "icons": [icon], "_meta": meta},
+        {"type": "resource", "resource": {"uri": "a:b", "mimeType": "x/y", "text": "t", "_meta": meta}, "annotations": annotations, "_meta": meta},
+        {"type": "resource", "resource": {"uri": "a:b", "mimeType": "x/y", "blob": "AA==", "_meta": meta}},
+    ]);
+    let decoded: Vec<ContentBlock> = serde_json::from_value(blocks.clone()).unwrap();
+    assert_eq!(serde_json::to_value(&decoded).unwrap(), blocks);
+    for block in &decoded {
+        let extras = match block {
+            ContentBlock::Text(b) => vec![&b.extra],
+            ContentBlock::Image(b) => vec![&b.extra],
+            ContentBlock::Audio(b) => vec![&b.extra],
+            ContentBlock::ResourceLink(b) => vec![&b.extra],
+            ContentBlock::Resource(b) => vec![
+                &b.extra,
+                match &b.resource {
+                    ResourceContents::Text(t) => &t.extra,
+                    ResourceContents::Blob(b) => &b.extra,
+                },
+            ],
+            other => panic!("{other:?}"),
+        };
+        assert!(extras.iter().all(|e| e.is_empty()), "{block:?}");
+    }
+}
+
+#[test]
+fn block_members_before_type() {
+    // The Python SDK writes `type` last.
+    let b = block(r#"{"text":"hi","annotations":{"priority":1},"x":[1],"type":"text"}"#).unwrap();
+    let ContentBlock::Text(t) = &b else {
+        panic!("{b:?}")
+    };
+    assert_eq!(t.text, "hi");
+    assert_eq!(t.annotations.as_ref().unwrap().priority, Some(1.0));
+    assert_eq!(t.extra["x"], json!([1]));
+    // Members before `type` must fit the type as well.
+    let err = block_err(r#"{"text":42,"type":"text"}"#);
+    assert!(err.contains("`text` content block"), "{err}");
+    // An unknown block keeps the order; members before `type` as values, after it as text.
+    let b = block(r#"{"z": 1e3, "type": "hologram", "a": 2.50}"#).unwrap();
+    let ContentBlock::Unknown(kept) = &b else {
+        panic!("{b:?}")
+    };
+    assert_eq!(kept.get(), r#"{"z":1000.0,"type":"hologram","a":2.50}"#);
+    assert_eq!(b.type_name(), "hologram");
+}
+
+#[test]
+fn from_raw_keeps_unknown_blocks_byte_for_byte() {
+    let raw = r#"{ "type" : "hologram", "frames": [1, 2.50, 1e3] }"#;
+    let b = ContentBlock::from_raw(RawValue::from_string(raw.to_owned()).unwrap()).unwrap();
+    assert!(
+        matches!(&b, ContentBlock::Unknown(r) if r.get() == raw),
+        "{b:?}"
+    );
+    let t = ContentBlock::from_raw(
+        RawValue::from_string(r#"{"type":"text","text":"x"}"#.to_owned()).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(t.as_text(), Some("x"));
+    assert!(ContentBlock::from_raw(RawValue::from_string("[]".to_owned()).unwrap()).is_err());
 }

@@ -11,12 +11,13 @@ use super::common::{
     token_to_value,
 };
 use super::content::ContentBlock;
+use super::de::{MemberName, open_struct};
 
 /// A tool the server offers (schema `Tool`), as listed by `tools/list`.
 ///
 /// Every member the server sent is kept: the known ones in fields, the rest in
 /// [`extra`](Self::extra), so a tool re-serializes with nothing lost.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Tool {
     /// The tool's name, used in `tools/call`. Names SHOULD be 1 to 128 characters of
@@ -56,6 +57,21 @@ pub struct Tool {
     pub extra: JsonObject,
 }
 
+open_struct! {
+    Tool via ToolBuilder, expecting "a tool",
+    {
+        name: String = "name" [required],
+        title: Option<String> = "title",
+        description: Option<String> = "description",
+        input_schema: Value = "inputSchema" [required],
+        output_schema: Option<Value> = "outputSchema",
+        annotations: Option<ToolAnnotations> = "annotations",
+        icons: Option<Vec<Icon>> = "icons",
+        execution: Option<ToolExecution> = "execution",
+        meta: Option<Meta> = "_meta",
+    }
+}
+
 impl Tool {
     /// The name to show a person: `title`, else `annotations.title`, else `name` (schema
     /// `Tool.annotations`, "Display name precedence order").
@@ -81,7 +97,7 @@ impl Tool {
 /// Hints about a tool's behaviour (schema `ToolAnnotations`); since 2025-03-26. All are hints,
 /// not guarantees; clients MUST treat them as untrusted unless the server is trusted
 /// (`server/tools.mdx`, "Tool"). The `*_or_default` helpers apply the schema's defaults.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolAnnotations {
     /// Display name.
@@ -102,6 +118,17 @@ pub struct ToolAnnotations {
     /// Any other member, kept as sent.
     #[serde(flatten)]
     pub extra: JsonObject,
+}
+
+open_struct! {
+    ToolAnnotations via ToolAnnotationsBuilder, expecting "tool annotations",
+    {
+        title: Option<String> = "title",
+        read_only_hint: Option<bool> = "readOnlyHint",
+        destructive_hint: Option<bool> = "destructiveHint",
+        idempotent_hint: Option<bool> = "idempotentHint",
+        open_world_hint: Option<bool> = "openWorldHint",
+    }
 }
 
 impl ToolAnnotations {
@@ -127,7 +154,7 @@ impl ToolAnnotations {
 }
 
 /// Execution properties of a tool (schema `ToolExecution`); since 2025-11-25.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolExecution {
     /// Whether the tool runs as a task; `"forbidden"` when absent.
@@ -136,6 +163,13 @@ pub struct ToolExecution {
     /// Any other member, kept as sent.
     #[serde(flatten)]
     pub extra: JsonObject,
+}
+
+open_struct! {
+    ToolExecution via ToolExecutionBuilder, expecting "tool execution properties",
+    {
+        task_support: Option<TaskSupport> = "taskSupport",
+    }
 }
 
 open_string_enum! {
@@ -153,7 +187,7 @@ open_string_enum! {
 
 /// Asks for task-augmented execution of a request (schema `TaskMetadata`); since 2025-11-25,
 /// experimental. Only valid when the server declared `tasks.requests.tools.call`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct TaskMetadata {
     /// How long to keep the task after creation, in milliseconds.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -161,6 +195,13 @@ pub struct TaskMetadata {
     /// Any other member, kept as sent.
     #[serde(flatten)]
     pub extra: JsonObject,
+}
+
+open_struct! {
+    TaskMetadata via TaskMetadataBuilder, expecting "task metadata",
+    {
+        ttl: Option<u64> = "ttl",
+    }
 }
 
 /// Params of `tools/list` (schema `PaginatedRequestParams`). Absent params decode as the
@@ -184,7 +225,7 @@ impl ListToolsRequestParams {
 }
 
 /// Result of `tools/list` (schema `ListToolsResult`).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListToolsResult {
     /// The tools on this page.
@@ -199,6 +240,15 @@ pub struct ListToolsResult {
     /// Any other member, kept as sent.
     #[serde(flatten)]
     pub extra: JsonObject,
+}
+
+open_struct! {
+    ListToolsResult via ListToolsResultBuilder, expecting "a tools/list result",
+    {
+        tools: Vec<Tool> = "tools" [required],
+        next_cursor: Option<String> = "nextCursor",
+        meta: Option<Meta> = "_meta",
+    }
 }
 
 /// Params of `tools/call` (schema `CallToolRequestParams`).
@@ -265,9 +315,9 @@ impl CallToolRequestParams {
 /// (`server/tools.mdx`, "Error Handling"). Real servers differ: the TypeScript SDK reports an
 /// unknown tool as `isError: true` content.
 ///
-/// Decoding is by hand (not derived) so that each block of `content` is read straight from the
-/// input, which [`ContentBlock::Unknown`] needs; members other than the four below are kept in
-/// [`extra`](Self::extra). `content` is required; duplicate members are an error.
+/// Decoding is by hand (not derived), in one pass: each block of `content` is read straight from
+/// the input, which [`ContentBlock::Unknown`] needs; members other than the four below are kept
+/// in [`extra`](Self::extra). `content` is required; duplicate members are an error.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CallToolResult {
@@ -330,8 +380,8 @@ impl<'de> Visitor<'de> for CallToolResultVisitor {
         let mut is_error = None;
         let mut meta = None;
         let mut extra = JsonObject::new();
-        while let Some(key) = map.next_key::<String>()? {
-            match key.as_str() {
+        while let Some(MemberName(key)) = map.next_key()? {
+            match &*key {
                 "content" => once(&mut content, map.next_value()?, "content")?,
                 "structuredContent" => once(
                     &mut structured_content,
@@ -342,10 +392,10 @@ impl<'de> Visitor<'de> for CallToolResultVisitor {
                 "_meta" => once(&mut meta, map.next_value::<Option<Meta>>()?, "_meta")?,
                 _ => {
                     let value = map.next_value::<Value>()?;
-                    if extra.contains_key(&key) {
+                    if extra.contains_key(&*key) {
                         return Err(A::Error::custom(format_args!("duplicate field `{key}`")));
                     }
-                    extra.insert(key, value);
+                    extra.insert(key.into_owned(), value);
                 }
             }
         }
