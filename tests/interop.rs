@@ -531,6 +531,9 @@ async fn everything_http_reuses_connections_and_deletes_the_session() {
     let server = PeerServer::everything("streamableHttp");
     let pool = pool();
     let mut config = config(&server.url);
+    // This test is about seeing the DELETE answered, not about its speed: on a loaded machine
+    // node can take longer than the default 2 s close timeout.
+    config.close_timeout = Duration::from_secs(15);
     let wire = Wire::default();
     wire.attach(&mut config);
     let client = connect_with(&pool, config, options()).await;
@@ -552,14 +555,10 @@ async fn everything_http_reuses_connections_and_deletes_the_session() {
     let (status, response) = raw_post_tools_list(server.port, &session_id);
     assert_eq!(status, 200, "{response}");
     client.close().await;
-    assert_eq!(wire.count("> DELETE"), 1, "{:?}", wire.lines());
-    assert!(
-        wire.lines()
-            .iter()
-            .any(|l| l.starts_with("< DELETE Some(200")),
-        "{:?}",
-        wire.lines()
-    );
+    // One DELETE answered 200. (A DELETE that gets no answer, typically on a pooled
+    // connection the server just closed, is sent once more: it is idempotent.)
+    assert_eq!(wire.count("< DELETE Some(200"), 1, "{:?}", wire.lines());
+    assert!(wire.count("> DELETE") <= 2, "{:?}", wire.lines());
     // ...and after close() it is gone: this server answers 400 for an unknown session.
     let (status, response) = raw_post_tools_list(server.port, &session_id);
     assert_eq!(status, 400, "{response}");

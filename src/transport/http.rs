@@ -940,19 +940,32 @@ impl LinkCore {
             return None;
         }
         self.lock().session_id.as_ref()?;
-        let request = self.build(
-            Method::DELETE,
-            self.config.url.clone(),
-            Bytes::new(),
-            ACCEPT_BOTH,
-        );
-        self.log(|| format!("> DELETE {}", self.config.url));
         let exchange = async {
-            let response = self.pool.send(request).await.ok()?;
-            let status = response.status();
-            // Drain a small body so the connection can go back to the pool.
-            let _ = read_prefix(response.into_body(), ERROR_BODY_BYTES).await;
-            Some(status)
+            // DELETE is idempotent, so a second try is safe when the first fails to get an
+            // answer (typically a pooled keep-alive connection the server had just closed).
+            for attempt in 1..=2 {
+                let request = self.build(
+                    Method::DELETE,
+                    self.config.url.clone(),
+                    Bytes::new(),
+                    ACCEPT_BOTH,
+                );
+                self.log(|| format!("> DELETE {}", self.config.url));
+                match self.pool.send(request).await {
+                    Ok(response) => {
+                        let status = response.status();
+                        // Drain a small body so the connection can go back to the pool.
+                        let _ = read_prefix(response.into_body(), ERROR_BODY_BYTES).await;
+                        return Some(status);
+                    }
+                    Err(error) => {
+                        self.log(|| {
+                            format!("< DELETE attempt {attempt} failed: {}", error_chain(&error))
+                        });
+                    }
+                }
+            }
+            None
         };
         let status = tokio::time::timeout(self.config.close_timeout, exchange)
             .await
