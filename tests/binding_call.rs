@@ -16,6 +16,7 @@ use mcpwire::transport::http::{HttpPool, TlsOptions};
 use serde_json::{Value, json};
 
 use crate::support::fault_server::{FaultServer, Recorded, Reply, Step};
+use crate::support::mcp_script::{initialize_reply, mcp_server, rpc_result, sse_event};
 use crate::support::peers::{self, Peer, PeerServer, Sdk};
 
 /// A token recognizable anywhere it might leak.
@@ -121,45 +122,9 @@ fn assert_succeeded(result: &ToolResult) {
 
 // --- scripted MCP servers -----------------------------------------------------------------------
 
-fn rpc_result(req: &Recorded, result: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": req.jsonrpc_id(), "result": result})
-}
-
-fn sse_event(message: &Value) -> String {
-    format!("event: message\ndata: {message}\n\n")
-}
-
-fn initialize_reply(req: &Recorded, version: &str) -> Reply {
-    Reply::json(
-        200,
-        rpc_result(
-            req,
-            json!({"protocolVersion": version, "capabilities": {"tools": {}},
-                   "serverInfo": {"name": "fault", "version": "1"}}),
-        ),
-    )
-    .with_header("mcp-session-id", "sess-1")
-}
-
 /// A `tools/call` answer holding `result`, as one SSE event.
 fn tool_reply(req: &Recorded, result: Value) -> Reply {
     Reply::sse(200, &[&sse_event(&rpc_result(req, result))])
-}
-
-/// A server that completes the handshake, acknowledges notifications, responses and DELETE,
-/// and hands `tools/call` (and anything else) to `call`.
-async fn mcp_server(call: impl Fn(&Recorded) -> Reply + Send + Sync + 'static) -> FaultServer {
-    FaultServer::start(move |req| match req.method.as_str() {
-        "DELETE" => Reply::empty(200),
-        "POST" => match req.jsonrpc_method().as_deref() {
-            Some("initialize") => initialize_reply(req, "2025-11-25"),
-            Some(m) if m.starts_with("notifications/") => Reply::empty(202),
-            None => Reply::empty(202), // a response to a server request
-            _ => call(req),
-        },
-        _ => call(req),
-    })
-    .await
 }
 
 /// A server that must never be reached.

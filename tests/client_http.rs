@@ -13,6 +13,7 @@ use mcpwire::transport::http::{HttpConfig, HttpPool, TlsOptions};
 use serde_json::{Value, json};
 
 use crate::support::fault_server::{FaultServer, Recorded, Reply, Step};
+use crate::support::mcp_script::{initialize_reply, mcp_server, rpc_result, sse_event};
 
 const TOKEN: &str = "tok-SECRET-9f8e7d";
 const WAIT: Duration = Duration::from_secs(10);
@@ -27,43 +28,8 @@ fn config(url: &str) -> HttpConfig {
     config
 }
 
-fn result(req: &Recorded, result: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": req.jsonrpc_id(), "result": result})
-}
-
-fn sse_event(message: &Value) -> String {
-    format!("event: message\ndata: {message}\n\n")
-}
-
-fn initialize_reply(req: &Recorded, version: &str) -> Reply {
-    Reply::json(
-        200,
-        result(
-            req,
-            json!({"protocolVersion": version, "capabilities": {"tools": {}},
-                   "serverInfo": {"name": "fault", "version": "1"}}),
-        ),
-    )
-    .with_header("mcp-session-id", "sess-1")
-}
-
 fn text_result(req: &Recorded, text: &str) -> Value {
-    result(req, json!({"content": [{"type": "text", "text": text}]}))
-}
-
-/// A server that completes the handshake and hands tools/call (and anything else) to `call`.
-async fn server(call: impl Fn(&Recorded) -> Reply + Send + Sync + 'static) -> FaultServer {
-    FaultServer::start(move |req| match req.method.as_str() {
-        "DELETE" => Reply::empty(200),
-        "POST" => match req.jsonrpc_method().as_deref() {
-            Some("initialize") => initialize_reply(req, "2025-11-25"),
-            Some(m) if m.starts_with("notifications/") => Reply::empty(202),
-            None => Reply::empty(202), // a response to a server request
-            _ => call(req),
-        },
-        _ => call(req),
-    })
-    .await
+    rpc_result(req, json!({"content": [{"type": "text", "text": text}]}))
 }
 
 async fn connect(server: &FaultServer) -> Client {
@@ -92,12 +58,12 @@ fn posts_of<'a>(requests: &'a [Recorded], method: &str) -> Vec<&'a Recorded> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_sends_the_right_headers_and_ends_with_delete() {
-    let server = server(|req| match req.jsonrpc_method().as_deref() {
+    let server = mcp_server(|req| match req.jsonrpc_method().as_deref() {
         Some("tools/list") => Reply::sse(
             200,
             &[
                 "id: prime-1\ndata: \n\n",
-                &sse_event(&result(
+                &sse_event(&rpc_result(
                     req,
                     json!({"tools": [
                     {"name": "echo", "inputSchema": {"type": "object"}}]}),
@@ -148,7 +114,7 @@ async fn a_session_sends_the_right_headers_and_ends_with_delete() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn progress_and_parameters_on_the_media_type() {
-    let server = server(|req| {
+    let server = mcp_server(|req| {
         let token = req.json().unwrap()["params"]["_meta"]["progressToken"].clone();
         let progress = |n: u32| {
             sse_event(
@@ -205,7 +171,7 @@ async fn a_401_names_the_challenge_and_nothing_was_called() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_404_on_a_call_means_the_session_expired() {
-    let server = server(|_| {
+    let server = mcp_server(|_| {
         Reply::json(
             404,
             json!({"jsonrpc": "2.0", "id": null,
@@ -238,7 +204,7 @@ async fn non_mcp_replies_to_a_request_fail_at_once() {
         (Reply::json(400, json!({"bad": true})), false),
     ] {
         let reply = Arc::new(reply);
-        let server = server(move |_| (*reply).clone()).await;
+        let server = mcp_server(move |_| (*reply).clone()).await;
         let client = connect(&server).await;
         let started = Instant::now();
         let error = client
@@ -293,7 +259,7 @@ async fn connection_refused_means_never_sent() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stream_dropped_without_event_ids_settles_at_once() {
-    let server = server(|req| {
+    let server = mcp_server(|req| {
         let token = req.json().unwrap()["params"]["_meta"]["progressToken"].clone();
         let progress = sse_event(
             &json!({"jsonrpc": "2.0", "method": "notifications/progress",
@@ -318,7 +284,7 @@ async fn a_stream_dropped_without_event_ids_settles_at_once() {
 async fn a_dropped_stream_is_resumed_with_last_event_id_after_retry() {
     let arrivals = Arc::new(Mutex::new(Vec::new()));
     let log = arrivals.clone();
-    let server = server(move |req| {
+    let server = mcp_server(move |req| {
         log.lock()
             .unwrap()
             .push((req.method.clone(), Instant::now()));
@@ -355,7 +321,7 @@ async fn a_dropped_stream_is_resumed_with_last_event_id_after_retry() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_timeout_sends_notifications_cancelled() {
     let server =
-        server(|_| Reply::sse_steps(200, vec![Step::text(": open\n\n"), Step::Hang])).await;
+        mcp_server(|_| Reply::sse_steps(200, vec![Step::text(": open\n\n"), Step::Hang])).await;
     let client = connect(&server).await;
     let options = CallOptions {
         timeout: Duration::from_millis(500),
@@ -377,7 +343,7 @@ async fn a_timeout_sends_notifications_cancelled() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_requests_on_a_stream_are_answered_by_post() {
-    let server = server(|req| {
+    let server = mcp_server(|req| {
         let ping = json!({"jsonrpc": "2.0", "id": "s1", "method": "ping"});
         let sampling = json!({"jsonrpc": "2.0", "id": "s2", "method": "sampling/createMessage",
             "params": {"messages": [], "maxTokens": 5}});
@@ -416,7 +382,7 @@ async fn server_requests_on_a_stream_are_answered_by_post() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn elicitation_ends_the_call_with_an_unknown_outcome() {
-    let server = server(|_| {
+    let server = mcp_server(|_| {
         let elicit = json!({"jsonrpc": "2.0", "id": "e1", "method": "elicitation/create",
             "params": {"message": "Approve?", "requestedSchema": {"type": "object", "properties": {}}}});
         Reply::sse_steps(200, vec![Step::text(&sse_event(&elicit)), Step::Hang])
@@ -436,7 +402,7 @@ async fn elicitation_ends_the_call_with_an_unknown_outcome() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_output_limit_is_enforced_while_streaming() {
-    let server = server(|_| {
+    let server = mcp_server(|_| {
         Reply::sse_steps(
             200,
             vec![
@@ -465,7 +431,7 @@ async fn the_output_limit_is_enforced_while_streaming() {
 async fn versions_downgrade_and_unsupported_ones_are_refused() {
     let server = FaultServer::start(|req| match req.jsonrpc_method().as_deref() {
         Some("initialize") => initialize_reply(req, "2025-03-26"),
-        Some("tools/list") => Reply::json(200, result(req, json!({"tools": []}))),
+        Some("tools/list") => Reply::json(200, rpc_result(req, json!({"tools": []}))),
         _ => Reply::empty(202),
     })
     .await;
@@ -490,7 +456,7 @@ async fn versions_downgrade_and_unsupported_ones_are_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pagination_follows_cursors_and_stops_a_repeating_one() {
-    let server = server(|req| {
+    let server = mcp_server(|req| {
         let cursor = req.json().unwrap()["params"]["cursor"].clone();
         let (name, next) = match cursor.as_str() {
             None => ("a", json!("page-2")),
@@ -501,7 +467,7 @@ async fn pagination_follows_cursors_and_stops_a_repeating_one() {
         if !next.is_null() {
             page["nextCursor"] = next;
         }
-        Reply::json(200, result(req, page))
+        Reply::json(200, rpc_result(req, page))
     })
     .await;
     let client = connect(&server).await;
@@ -524,7 +490,13 @@ async fn pagination_follows_cursors_and_stops_a_repeating_one() {
 }
 
 async fn server_with_repeating_cursor() -> FaultServer {
-    server(|req| Reply::json(200, result(req, json!({"tools": [], "nextCursor": "same"})))).await
+    mcp_server(|req| {
+        Reply::json(
+            200,
+            rpc_result(req, json!({"tools": [], "nextCursor": "same"})),
+        )
+    })
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,0 +1,45 @@
+//! Scripted MCP servers on the fault server: the handshake, notifications and DELETE answered
+//! the usual way, everything else left to the test.
+
+use serde_json::{Value, json};
+
+use super::fault_server::{FaultServer, Recorded, Reply};
+
+/// A JSON-RPC success response to `req`.
+pub fn rpc_result(req: &Recorded, result: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": req.jsonrpc_id(), "result": result})
+}
+
+/// One SSE `message` event carrying `message`.
+pub fn sse_event(message: &Value) -> String {
+    format!("event: message\ndata: {message}\n\n")
+}
+
+/// An initialize answer for `version` with the tools capability and session id `sess-1`.
+pub fn initialize_reply(req: &Recorded, version: &str) -> Reply {
+    Reply::json(
+        200,
+        rpc_result(
+            req,
+            json!({"protocolVersion": version, "capabilities": {"tools": {}},
+                   "serverInfo": {"name": "fault", "version": "1"}}),
+        ),
+    )
+    .with_header("mcp-session-id", "sess-1")
+}
+
+/// A server that completes the handshake (2025-11-25), acknowledges notifications, responses
+/// and DELETE, and hands `tools/call` (and anything else) to `call`.
+pub async fn mcp_server(call: impl Fn(&Recorded) -> Reply + Send + Sync + 'static) -> FaultServer {
+    FaultServer::start(move |req| match req.method.as_str() {
+        "DELETE" => Reply::empty(200),
+        "POST" => match req.jsonrpc_method().as_deref() {
+            Some("initialize") => initialize_reply(req, "2025-11-25"),
+            Some(m) if m.starts_with("notifications/") => Reply::empty(202),
+            None => Reply::empty(202), // a response to a server request
+            _ => call(req),
+        },
+        _ => call(req),
+    })
+    .await
+}
