@@ -137,6 +137,23 @@ pub(crate) async fn call_with(
     client.call_tool(tool, args(arguments), options).await
 }
 
+/// Calls `tool` with a progress recorder; panics if the call fails.
+pub(crate) async fn call_with_progress(
+    client: &Client,
+    tool: &str,
+    arguments: Value,
+) -> (CallToolResult, Progress) {
+    let progress = Progress::default();
+    let options = CallOptions {
+        on_progress: Some(progress.sink()),
+        ..call_options()
+    };
+    let result = call_with(client, tool, arguments, options)
+        .await
+        .unwrap_or_else(|e| panic!("{tool}: {e}"));
+    (result, progress)
+}
+
 pub(crate) async fn list_names(client: &Client) -> BTreeSet<String> {
     let tools = client
         .list_tools()
@@ -912,18 +929,8 @@ async fn sse_progress_and_logging(sdk: Sdk) {
     options.notifications = Some(notifications);
     let client = connect_with(&pool, config(&server.url), options).await;
 
-    let progress = Progress::default();
-    let result = call_with(
-        &client,
-        "progress",
-        json!({"steps": 4, "delay": 0.02}),
-        CallOptions {
-            on_progress: Some(progress.sink()),
-            ..call_options()
-        },
-    )
-    .await
-    .expect("progress");
+    let (result, progress) =
+        call_with_progress(&client, "progress", json!({"steps": 4, "delay": 0.02})).await;
     assert_eq!(only_text(&result), "done after 4 steps");
     progress.assert_steps(4, true);
 
@@ -975,18 +982,8 @@ async fn json_response_mode(sdk: Sdk) {
     assert_eq!(mixed.content.len(), 3);
 
     // In this mode the server drops the call's notifications: the call works, no progress.
-    let progress = Progress::default();
-    let result = call_with(
-        &client,
-        "progress",
-        json!({"steps": 3, "delay": 0.01}),
-        CallOptions {
-            on_progress: Some(progress.sink()),
-            ..call_options()
-        },
-    )
-    .await
-    .expect("progress");
+    let (result, progress) =
+        call_with_progress(&client, "progress", json!({"steps": 3, "delay": 0.01})).await;
     assert_eq!(only_text(&result), "done after 3 steps");
     assert!(progress.seen().is_empty(), "{:?}", progress.seen());
     let logs = call(&client, "log_messages", json!({"count": 2})).await;
@@ -1048,18 +1045,8 @@ async fn event_store_priming(sdk: Sdk) {
     assert_eq!(list_names(&client).await, py_tools());
     let echo = call(&client, "echo_text", json!({"text": "primed"})).await;
     assert_eq!(only_text(&echo), "primed");
-    let progress = Progress::default();
-    let result = call_with(
-        &client,
-        "progress",
-        json!({"steps": 3, "delay": 0.01}),
-        CallOptions {
-            on_progress: Some(progress.sink()),
-            ..call_options()
-        },
-    )
-    .await
-    .expect("progress");
+    let (result, progress) =
+        call_with_progress(&client, "progress", json!({"steps": 3, "delay": 0.01})).await;
     assert_eq!(only_text(&result), "done after 3 steps");
     progress.assert_steps(3, true);
     // Every stream had a priming event and ended normally: nothing was resumed.
@@ -1352,18 +1339,8 @@ async fn legacy_sse_transport(sdk: Sdk) {
     assert_eq!(only_text(&echo), "legacy");
     let fail = call(&client, "fail", json!({})).await;
     assert!(fail.is_error(), "{fail:?}");
-    let progress = Progress::default();
-    let result = call_with(
-        &client,
-        "progress",
-        json!({"steps": 2, "delay": 0.01}),
-        CallOptions {
-            on_progress: Some(progress.sink()),
-            ..call_options()
-        },
-    )
-    .await
-    .expect("progress");
+    let (result, progress) =
+        call_with_progress(&client, "progress", json!({"steps": 2, "delay": 0.01})).await;
     assert_eq!(only_text(&result), "done after 2 steps");
     progress.assert_steps(2, true);
     client.close().await;

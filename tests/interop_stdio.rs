@@ -3,14 +3,12 @@
 
 use std::time::{Duration, Instant};
 
-use mcpwire::client::{CallOptions, Client};
+use mcpwire::client::Client;
 use mcpwire::mcp::ProtocolVersion;
 use mcpwire::transport::stdio::StdioConfig;
 use serde_json::json;
 
-use crate::interop::{
-    Progress, call, call_options, call_with, list_names, only_text, options, py_tools,
-};
+use crate::interop::{call, call_with_progress, list_names, only_text, options, py_tools};
 use crate::support::peers::{self, Peer, Sdk};
 
 /// How long close() waits after closing stdin (and again after SIGTERM).
@@ -42,18 +40,12 @@ async fn everything_stdio() {
     assert_eq!(only_text(&echo), "Echo: over stdio");
     let sum = call(&client, "get-sum", json!({"a": 40, "b": 2})).await;
     assert_eq!(only_text(&sum), "The sum of 40 and 2 is 42.");
-    let progress = Progress::default();
-    let result = call_with(
+    let (result, progress) = call_with_progress(
         &client,
         "trigger-long-running-operation",
         json!({"duration": 0.3, "steps": 3}),
-        CallOptions {
-            on_progress: Some(progress.sink()),
-            ..call_options()
-        },
     )
-    .await
-    .expect("long-running operation");
+    .await;
     assert!(!result.is_error());
     progress.assert_steps(3, false);
     client.ping().await.expect("ping");
@@ -74,18 +66,8 @@ async fn python_stdio(sdk: Sdk) {
     assert!(bad.is_error(), "{bad:?}");
     let weather = call(&client, "weather", json!({"city": "Kyiv"})).await;
     assert_eq!(weather.structured_content.as_ref().unwrap()["city"], "Kyiv");
-    let progress = Progress::default();
-    let result = call_with(
-        &client,
-        "progress",
-        json!({"steps": 4, "delay": 0.01}),
-        CallOptions {
-            on_progress: Some(progress.sink()),
-            ..call_options()
-        },
-    )
-    .await
-    .expect("progress");
+    let (result, progress) =
+        call_with_progress(&client, "progress", json!({"steps": 4, "delay": 0.01})).await;
     assert_eq!(only_text(&result), "done after 4 steps");
     progress.assert_steps(4, true);
     let logs = call(&client, "log_messages", json!({"count": 2})).await;
