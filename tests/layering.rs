@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-const PURE_MODULES: &[&str] = &["src/sse", "src/jsonrpc", "src/mcp"];
+const PURE_MODULES: &[&str] = &["src/sse", "src/jsonrpc", "src/mcp", "src/session"];
 const FORBIDDEN: &[&str] = &[
     "tokio",
     "hyper",
@@ -21,7 +21,10 @@ fn sources(dir: &Path, found: &mut Vec<std::path::PathBuf>) {
         let path = entry.expect("dir entry").path();
         if path.is_dir() {
             sources(&path, found);
-        } else if path.extension().is_some_and(|e| e == "rs") {
+        } else if path.extension().is_some_and(|e| e == "rs")
+            // Unit-test modules may read the clock once, to give a fake clock its origin.
+            && path.file_name().is_none_or(|n| n != "tests.rs")
+        {
             found.push(path);
         }
     }
