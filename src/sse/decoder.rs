@@ -413,7 +413,13 @@ impl Decoder {
         loop {
             let bytes = self.buf.as_bytes();
             let from = self.pos + self.scanned;
-            let Some(offset) = memchr::memchr2(b'\r', b'\n', &bytes[from..]) else {
+            // A blank line (every event ends with one) is found without a call into memchr.
+            let found = match bytes.get(from) {
+                Some(b'\r' | b'\n') => Some(0),
+                Some(_) => memchr::memchr2(b'\r', b'\n', &bytes[from..]),
+                None => None,
+            };
+            let Some(offset) = found else {
                 self.scanned = bytes.len() - self.pos;
                 if self.scanned > self.limits.max_line_bytes {
                     let error = Error::LineTooLong {
