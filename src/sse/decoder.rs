@@ -337,6 +337,9 @@ impl Decoder {
                 input = &input[1..];
             }
         }
+        // Room for the whole push at once (up to the line limit), rather than growing block
+        // by block and copying what is buffered at each doubling.
+        self.reserve(input.len().min(self.limits.max_line_bytes));
         for block in input.chunks(BLOCK_BYTES) {
             if self.error.is_some() {
                 return;
@@ -377,7 +380,18 @@ impl Decoder {
                 }
             }
         }
-        loop {
+        if bytes.is_ascii() {
+            // ASCII (nearly every MCP stream) needs no decoding. `from_utf8` would check it
+            // again at a fixed cost per call that dominates small pushes (measured with
+            // callgrind: about 120 instructions per 32-byte push, a quarter of the decoder's
+            // time on 1-64 byte chunks).
+            #[allow(unsafe_code)]
+            // SAFETY: every ASCII byte sequence is valid UTF-8.
+            let text = unsafe { std::str::from_utf8_unchecked(bytes) };
+            self.buf.push_str(text);
+            bytes = &[];
+        }
+        while !bytes.is_empty() {
             match std::str::from_utf8(bytes) {
                 Ok(valid) => {
                     self.buf.push_str(valid);
