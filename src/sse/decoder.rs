@@ -544,6 +544,16 @@ impl Decoder {
         if line[0] == b':' {
             return;
         }
+        // Nearly every line is a `data:` or an `event:` line; they skip the general field
+        // parsing below.
+        if line.starts_with(b"data:") {
+            let skip = usize::from(line.get(5) == Some(&b' '));
+            return self.data_field(start + 5 + skip, end);
+        }
+        if line.starts_with(b"event:") {
+            let skip = usize::from(line.get(6) == Some(&b' '));
+            return self.event_field(start + 6 + skip, end);
+        }
         // "Collect the characters on the line before the first U+003A COLON character (:),
         // and let field be that string." Only names of up to five bytes matter, so the colon
         // is looked for among the first six.
@@ -564,22 +574,7 @@ impl Decoder {
         };
         match &self.buf.as_bytes()[start..name_end] {
             b"data" => self.data_field(value_start, end),
-            // "Set the event type buffer to the field value."
-            b"event" => {
-                if end - value_start > self.limits.max_event_bytes {
-                    self.fail(Error::EventTooLarge {
-                        limit: self.limits.max_event_bytes,
-                    });
-                    return;
-                }
-                let value = &self.buf[value_start..end];
-                if self.event_type != value {
-                    self.event_type.clear();
-                    self.event_type.push_str(value);
-                }
-                self.event_type_set = true;
-                self.check_event_size();
-            }
+            b"event" => self.event_field(value_start, end),
             // "If the field value does not contain U+0000 NULL, then set the last event ID
             // buffer to the field value. Otherwise, ignore the field."
             b"id" => {
@@ -605,6 +600,23 @@ impl Decoder {
             }
             _ => {}
         }
+    }
+
+    /// "Set the event type buffer to the field value."
+    fn event_field(&mut self, start: usize, end: usize) {
+        if end - start > self.limits.max_event_bytes {
+            self.fail(Error::EventTooLarge {
+                limit: self.limits.max_event_bytes,
+            });
+            return;
+        }
+        let value = &self.buf[start..end];
+        if self.event_type != value {
+            self.event_type.clear();
+            self.event_type.push_str(value);
+        }
+        self.event_type_set = true;
+        self.check_event_size();
     }
 
     /// "Append the field value to the data buffer, then append a single U+000A LINE FEED (LF)
