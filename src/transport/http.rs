@@ -584,6 +584,12 @@ impl LinkCore {
                     }
                 )));
             };
+            self.log(|| {
+                format!(
+                    "< the response stream {why} before the response; resuming in {} ms",
+                    at.saturating_duration_since(now.into_std()).as_millis()
+                )
+            });
             tokio::time::sleep_until(at.into()).await;
             let mut request = self.build(
                 Method::GET,
