@@ -522,7 +522,7 @@ impl Client {
             tokio::select! {
                 biased;
                 progress = recv_progress(&mut progress_rx) => match (progress, on_progress.as_mut()) {
-                    (Some(params), Some(sink)) => sink(&params),
+                    (Some(params), Some(sink)) => sink(&redact_progress(params, self.secret.as_ref())),
                     // The driver dropped its sender: the answer is about to arrive; stop
                     // polling a closed channel (it would be ready forever).
                     _ => progress_rx = None,
@@ -539,11 +539,11 @@ impl Client {
         // Progress that arrived before the answer is delivered before the result.
         if let (Some(rx), Some(sink)) = (progress_rx.as_mut(), on_progress.as_mut()) {
             while let Ok(params) = rx.try_recv() {
-                sink(&params);
+                sink(&redact_progress(params, self.secret.as_ref()));
             }
         }
         match outcome {
-            Ok(Ok(raw)) => Ok(raw),
+            Ok(Ok(raw)) => redact_result(raw, self.secret.as_ref()),
             Ok(Err(error)) => Err(redact(call_error(error), self.secret.as_ref())),
             Err(_) => Err(Error::closed()),
         }
@@ -584,6 +584,34 @@ fn redact(error: Error, secret: Option<&Secret>) -> Error {
         Some(secret) => error.redacted(secret),
         None => error,
     }
+}
+
+/// A server may echo the credential in what it returns (a tool's output quoting the request's
+/// headers, a tool description): the token is taken out of every result before anyone sees it.
+fn redact_result(raw: Box<RawValue>, secret: Option<&Secret>) -> Result<Box<RawValue>, Error> {
+    match secret {
+        Some(secret) if secret.appears_in(raw.get()) => {
+            RawValue::from_string(secret.redact(raw.get())).map_err(|_| {
+                Error::from_failure(Failure::new(
+                    FailureKind::Protocol,
+                    Delivery::Answered,
+                    "the result holds the credential where it cannot be redacted",
+                ))
+            })
+        }
+        _ => Ok(raw),
+    }
+}
+
+/// Progress messages are server text too: no credential in them either.
+fn redact_progress(
+    mut params: ProgressNotificationParams,
+    secret: Option<&Secret>,
+) -> ProgressNotificationParams {
+    if let (Some(secret), Some(message)) = (secret, params.message.as_mut()) {
+        *message = secret.redact(message);
+    }
+    params
 }
 
 fn call_error(error: CallError) -> Error {

@@ -20,16 +20,16 @@ use crate::support::mcp_script::{initialize_reply, mcp_server, rpc_result, sse_e
 use crate::support::peers::{self, Peer, PeerServer, Sdk};
 
 /// A token recognizable anywhere it might leak.
-const TOKEN: &str = "tok-BINDING-SECRET-7c1e55aa";
+pub(crate) const TOKEN: &str = "tok-BINDING-SECRET-7c1e55aa";
 /// The variable [`FixedTokens`] knows.
-const TOKEN_ENV: &str = "MCPWIRE_BINDING_TEST_TOKEN";
+pub(crate) const TOKEN_ENV: &str = "MCPWIRE_BINDING_TEST_TOKEN";
 /// The deadline for waiting on a server to see requests.
-const WAIT: Duration = Duration::from_secs(10);
+pub(crate) const WAIT: Duration = Duration::from_secs(10);
 /// The base64 of the PNG signature.
 const PNG_BASE64_PREFIX: &str = "iVBORw0KGgo";
 
 /// Hands out [`TOKEN`] for [`TOKEN_ENV`] and nothing else.
-struct FixedTokens;
+pub(crate) struct FixedTokens;
 
 impl TokenSource for FixedTokens {
     fn token(&self, name: &str) -> Option<Secret> {
@@ -37,14 +37,14 @@ impl TokenSource for FixedTokens {
     }
 }
 
-fn pool() -> HttpPool {
+pub(crate) fn pool() -> HttpPool {
     HttpPool::new(&TlsOptions::default()).expect("pool")
 }
 
 /// A binding named `t` (remote tool `t`) for tenant `acme` at `url`, taking `{"q": string}`,
 /// with the members of `extra` merged in (a `null` removes a member). Goes through
 /// `load_config`, as a host's config would.
-fn binding(url: &str, extra: Value) -> Binding {
+pub(crate) fn binding(url: &str, extra: Value) -> Binding {
     let mut object = json!({
         "name": "t",
         "description": "a test tool",
@@ -71,11 +71,11 @@ fn binding(url: &str, extra: Value) -> Binding {
     bindings.remove(0)
 }
 
-fn caller(bindings: Vec<Binding>) -> Caller {
+pub(crate) fn caller(bindings: Vec<Binding>) -> Caller {
     Caller::new(pool(), bindings, Arc::new(FixedTokens)).expect("caller")
 }
 
-fn context(call_id: &str) -> CallContext {
+pub(crate) fn context(call_id: &str) -> CallContext {
     CallContext {
         tenant_id: "acme".to_owned(),
         session_id: "conv-1".to_owned(),
@@ -96,7 +96,7 @@ async fn call_t(binding: Binding) -> ToolResult {
 }
 
 #[track_caller]
-fn assert_failed(result: &ToolResult, kind: &str, unknown_outcome: bool) {
+pub(crate) fn assert_failed(result: &ToolResult, kind: &str, unknown_outcome: bool) {
     assert!(result.is_error, "{result:?}");
     assert_eq!(result.unknown_outcome, Some(unknown_outcome), "{result:?}");
     assert_eq!(
@@ -114,7 +114,7 @@ fn assert_failed(result: &ToolResult, kind: &str, unknown_outcome: bool) {
 }
 
 #[track_caller]
-fn assert_succeeded(result: &ToolResult) {
+pub(crate) fn assert_succeeded(result: &ToolResult) {
     assert!(!result.is_error, "{result:?}");
     assert_eq!(result.unknown_outcome, None, "{result:?}");
     assert_eq!(result.error, None, "{result:?}");
@@ -123,7 +123,7 @@ fn assert_succeeded(result: &ToolResult) {
 // --- scripted MCP servers -----------------------------------------------------------------------
 
 /// A `tools/call` answer holding `result`, as one SSE event.
-fn tool_reply(req: &Recorded, result: Value) -> Reply {
+pub(crate) fn tool_reply(req: &Recorded, result: Value) -> Reply {
     Reply::sse(200, &[&sse_event(&rpc_result(req, result))])
 }
 
@@ -138,7 +138,7 @@ fn assert_nothing_sent(server: &FaultServer) {
     assert!(server.requests().is_empty(), "{:?}", server.requests());
 }
 
-fn posts_of(requests: &[Recorded], method: &str) -> Vec<Recorded> {
+pub(crate) fn posts_of(requests: &[Recorded], method: &str) -> Vec<Recorded> {
     requests
         .iter()
         .filter(|r| r.jsonrpc_method().as_deref() == Some(method))
@@ -148,7 +148,7 @@ fn posts_of(requests: &[Recorded], method: &str) -> Vec<Recorded> {
 
 /// Waits until the server has seen a `notifications/cancelled` and returns it with the
 /// `tools/call` request.
-async fn cancelled_and_call(server: &FaultServer) -> (Value, Value) {
+pub(crate) async fn cancelled_and_call(server: &FaultServer) -> (Value, Value) {
     let deadline = Instant::now() + WAIT;
     loop {
         let requests = server.requests();
@@ -545,57 +545,9 @@ async fn a_protocol_error_after_the_call_was_sent_is_an_unknown_outcome() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn elicitation_during_the_call_is_an_unknown_outcome() {
-    let server = mcp_server(|_| {
-        let elicit = json!({"jsonrpc": "2.0", "id": "e1", "method": "elicitation/create",
-            "params": {"message": "Approve?",
-                       "requestedSchema": {"type": "object", "properties": {}}}});
-        Reply::sse_steps(200, vec![Step::text(&sse_event(&elicit)), Step::Hang])
-    })
-    .await;
-    let started = Instant::now();
-    let result = call_t(binding(&server.url("/mcp"), json!({}))).await;
-    assert_failed(&result, "elicitation_requested", true);
-    assert!(
-        started.elapsed() < Duration::from_secs(5),
-        "settled at once"
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sampling_during_the_call_is_answered_method_not_found_and_the_call_goes_on() {
-    let server = mcp_server(|req| {
-        let sampling = json!({"jsonrpc": "2.0", "id": "s2", "method": "sampling/createMessage",
-            "params": {"messages": [], "maxTokens": 5}});
-        let done = rpc_result(
-            req,
-            json!({"content": [{"type": "text", "text": "still fine"}]}),
-        );
-        Reply::sse_steps(
-            200,
-            vec![
-                Step::text(&sse_event(&sampling)),
-                Step::delay_ms(300),
-                Step::text(&sse_event(&done)),
-            ],
-        )
-    })
-    .await;
-    let result = call_t(binding(&server.url("/mcp"), json!({}))).await;
-    assert_succeeded(&result);
-    assert_eq!(
-        result.content,
-        vec![json!({"type": "text", "text": "still fine"})]
-    );
-    let answer = server
-        .requests()
-        .iter()
-        .filter_map(Recorded::json)
-        .find(|m| m["id"] == "s2" && m.get("method").is_none())
-        .expect("the sampling request was answered");
-    assert_eq!(answer["error"]["code"], -32601, "{answer}");
-}
+// The rows for server requests during the call (`elicitation/create` fails it with an unknown
+// outcome; `sampling/createMessage` is answered -32601 and the call goes on) are tested in
+// `hostile.rs`.
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_result_over_max_output_bytes_is_an_unknown_outcome() {
@@ -766,7 +718,7 @@ async fn a_cancel_token_ends_the_call_and_cancels_on_the_wire() {
 }
 
 /// What a server that echoes the credentials says.
-fn echo_auth(req: &Recorded) -> String {
+pub(crate) fn echo_auth(req: &Recorded) -> String {
     format!(
         "you sent Authorization: {}",
         req.header("authorization").unwrap_or("nothing")

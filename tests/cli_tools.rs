@@ -25,16 +25,16 @@ const TOKEN_ENV: &str = "MCPWIRE_CLI_TEST_TOKEN";
 
 /// What a finished process did.
 #[derive(Debug)]
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-    elapsed: Duration,
+pub(crate) struct Run {
+    pub(crate) code: Option<i32>,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
+    pub(crate) elapsed: Duration,
 }
 
 /// Runs `program` with `args` and extra environment `env` (an empty value removes the
 /// variable), failing the test if it runs past [`DEADLINE`].
-fn run(program: &str, args: &[&str], env: &[(&str, &str)]) -> Run {
+pub(crate) fn run(program: &str, args: &[&str], env: &[(&str, &str)]) -> Run {
     let mut command = Command::new(program);
     command
         .args(args)
@@ -85,16 +85,16 @@ fn run(program: &str, args: &[&str], env: &[(&str, &str)]) -> Run {
     }
 }
 
-fn mcp_tools(args: &[&str], env: &[(&str, &str)]) -> Run {
+pub(crate) fn mcp_tools(args: &[&str], env: &[(&str, &str)]) -> Run {
     run(env!("CARGO_BIN_EXE_mcp-tools"), args, env)
 }
 
-fn mcpwire(args: &[&str], env: &[(&str, &str)]) -> Run {
+pub(crate) fn mcpwire(args: &[&str], env: &[(&str, &str)]) -> Run {
     run(env!("CARGO_BIN_EXE_mcpwire"), args, env)
 }
 
 #[track_caller]
-fn assert_exit(run: &Run, code: i32) {
+pub(crate) fn assert_exit(run: &Run, code: i32) {
     assert_eq!(run.code, Some(code), "{run:#?}");
 }
 
@@ -131,13 +131,13 @@ impl Demo {
 }
 
 /// A fault server and the runtime it runs on.
-struct Fault {
-    server: FaultServer,
+pub(crate) struct Fault {
+    pub(crate) server: FaultServer,
     _runtime: Runtime,
 }
 
 impl Fault {
-    fn start(handler: impl Fn(&Recorded) -> Reply + Send + Sync + 'static) -> Fault {
+    pub(crate) fn start(handler: impl Fn(&Recorded) -> Reply + Send + Sync + 'static) -> Fault {
         let runtime = runtime();
         let server = runtime.block_on(FaultServer::start(handler));
         Fault {
@@ -148,7 +148,7 @@ impl Fault {
 }
 
 /// A fresh path under the target's temporary directory.
-fn temp_path(name: &str) -> PathBuf {
+pub(crate) fn temp_path(name: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli_tools");
     std::fs::create_dir_all(&dir).expect("temp dir");
     dir.join(format!("{}-{name}", std::process::id()))

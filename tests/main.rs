@@ -13,6 +13,7 @@ mod fuzz_corpus;
 mod interop;
 mod interop_stdio;
 mod layering;
+mod secrets;
 mod stdio;
 mod support;
 mod tls;

@@ -385,8 +385,9 @@ impl LinkCore {
     fn log(&self, line: impl FnOnce() -> String) {
         if let Some(log) = &self.config.wire_log {
             let line = line();
+            // A line may end in an excerpt cut from a longer body.
             let line = match &self.config.bearer_token {
-                Some(token) => token.redact(&line),
+                Some(token) => token.redact_cut(&line),
                 None => line,
             };
             log(&line);
@@ -785,7 +786,7 @@ impl LinkCore {
                     status: status.as_u16(),
                 },
                 Delivery::Refused,
-                self.redact(describe_challenge(status, response.headers())),
+                describe_challenge(status, response.headers(), &|text| self.redact(text)),
             ),
             404 if has_session && !is_initialize => Failure::new(
                 FailureKind::SessionExpired,
@@ -991,10 +992,10 @@ impl LinkCore {
     }
 
     /// `text` with the bearer token, if any, replaced.
-    fn redact(&self, text: String) -> String {
+    fn redact(&self, text: &str) -> String {
         match &self.config.bearer_token {
-            Some(token) => token.redact(&text),
-            None => text,
+            Some(token) => token.redact(text),
+            None => text.to_owned(),
         }
     }
 
@@ -1005,7 +1006,7 @@ impl LinkCore {
             .map(|c| if c.is_control() { ' ' } else { c })
             .collect();
         match &self.config.bearer_token {
-            Some(token) => token.redact(text.trim()),
+            Some(token) => token.redact_cut(text.trim()),
             None => text.trim().to_owned(),
         }
     }
@@ -1140,12 +1141,18 @@ async fn read_prefix(mut body: Incoming, limit: usize) -> Vec<u8> {
 }
 
 /// Names the `WWW-Authenticate` challenge of a 401 or 403: scheme, `resource_metadata`,
-/// `scope`, `error`.
-fn describe_challenge(status: StatusCode, headers: &http::HeaderMap) -> String {
-    let challenges: Vec<&str> = headers
+/// `scope`, `error`. Each challenge goes through `redact` whole, before its parameters are
+/// cut to length: a cut could split an echoed credential so that it no longer matches.
+fn describe_challenge(
+    status: StatusCode,
+    headers: &http::HeaderMap,
+    redact: &dyn Fn(&str) -> String,
+) -> String {
+    let challenges: Vec<String> = headers
         .get_all(http::header::WWW_AUTHENTICATE)
         .iter()
         .filter_map(|v| v.to_str().ok())
+        .map(redact)
         .collect();
     if challenges.is_empty() {
         return format!(
@@ -1153,7 +1160,7 @@ fn describe_challenge(status: StatusCode, headers: &http::HeaderMap) -> String {
         );
     }
     let mut described = Vec::new();
-    for challenge in challenges {
+    for challenge in &challenges {
         let scheme = challenge.split_whitespace().next().unwrap_or("");
         let mut parts = vec![format!("scheme {scheme}")];
         for key in [
@@ -1303,7 +1310,7 @@ mod tests {
                 r#"Bearer resource_metadata="https://a.example/.well-known/oauth-protected-resource", scope="read write", error="invalid_token""#,
             ),
         );
-        let text = describe_challenge(StatusCode::UNAUTHORIZED, &headers);
+        let text = describe_challenge(StatusCode::UNAUTHORIZED, &headers, &str::to_owned);
         assert!(text.contains("scheme Bearer"), "{text}");
         assert!(
             text.contains(
@@ -1314,8 +1321,12 @@ mod tests {
         assert!(text.contains(r#"scope="read write""#), "{text}");
         assert!(text.contains(r#"error="invalid_token""#), "{text}");
         assert!(
-            describe_challenge(StatusCode::FORBIDDEN, &http::HeaderMap::new())
-                .contains("no WWW-Authenticate")
+            describe_challenge(
+                StatusCode::FORBIDDEN,
+                &http::HeaderMap::new(),
+                &str::to_owned
+            )
+            .contains("no WWW-Authenticate")
         );
     }
 

@@ -8,6 +8,9 @@ use std::fmt;
 #[derive(Clone, PartialEq, Eq)]
 pub struct Secret(String);
 
+/// The shortest start of a credential that [`Secret::redact_cut`] hides at the end of a text.
+const MIN_CUT_BYTES: usize = 4;
+
 impl Secret {
     /// Wraps a credential.
     pub fn new(value: impl Into<String>) -> Self {
@@ -28,6 +31,31 @@ impl Secret {
             return text.to_owned();
         }
         text.replace(&self.0, "<redacted>")
+    }
+
+    /// Whether `text` holds the credential (as [`redact`](Secret::redact) would find it).
+    pub(crate) fn appears_in(&self, text: &str) -> bool {
+        self.0.len() >= 4 && text.contains(&self.0)
+    }
+
+    /// Like [`redact`](Secret::redact), for text cut short from a longer one (an excerpt of a
+    /// server's body or header): also hides a start of the credential at the very end, where
+    /// the cut may have split an echoed credential whose whole no longer matches.
+    pub fn redact_cut(&self, text: &str) -> String {
+        let mut text = self.redact(text);
+        if self.0.len() < MIN_CUT_BYTES {
+            return text;
+        }
+        // The longest start of the credential that ends the text; shorter ones say too little
+        // to matter and would mangle ordinary text.
+        let cut = (MIN_CUT_BYTES..self.0.len())
+            .rev()
+            .find(|&len| self.0.is_char_boundary(len) && text.ends_with(&self.0[..len]));
+        if let Some(len) = cut {
+            text.truncate(text.len() - len);
+            text.push_str("<redacted>");
+        }
+        text
     }
 }
 
@@ -50,5 +78,21 @@ mod tests {
             "Bearer <redacted> rejected"
         );
         assert_eq!(secret.expose(), "tok-123456");
+    }
+
+    #[test]
+    fn redact_cut_hides_a_credential_split_at_the_end() {
+        let secret = Secret::new("tok-123456");
+        assert_eq!(secret.redact_cut("Bearer tok-1234"), "Bearer <redacted>");
+        assert_eq!(
+            secret.redact_cut("a tok-123456 b tok-"),
+            "a <redacted> b <redacted>"
+        );
+        // Too short a start to tell from ordinary text; nothing else is touched.
+        assert_eq!(secret.redact_cut("ends in tok"), "ends in tok");
+        assert_eq!(
+            secret.redact_cut("tok-1 in the middle"),
+            "tok-1 in the middle"
+        );
     }
 }

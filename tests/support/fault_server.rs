@@ -54,7 +54,7 @@
 use std::fmt;
 use std::net::SocketAddr;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -362,6 +362,8 @@ struct Shared {
     /// The number of requests recorded so far.
     received: watch::Sender<usize>,
     accepted: AtomicUsize,
+    /// Bytes written to clients, framing and heads included.
+    written: AtomicU64,
     live: watch::Sender<Live>,
     /// Messages of handler (or server task) panics, re-raised on drop.
     panics: Mutex<Vec<String>>,
@@ -491,6 +493,7 @@ impl FaultServer {
             requests: Mutex::new(Vec::new()),
             received: watch::Sender::new(0),
             accepted: AtomicUsize::new(0),
+            written: AtomicU64::new(0),
             live: watch::Sender::new(Live::default()),
             panics: Mutex::new(Vec::new()),
         });
@@ -578,6 +581,13 @@ impl FaultServer {
     /// How many connections have been accepted so far.
     pub fn connections_accepted(&self) -> usize {
         self.shared.accepted.load(Ordering::SeqCst)
+    }
+
+    /// How many bytes the server has written to clients so far, over all connections (heads,
+    /// bodies and chunk framing). A flood is written only as fast as the client reads it, so
+    /// this bounds what a client took in: the bytes it read plus what the sockets buffer.
+    pub fn bytes_written(&self) -> u64 {
+        self.shared.written.load(Ordering::SeqCst)
     }
 
     /// How many connections are open now (their tasks still running).
@@ -720,6 +730,7 @@ async fn accept_loop(mut state: AcceptLoop, mut shutdown: watch::Receiver<bool>)
 struct Conn {
     stream: TcpStream,
     inbuf: BytesMut,
+    shared: Arc<Shared>,
 }
 
 /// How a response (or the connection) ended.
@@ -760,6 +771,7 @@ async fn serve_connection(stream: TcpStream, index: usize, guard: TaskGuard) {
     let mut conn = Conn {
         stream,
         inbuf: BytesMut::with_capacity(16 * 1024),
+        shared: Arc::clone(&shared),
     };
     let flow = loop {
         let request = match conn.read_request(index).await {
@@ -957,13 +969,19 @@ impl Conn {
     }
 
     async fn write(&mut self, bytes: &[u8]) -> bool {
-        self.stream.write_all(bytes).await.is_ok()
+        let written = self.stream.write_all(bytes).await.is_ok();
+        if written {
+            self.shared
+                .written
+                .fetch_add(bytes.len() as u64, Ordering::SeqCst);
+        }
+        written
     }
 
     /// Waits `duration` (or forever with `None`) unless the client goes away first: `true` if the
     /// client is still there. Bytes the client sends meanwhile are kept for the next request.
     async fn wait(&mut self, duration: Option<Duration>) -> bool {
-        let Conn { stream, inbuf } = self;
+        let Conn { stream, inbuf, .. } = self;
         let gone = client_gone(stream, inbuf);
         match duration {
             Some(duration) => tokio::select! {
@@ -1916,6 +1934,17 @@ mod tests {
         let mut client = Client::new(&server).await;
         client.send(&get("/", &[])).await;
         assert_eq!(client.read_to_eof().await, b"HTTP/1.1 2OO OK\r\n\r\n");
+    }
+
+    #[tokio::test]
+    async fn bytes_written_counts_what_went_out() {
+        let response = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
+        let server = FaultServer::start(move |_| Reply::verbatim(vec![Step::text(response)])).await;
+        assert_eq!(server.bytes_written(), 0);
+        let mut client = Client::new(&server).await;
+        client.send(&get("/", &[])).await;
+        assert_eq!(client.read_to_eof().await, response.as_bytes());
+        assert_eq!(server.bytes_written(), response.len() as u64);
     }
 
     #[tokio::test]

@@ -1,9 +1,11 @@
 //! Scripted MCP servers on the fault server: the handshake, notifications and DELETE answered
 //! the usual way, everything else left to the test.
 
+use std::time::Duration;
+
 use serde_json::{Value, json};
 
-use super::fault_server::{FaultServer, Recorded, Reply};
+use super::fault_server::{FaultServer, Recorded, Reply, Step};
 
 /// A JSON-RPC success response to `req`.
 pub fn rpc_result(req: &Recorded, result: Value) -> Value {
@@ -31,7 +33,14 @@ pub fn initialize_reply(req: &Recorded, version: &str) -> Reply {
 /// A server that completes the handshake (2025-11-25), acknowledges notifications, responses
 /// and DELETE, and hands `tools/call` (and anything else) to `call`.
 pub async fn mcp_server(call: impl Fn(&Recorded) -> Reply + Send + Sync + 'static) -> FaultServer {
-    FaultServer::start(move |req| match req.method.as_str() {
+    FaultServer::start(mcp_handler(call)).await
+}
+
+/// The handler [`mcp_server`] runs, for starting the server some other way.
+pub fn mcp_handler(
+    call: impl Fn(&Recorded) -> Reply + Send + Sync + 'static,
+) -> impl Fn(&Recorded) -> Reply + Send + Sync + 'static {
+    move |req| match req.method.as_str() {
         "DELETE" => Reply::empty(200),
         "POST" => match req.jsonrpc_method().as_deref() {
             Some("initialize") => initialize_reply(req, "2025-11-25"),
@@ -40,6 +49,23 @@ pub async fn mcp_server(call: impl Fn(&Recorded) -> Reply + Send + Sync + 'stati
             _ => call(req),
         },
         _ => call(req),
-    })
-    .await
+    }
+}
+
+/// A `text/event-stream` reply that opens an event with `prefix` (e.g. `"event: message\ndata: "`)
+/// and then floods: `flood` bytes of `x`, written as fast as the client reads them, after which
+/// the stream stays open.
+pub fn sse_flood(prefix: &str, flood: u64) -> Reply {
+    Reply::sse_steps(
+        200,
+        vec![
+            Step::text(prefix),
+            Step::Repeat {
+                bytes: vec![b'x'; 64 * 1024],
+                every: Duration::ZERO,
+                max_bytes: flood,
+            },
+            Step::Hang,
+        ],
+    )
 }
