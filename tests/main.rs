@@ -10,6 +10,7 @@ mod cli_sse;
 mod cli_tools;
 mod client_http;
 mod fuzz_corpus;
+mod hostile;
 mod interop;
 mod interop_stdio;
 mod layering;
