@@ -6,9 +6,11 @@
 
 mod binding_call;
 mod cli_interrupt;
+mod cli_record_replay;
 mod cli_sse;
 mod cli_tools;
 mod client_http;
+mod fixtures;
 mod fuzz_corpus;
 mod hostile;
 mod interop;

@@ -26,6 +26,10 @@ USAGE:
     mcpwire call --bindings FILE --tool NAME --tenant TENANT --args JSON
                  [--session-id S] [--call-id C] [-v]
     mcpwire sse [FILE] [--chunk N] [--max-line-bytes N] [--max-event-bytes N]
+    mcpwire record --upstream URL --out DIR [--listen ADDR] [--mode TEXT] [--command TEXT]
+                   [--notes TEXT] [--idle-ms N] [--once] [--drop-after N]
+    mcpwire replay --fixtures DIR [--listen ADDR] [--speed X] [--split recorded|bytes]
+                   [--once] [--idle-ms N]
     mcpwire --help | --version
 
 COMMANDS:
@@ -54,6 +58,26 @@ COMMANDS:
             is the same for every N; comparing --chunk 1 with the default checks exactly that.
             Exits 1 if the stream breaks a limit (events before that are printed).
 
+    record  A recording proxy: listens on ADDR (default 127.0.0.1:0), prints its endpoint URL
+            (ADDR plus the upstream URL's path) on stdout, forwards every HTTP/1.1 request
+            byte for byte to the upstream (plain http://, one upstream connection per client
+            connection) and every response byte back as it arrives. On Ctrl-C (or SIGTERM),
+            after --idle-ms N of silence once something was recorded, or with --once when the
+            first client has gone and no connection is open, it writes DIR/exchanges.jsonl and
+            DIR/provenance.json (server name and version from the initialize answer, --mode,
+            the date, --command or its own command line). Format: fixtures/README.md.
+            --drop-after N cuts the first tools/call answered with an event stream after
+            its N-th event (both connections closed), so the client's resumption is recorded.
+    replay  Serve a recorded fixture: prints its endpoint URL on stdout, answers each request
+            that matches the next unused recorded one (method, path, the MCP headers, the
+            JSON-RPC body with ids normalised) with the recorded bytes, chunks and gaps (gaps
+            divided by --speed; --split bytes writes one byte at a time), and closes or resets
+            connections where the recording did. A request that matches nothing gets a 500
+            whose body is the diff, also printed to stderr. Stops on Ctrl-C, after --idle-ms
+            N of silence, or with --once when every exchange was served and no connection is
+            open; then prints a report and exits 1 if any request mismatched or any recorded
+            exchange was never requested.
+
 EXIT CODES:
     0 success   1 the call failed or the input was bad   2 usage or config error
 ";
@@ -73,6 +97,8 @@ fn main() -> ExitCode {
         Some("call") => return call_command(&args[1..]),
         Some("demo") => demo_command(),
         Some("demo-server") => demo_server_command(),
+        Some("record") => record_command(&args[1..]),
+        Some("replay") => replay_command(&args[1..]),
         Some(other) => Err(Failure::Usage(format!("unknown command `{other}`"))),
     };
     match result {
@@ -463,4 +489,253 @@ fn demo_server_command() -> Result<(), Failure> {
             .map_err(|e| Failure::Input(format!("cannot wait for Ctrl-C: {e}")))?;
         Ok(())
     })
+}
+
+/// `--flag value` / `--flag=value` options of `record` and `replay`: (flag, value) pairs, and
+/// the value-less flags in `switches`.
+fn flag_pairs(
+    command: &str,
+    args: &[String],
+    switches: &[&str],
+) -> Result<Vec<(String, String)>, Failure> {
+    let mut pairs = Vec::new();
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        if matches!(arg.as_str(), "-h" | "--help") {
+            print!("{USAGE}");
+            std::process::exit(0);
+        }
+        let (flag, inline) = match arg.split_once('=') {
+            Some((flag, value)) if flag.starts_with("--") => (flag, Some(value.to_owned())),
+            _ => (arg.as_str(), None),
+        };
+        if !flag.starts_with("--") {
+            return Err(Failure::Usage(format!(
+                "unexpected argument `{flag}` for {command}"
+            )));
+        }
+        if switches.contains(&flag) {
+            pairs.push((flag.to_owned(), String::new()));
+            continue;
+        }
+        let value = inline
+            .or_else(|| args.next().cloned())
+            .ok_or_else(|| Failure::Usage(format!("{flag} needs a value")))?;
+        pairs.push((flag.to_owned(), value));
+    }
+    Ok(pairs)
+}
+
+fn listen_addr(value: &str) -> Result<std::net::SocketAddr, Failure> {
+    value
+        .parse()
+        .map_err(|_| Failure::Usage(format!("--listen takes HOST:PORT, not `{value}`")))
+}
+
+fn millis(flag: &str, value: &str) -> Result<Duration, Failure> {
+    value
+        .parse::<u64>()
+        .map(Duration::from_millis)
+        .map_err(|_| Failure::Usage(format!("{flag} takes milliseconds, not `{value}`")))
+}
+
+/// Resolves when the process gets SIGINT or SIGTERM (scripts stop the recorder with either).
+async fn interrupted() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+fn record_command(args: &[String]) -> Result<(), Failure> {
+    use mcpwire::fixture::record::{RecordOptions, Recorder};
+    use mcpwire::fixture::{Provenance, ServerInfo, civil_date, server_info, write_fixture};
+
+    let (mut upstream, mut out, mut listen) = (None, None, "127.0.0.1:0".to_owned());
+    let (mut mode, mut command, mut notes) = (String::new(), None, String::new());
+    let (mut idle, mut once, mut drop_after) = (None, false, None);
+    for (flag, value) in flag_pairs("record", args, &["--once"])? {
+        match flag.as_str() {
+            "--upstream" => upstream = Some(value),
+            "--out" => out = Some(value),
+            "--listen" => listen = value,
+            "--mode" => mode = value,
+            "--command" => command = Some(value),
+            "--notes" => notes = value,
+            "--idle-ms" => idle = Some(millis("--idle-ms", &value)?),
+            "--once" => once = true,
+            "--drop-after" => {
+                drop_after = Some(value.parse::<usize>().ok().filter(|n| *n > 0).ok_or_else(
+                    || {
+                        Failure::Usage(format!(
+                            "--drop-after takes a positive count, not `{value}`"
+                        ))
+                    },
+                )?);
+            }
+            other => {
+                return Err(Failure::Usage(format!(
+                    "unknown option `{other}` for record"
+                )));
+            }
+        }
+    }
+    let upstream = upstream.ok_or_else(|| Failure::Usage("record needs --upstream URL".into()))?;
+    let out = out.ok_or_else(|| Failure::Usage("record needs --out DIR".into()))?;
+    let mut options =
+        RecordOptions::new(&upstream, listen_addr(&listen)?).map_err(Failure::Usage)?;
+    options.drop_after = drop_after;
+    let path = upstream
+        .strip_prefix("http://")
+        .and_then(|rest| rest.find('/').map(|i| &rest[i..]))
+        .unwrap_or("/")
+        .to_owned();
+    let command = command.unwrap_or_else(|| {
+        std::iter::once("mcpwire".to_owned())
+            .chain(std::env::args().skip(1))
+            .collect::<Vec<_>>()
+            .join(" ")
+    });
+    let exchanges = runtime()?.block_on(async {
+        let recorder = Recorder::start(options)
+            .await
+            .map_err(|e| Failure::Input(format!("cannot listen on {listen}: {e}")))?;
+        println!("http://{}{path}", recorder.local_addr());
+        io::stdout().flush()?;
+        let stop = interrupted();
+        tokio::pin!(stop);
+        loop {
+            tokio::select! {
+                () = &mut stop => break,
+                () = tokio::time::sleep(Duration::from_millis(50)) => {}
+            }
+            let (opened, closed) = recorder.connections();
+            if once && opened > 0 && opened == closed {
+                break;
+            }
+            if let Some(idle) = idle
+                && recorder.exchange_count() > 0
+                && recorder.idle_for() >= idle
+            {
+                break;
+            }
+        }
+        Ok::<_, Failure>(recorder.finish())
+    })?;
+    let days = std::time::SystemTime::UNIX_EPOCH
+        .elapsed()
+        .map_or(0, |d| d.as_secs() / 86_400);
+    let provenance = Provenance {
+        server: server_info(&exchanges).unwrap_or_else(|| ServerInfo {
+            name: "(no initialize answer recorded)".into(),
+            version: String::new(),
+        }),
+        mode,
+        date: civil_date(i64::try_from(days).unwrap_or(0)),
+        command,
+        recorder: format!("mcpwire {}", env!("CARGO_PKG_VERSION")),
+        constructed: false,
+        notes,
+    };
+    write_fixture(std::path::Path::new(&out), &exchanges, &provenance)
+        .map_err(|e| Failure::Input(format!("cannot write the fixture into {out}: {e}")))?;
+    eprintln!(
+        "mcpwire: recorded {} exchange(s) into {out}",
+        exchanges.len()
+    );
+    Ok(())
+}
+
+fn replay_command(args: &[String]) -> Result<(), Failure> {
+    use mcpwire::fixture::load_exchanges;
+    use mcpwire::fixture::replay::{ReplayOptions, ReplayServer, Split};
+
+    let mut options = ReplayOptions::default();
+    let (mut dir, mut idle, mut once) = (None, None, false);
+    for (flag, value) in flag_pairs("replay", args, &["--once"])? {
+        match flag.as_str() {
+            "--fixtures" => dir = Some(value),
+            "--listen" => options.listen = listen_addr(&value)?,
+            "--speed" => {
+                options.speed = match value.parse::<f64>() {
+                    Ok(speed) if speed > 0.0 => speed,
+                    _ => {
+                        return Err(Failure::Usage(format!(
+                            "--speed takes a positive number (inf: no gaps), not `{value}`"
+                        )));
+                    }
+                }
+            }
+            "--split" => {
+                options.split = match value.as_str() {
+                    "recorded" => Split::Recorded,
+                    "bytes" => Split::EveryByte,
+                    _ => {
+                        return Err(Failure::Usage(format!(
+                            "--split is `recorded` or `bytes`, not `{value}`"
+                        )));
+                    }
+                }
+            }
+            "--idle-ms" => idle = Some(millis("--idle-ms", &value)?),
+            "--once" => once = true,
+            other => {
+                return Err(Failure::Usage(format!(
+                    "unknown option `{other}` for replay"
+                )));
+            }
+        }
+    }
+    let dir = dir.ok_or_else(|| Failure::Usage("replay needs --fixtures DIR".into()))?;
+    let exchanges = load_exchanges(std::path::Path::new(&dir)).map_err(Failure::Usage)?;
+    let report = runtime()?.block_on(async {
+        let sink: mcpwire::fixture::replay::MismatchSink =
+            Arc::new(|message: &str| eprintln!("mcpwire replay: {message}"));
+        let server = ReplayServer::start(exchanges, options, Some(sink))
+            .await
+            .map_err(|e| Failure::Input(format!("cannot listen: {e}")))?;
+        println!("{}", server.url());
+        io::stdout().flush()?;
+        let stop = interrupted();
+        tokio::pin!(stop);
+        let mut last = (0usize, 0usize);
+        let mut quiet_since = tokio::time::Instant::now();
+        loop {
+            tokio::select! {
+                () = &mut stop => break,
+                () = tokio::time::sleep(Duration::from_millis(50)) => {}
+            }
+            let report = server.report();
+            let now = (
+                report.served + report.mismatches.len(),
+                server.open_connections(),
+            );
+            if now != last {
+                last = now;
+                quiet_since = tokio::time::Instant::now();
+            }
+            if once && report.unused.is_empty() && server.open_connections() == 0 {
+                break;
+            }
+            if idle.is_some_and(|idle| now.0 > 0 && quiet_since.elapsed() >= idle) {
+                break;
+            }
+        }
+        let report = server.report();
+        eprint!("mcpwire replay: {}", report.describe(server.exchanges()));
+        Ok::<_, Failure>(report)
+    })?;
+    if report.is_ok() {
+        Ok(())
+    } else {
+        Err(Failure::Input("the replay failed (see above)".into()))
+    }
 }
