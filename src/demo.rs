@@ -13,7 +13,7 @@
 //!
 //! # What it serves
 //!
-//! Five tools, each with a JSON Schema `inputSchema`:
+//! Seven tools, each with a JSON Schema `inputSchema` (the last two are for benchmarks):
 //!
 //! | tool | arguments | result |
 //! | --- | --- | --- |
@@ -22,6 +22,8 @@
 //! | `weather` | `city` | `structuredContent` `{city, temperature_c, conditions, humidity}` (an `outputSchema` describes it) and the same JSON as text; the same city always gets the same report |
 //! | `echo` | `message` | "Echo: message" |
 //! | `fail` | `message` | an `isError` result with the message |
+//! | `progress_burst` | `steps` 1..=100000 (1000) | progress "step i of N" `steps` times with no delay (with a `progressToken`), then "done after N steps" |
+//! | `big_text` | `bytes` 0..=16 MiB (1024) | one text block of exactly `bytes` bytes: lines of 99 letters and a newline |
 //!
 //! `tools/list` pages hold two tools, linked by opaque cursors. An unknown tool or invalid
 //! arguments give an `isError` result, as the official SDKs do.

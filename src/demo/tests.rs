@@ -500,10 +500,18 @@ async fn tools_list_pages_by_two() {
             None => break,
         }
     }
-    assert_eq!(pages, 3);
+    assert_eq!(pages, 4);
     assert_eq!(
         names,
-        ["progress_report", "tiny_image", "weather", "echo", "fail"]
+        [
+            "progress_report",
+            "tiny_image",
+            "weather",
+            "echo",
+            "fail",
+            "progress_burst",
+            "big_text"
+        ]
     );
 
     let bad = r#"{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{"cursor":"nope"}}"#;
@@ -655,6 +663,61 @@ async fn tools_give_their_results() {
         .collect();
     members.sort_unstable();
     assert_eq!(required, members);
+}
+
+#[tokio::test]
+async fn benchmark_tools_burst_progress_and_send_big_text() {
+    let server = DemoServer::start().await.expect("start");
+    let mut raw = Raw::connect(&server).await;
+    let (session, _) = initialize(&mut raw, "2025-11-25").await;
+
+    let body = call_body(7, "progress_burst", json!({"steps": 250}), Some(json!("t")));
+    let events = raw.post(Some(&session), &body).await.events();
+    assert_eq!(events.len(), 251);
+    for (i, event) in events[..250].iter().enumerate() {
+        assert_eq!(event["params"]["progress"], i + 1);
+        assert_eq!(event["params"]["total"], 250);
+    }
+    assert_eq!(events[249]["params"]["message"], "step 250 of 250");
+    assert_eq!(
+        events[250]["result"]["content"][0]["text"],
+        "done after 250 steps"
+    );
+    // Without a token there is no progress; 1000 steps by default.
+    let body = call_body(8, "progress_burst", json!({}), None);
+    let events = raw.post(Some(&session), &body).await.events();
+    assert_eq!(events.len(), 1);
+    assert_eq!(
+        events[0]["result"]["content"][0]["text"],
+        "done after 1000 steps"
+    );
+
+    for bytes in [0, 1, 99, 100, 101, 12_345] {
+        let result = call(&mut raw, &session, "big_text", json!({"bytes": bytes})).await;
+        assert_eq!(result["isError"], false);
+        let text = result["content"][0]["text"].as_str().expect("a text block");
+        assert_eq!(text.len(), bytes);
+        for (n, line) in text.split('\n').enumerate() {
+            assert!(line.len() <= 99, "line {n}");
+            assert!(line.bytes().all(|b| b.is_ascii_lowercase()), "line {n}");
+        }
+        if bytes > 100 {
+            assert_eq!(&text[..3], "abc");
+            assert_eq!(&text[99..101], "\na");
+        }
+    }
+    assert_eq!(super::tools::big_text(16 * 1024 * 1024).len(), 16 << 20);
+    for (tool, arguments) in [
+        ("progress_burst", json!({"steps": 0})),
+        ("progress_burst", json!({"steps": 100_001})),
+        ("progress_burst", json!({"delay_ms": 0})),
+        ("big_text", json!({"bytes": -1})),
+        ("big_text", json!({"bytes": 16 * 1024 * 1024 + 1})),
+        ("big_text", json!({"size": 1})),
+    ] {
+        let result = call(&mut raw, &session, tool, arguments.clone()).await;
+        assert_eq!(result["isError"], true, "{tool} {arguments}");
+    }
 }
 
 /// CRC-32 (ISO-HDLC), as PNG chunks use it.
@@ -1289,8 +1352,9 @@ fn helpers() {
     assert_eq!(http_date(4_102_444_799), "Thu, 31 Dec 2099 23:59:59 GMT");
     assert_eq!(offset_of(&cursor_for(2)), Some(2));
     assert_eq!(offset_of(&cursor_for(4)), Some(4));
+    assert_eq!(offset_of(&cursor_for(6)), Some(6));
     assert_eq!(offset_of(&cursor_for(0)), None);
-    assert_eq!(offset_of(&cursor_for(6)), None);
+    assert_eq!(offset_of(&cursor_for(8)), None);
     // The report ignores case, except for the city's name as given.
     let mut shouted = weather_report("LISBON");
     shouted["city"] = json!("Lisbon");
@@ -1325,7 +1389,15 @@ async fn a_full_session_through_the_client() {
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(
         names,
-        ["progress_report", "tiny_image", "weather", "echo", "fail"]
+        [
+            "progress_report",
+            "tiny_image",
+            "weather",
+            "echo",
+            "fail",
+            "progress_burst",
+            "big_text"
+        ]
     );
     assert!(tools[2].output_schema.is_some());
 

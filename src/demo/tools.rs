@@ -183,6 +183,41 @@ pub(super) fn definitions() -> &'static [Value] {
                 },
                 "annotations": read_only,
             }),
+            json!({
+                "name": "progress_burst",
+                "title": "Progress burst",
+                "description": "Reports progress \"step i of N\" `steps` times back to back, with no \
+                    delay, when the request carries a progressToken, then returns \"done after N \
+                    steps\". For benchmarks of progress handling.",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {
+                        "steps": {
+                            "type": "integer", "minimum": 1, "maximum": MAX_BURST_STEPS, "default": 1000,
+                            "description": "How many progress notifications to send."
+                        }
+                    },
+                    "additionalProperties": false
+                },
+                "annotations": read_only,
+            }),
+            json!({
+                "name": "big_text",
+                "title": "Big text",
+                "description": "Returns one text block of exactly `bytes` bytes: lines of 99 ASCII \
+                    letters, each ended by a newline. For benchmarks of large results.",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {
+                        "bytes": {
+                            "type": "integer", "minimum": 0, "maximum": MAX_BIG_TEXT_BYTES, "default": 1024,
+                            "description": "The text's length in bytes."
+                        }
+                    },
+                    "additionalProperties": false
+                },
+                "annotations": read_only,
+            }),
         ]
     })
 }
@@ -216,6 +251,10 @@ pub(super) fn call(name: &str, arguments: &Map<String, Value>) -> Plan {
         "echo" => only(arguments, &["message"])
             .and_then(|()| string_arg(arguments, "message"))
             .map(|message| Plan::done(text_result(&format!("Echo: {message}"), false))),
+        "progress_burst" => progress_burst(arguments),
+        "big_text" => only(arguments, &["bytes"])
+            .and_then(|()| int_arg(arguments, "bytes", 0, MAX_BIG_TEXT_BYTES, 1024))
+            .map(|bytes| Plan::done(text_result(&big_text(bytes as usize), false))),
         "fail" => only(arguments, &["message"])
             .and_then(|()| string_arg(arguments, "message"))
             .map(|message| Plan::done(text_result(message, true))),
@@ -248,6 +287,40 @@ fn progress_report(arguments: &Map<String, Value>) -> Result<Plan, String> {
         steps: plan,
         result: text_result(&format!("done after {steps} steps"), false),
     })
+}
+
+/// The most progress notifications one `progress_burst` call sends.
+const MAX_BURST_STEPS: u64 = 100_000;
+
+/// The longest `big_text` result, in bytes: 16 MiB, the default limit of an SSE event in
+/// mcpwire's client (a result this long plus its envelope is refused there, on purpose).
+const MAX_BIG_TEXT_BYTES: u64 = 16 * 1024 * 1024;
+
+fn progress_burst(arguments: &Map<String, Value>) -> Result<Plan, String> {
+    only(arguments, &["steps"])?;
+    let steps = int_arg(arguments, "steps", 1, MAX_BURST_STEPS, 1000)?;
+    let plan = (1..=steps)
+        .map(|i| Step::Progress {
+            progress: i,
+            total: steps,
+            message: format!("step {i} of {steps}"),
+        })
+        .collect();
+    Ok(Plan {
+        steps: plan,
+        result: text_result(&format!("done after {steps} steps"), false),
+    })
+}
+
+/// `len` bytes of lines of 99 letters (`a` to `z`, cycling) each ended by `\n`; the last line
+/// may be cut short.
+pub(super) fn big_text(len: usize) -> String {
+    // ASCII only, so `len` chars are `len` bytes.
+    let line: Vec<char> = (0..99u8)
+        .map(|i| char::from(b'a' + i % 26))
+        .chain(std::iter::once('\n'))
+        .collect();
+    line.iter().cycle().take(len).collect()
 }
 
 /// The made-up report: FNV-1a of the lowercased name picks every value.
