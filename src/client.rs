@@ -415,7 +415,7 @@ impl Client {
         let token = options.progress_token.take().unwrap_or_else(|| {
             ProgressToken::String(format!(
                 "mcpwire-{}-{}",
-                std::process::id(),
+                process_id(),
                 self.next_key.fetch_add(1, Ordering::Relaxed)
             ))
         });
@@ -612,6 +612,13 @@ fn redact_progress(
         *message = secret.redact(message);
     }
     params
+}
+
+/// This process's id, read once: `std::process::id()` is a `getpid` system call on every
+/// call (glibc has not cached it since 2.25), and a progress token needs it per tool call.
+fn process_id() -> u32 {
+    static ID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *ID.get_or_init(std::process::id)
 }
 
 fn call_error(error: CallError) -> Error {
