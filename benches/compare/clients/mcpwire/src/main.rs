@@ -1,0 +1,194 @@
+//! The mcpwire side of the comparison: runs one workload against the server and exits, so the
+//! driver can take this process's CPU time and peak RSS from `wait4`.
+//!
+//! ```sh
+//! bench-mcpwire URL WORKLOAD N
+//! ```
+//!
+//! Workloads (the same in `../rmcp`): `fresh` (N sequential `echo` calls, each in a fresh
+//! session: initialize, initialized, tools/call, DELETE), `session` (N sequential calls on one
+//! session), `concurrent` (N calls at once on one session), `concurrent-fresh` (N calls at
+//! once, each in its own session), `big` (one `big_text` call of N bytes), `progress` (one
+//! `progress_burst` call of N steps, every notification counted), `connect` (one session, no
+//! call: the fixed cost under the single-call workloads). Every result is checked; a wrong one
+//! exits with status 1. Prints `wall_us=...` (the workload alone, without process start-up) and
+//! `hwm_kib=...` (peak RSS, `VmHWM`).
+//!
+//! Both sides run on a current-thread tokio runtime and share one HTTP connection pool
+//! between their sessions (mcpwire's `HttpPool`).
+
+// A benchmark reads the clock.
+#![allow(clippy::disallowed_methods)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use mcpwire::client::{CallOptions, Client, ClientOptions};
+use mcpwire::mcp::{CallToolResult, ContentBlock};
+use mcpwire::transport::http::{HttpConfig, HttpPool, TlsOptions};
+
+type Failure = Box<dyn std::error::Error + Send + Sync>;
+
+fn arguments(value: serde_json::Value) -> Option<serde_json::Map<String, serde_json::Value>> {
+    value.as_object().cloned()
+}
+
+/// The text of a result's only block, or an error saying what came instead.
+fn only_text(result: CallToolResult) -> Result<String, Failure> {
+    match <[ContentBlock; 1]>::try_from(result.content) {
+        Ok([ContentBlock::Text(text)]) if result.is_error != Some(true) => Ok(text.text),
+        Ok(other) => Err(format!("not one text block: {other:?}").into()),
+        Err(blocks) => Err(format!("{} content blocks", blocks.len()).into()),
+    }
+}
+
+async fn connect(pool: &HttpPool, url: &str) -> Result<Client, Failure> {
+    Ok(Client::connect_http(pool, HttpConfig::new(url)?, ClientOptions::default()).await?)
+}
+
+async fn echo(client: &Client) -> Result<(), Failure> {
+    let result = client
+        .call_tool(
+            "echo",
+            arguments(serde_json::json!({"message": "hello"})),
+            CallOptions::default(),
+        )
+        .await?;
+    let text = only_text(result)?;
+    if text != "Echo: hello" {
+        return Err(format!("echo said {text:?}").into());
+    }
+    Ok(())
+}
+
+async fn fresh_echo(pool: HttpPool, url: Arc<str>) -> Result<(), Failure> {
+    let client = connect(&pool, &url).await?;
+    echo(&client).await?;
+    client.close().await;
+    Ok(())
+}
+
+async fn run(url: &str, workload: &str, n: usize) -> Result<(), Failure> {
+    let pool = HttpPool::new(&TlsOptions::default())?;
+    let url: Arc<str> = url.into();
+    match workload {
+        "fresh" => {
+            for _ in 0..n {
+                fresh_echo(pool.clone(), url.clone()).await?;
+            }
+        }
+        "session" => {
+            let client = connect(&pool, &url).await?;
+            for _ in 0..n {
+                echo(&client).await?;
+            }
+            client.close().await;
+        }
+        "concurrent" => {
+            let client = Arc::new(connect(&pool, &url).await?);
+            let mut tasks = tokio::task::JoinSet::new();
+            for _ in 0..n {
+                let client = client.clone();
+                tasks.spawn(async move { echo(&client).await });
+            }
+            while let Some(done) = tasks.join_next().await {
+                done??;
+            }
+            if let Ok(client) = Arc::try_unwrap(client) {
+                client.close().await;
+            }
+        }
+        "concurrent-fresh" => {
+            let mut tasks = tokio::task::JoinSet::new();
+            for _ in 0..n {
+                tasks.spawn(fresh_echo(pool.clone(), url.clone()));
+            }
+            while let Some(done) = tasks.join_next().await {
+                done??;
+            }
+        }
+        "big" => {
+            let client = connect(&pool, &url).await?;
+            let result = client
+                .call_tool(
+                    "big_text",
+                    arguments(serde_json::json!({"bytes": n})),
+                    CallOptions::default(),
+                )
+                .await?;
+            let text = only_text(result)?;
+            if text.len() != n || !text.starts_with("abc") {
+                return Err(format!("big_text gave {} bytes", text.len()).into());
+            }
+            drop(text);
+            client.close().await;
+        }
+        "progress" => {
+            let client = connect(&pool, &url).await?;
+            let seen = Arc::new(AtomicUsize::new(0));
+            let counter = seen.clone();
+            let options = CallOptions {
+                on_progress: Some(Box::new(move |_| {
+                    counter.fetch_add(1, Ordering::Relaxed);
+                })),
+                ..CallOptions::default()
+            };
+            let result = client
+                .call_tool(
+                    "progress_burst",
+                    arguments(serde_json::json!({"steps": n})),
+                    options,
+                )
+                .await?;
+            let text = only_text(result)?;
+            let seen = seen.load(Ordering::Relaxed);
+            if text != format!("done after {n} steps") || seen != n {
+                return Err(format!("{seen} progress notifications, then {text:?}").into());
+            }
+            client.close().await;
+        }
+        "connect" => connect(&pool, &url).await?.close().await,
+        other => return Err(format!("unknown workload {other}").into()),
+    }
+    Ok(())
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let [_, url, workload, n] = &args[..] else {
+        eprintln!("usage: bench-mcpwire URL WORKLOAD N");
+        std::process::exit(2);
+    };
+    let n: usize = n.parse().unwrap_or_else(|_| {
+        eprintln!("N must be a count");
+        std::process::exit(2)
+    });
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    let started = Instant::now();
+    if let Err(e) = runtime.block_on(run(url, workload, n)) {
+        eprintln!("bench-mcpwire {workload} {n}: {e}");
+        std::process::exit(1);
+    }
+    let wall = started.elapsed();
+    println!("wall_us={} hwm_kib={}", wall.as_micros(), peak_rss_kib());
+}
+
+/// This process's peak resident set (`VmHWM`), in KiB. Not `ru_maxrss` from the parent's
+/// `wait4`: Linux folds the parent's peak into the child's at `exec` when the child was started
+/// with `vfork`/`CLONE_VM` (as `std::process::Command` does), so that figure is never below the
+/// driver's own.
+fn peak_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix("VmHWM:"))
+                .and_then(|kib| kib.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
