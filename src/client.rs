@@ -27,8 +27,11 @@
 //! ```
 
 use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::task::Poll;
 use std::time::Duration;
 
 use serde_json::value::RawValue;
@@ -518,18 +521,43 @@ impl Client {
             armed: true,
         };
         let cancel = cancel.unwrap_or_default();
+        let mut cancelled = std::pin::pin!(cancel.cancelled());
         let outcome = loop {
-            tokio::select! {
-                biased;
-                progress = recv_progress(&mut progress_rx) => match (progress, on_progress.as_mut()) {
-                    (Some(params), Some(sink)) => sink(&redact_progress(params, self.secret.as_ref())),
+            // Polled in this order: progress first, so that all of it is delivered before the
+            // answer that follows it.
+            let wake = std::future::poll_fn(|cx| {
+                if let Some(rx) = progress_rx.as_mut()
+                    && let Poll::Ready(progress) = rx.poll_recv(cx)
+                {
+                    return Poll::Ready(CallWake::Progress(progress));
+                }
+                if let Poll::Ready(answer) = Pin::new(&mut answer).poll(cx) {
+                    return Poll::Ready(CallWake::Answer(answer));
+                }
+                if cancelled.as_mut().poll(cx).is_ready() {
+                    return Poll::Ready(CallWake::Cancelled);
+                }
+                Poll::Pending
+            })
+            .await;
+            match wake {
+                CallWake::Progress(progress) => match (progress, on_progress.as_mut()) {
+                    (Some(params), Some(sink)) => {
+                        sink(&redact_progress(params, self.secret.as_ref()))
+                    }
                     // The driver dropped its sender: the answer is about to arrive; stop
                     // polling a closed channel (it would be ready forever).
                     _ => progress_rx = None,
                 },
-                answer = &mut answer => break answer,
-                () = cancel.cancelled() => {
-                    let _ = self.commands.send(Command::Cancel { key, reason: "cancelled by the caller".to_owned() }).await;
+                CallWake::Answer(answer) => break answer,
+                CallWake::Cancelled => {
+                    let _ = self
+                        .commands
+                        .send(Command::Cancel {
+                            key,
+                            reason: "cancelled by the caller".to_owned(),
+                        })
+                        .await;
                     // The session settles the request at once; keep waiting for that answer.
                     break (&mut answer).await;
                 }
@@ -570,13 +598,19 @@ impl Drop for Client {
     }
 }
 
-async fn recv_progress(
-    rx: &mut Option<mpsc::Receiver<ProgressNotificationParams>>,
-) -> Option<ProgressNotificationParams> {
-    match rx {
-        Some(rx) => rx.recv().await,
-        None => std::future::pending().await,
-    }
+/// What woke a waiting call. (Hand-written polling rather than `tokio::select!`, which would
+/// pull tokio's proc-macro crates into the client's dependency tree for two loops.)
+enum CallWake<A> {
+    Progress(Option<ProgressNotificationParams>),
+    Answer(A),
+    Cancelled,
+}
+
+/// What woke the driver.
+enum DriverWake {
+    Link(Option<LinkEvent>),
+    Command(Option<Command>),
+    Deadline,
 }
 
 fn redact(error: Error, secret: Option<&Secret>) -> Error {
@@ -678,20 +712,34 @@ impl Driver {
     async fn run(mut self) {
         loop {
             let deadline = self.session.poll_timeout();
-            let sleep = async {
+            let mut sleep = std::pin::pin!(async {
                 match deadline {
                     Some(at) => tokio::time::sleep_until(at.into()).await,
                     None => std::future::pending().await,
                 }
-            };
-            tokio::select! {
-                biased;
-                event = self.link_events.recv() => {
+            });
+            // Link events first and the deadline last: an answer that has arrived is taken in
+            // before a timeout could fail its request.
+            let wake = std::future::poll_fn(|cx| {
+                if let Poll::Ready(event) = self.link_events.poll_recv(cx) {
+                    return Poll::Ready(DriverWake::Link(event));
+                }
+                if let Poll::Ready(command) = self.commands.poll_recv(cx) {
+                    return Poll::Ready(DriverWake::Command(command));
+                }
+                if sleep.as_mut().poll(cx).is_ready() {
+                    return Poll::Ready(DriverWake::Deadline);
+                }
+                Poll::Pending
+            })
+            .await;
+            match wake {
+                DriverWake::Link(event) => {
                     if let Some(event) = event {
                         self.on_link_event(event);
                     }
                 }
-                command = self.commands.recv() => match command {
+                DriverWake::Command(command) => match command {
                     Some(Command::Close { reply }) => {
                         self.session.close();
                         self.flush();
@@ -707,7 +755,7 @@ impl Driver {
                         return;
                     }
                 },
-                () = sleep => self.session.handle_timeout(now()),
+                DriverWake::Deadline => self.session.handle_timeout(now()),
             }
             self.flush();
         }
