@@ -35,6 +35,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
@@ -286,6 +287,17 @@ impl PeerServer {
         unreachable!("the last attempt panics")
     }
 
+    /// Whether the server's log says it listens on its port: uvicorn's "Uvicorn running on
+    /// http://127.0.0.1:PORT", server-everything's "... listening on port PORT" (Streamable
+    /// HTTP) or "... running on port PORT" (HTTP+SSE).
+    fn says_listening(&self) -> bool {
+        let log = fs::read_to_string(&self.log).unwrap_or_default();
+        let port = self.port;
+        log.contains(&format!("running on http://127.0.0.1:{port} "))
+            || log.contains(&format!("listening on port {port}"))
+            || log.contains(&format!("running on port {port}"))
+    }
+
     fn wait_ready(&mut self) -> Result<(), String> {
         let addr = SocketAddr::from(([127, 0, 0, 1], self.port));
         let deadline = Instant::now() + START_DEADLINE;
@@ -293,8 +305,16 @@ impl PeerServer {
             if let Some(status) = self.child.try_wait().map_err(|e| e.to_string())? {
                 return Err(format!("exited before accepting connections ({status})"));
             }
-            if TcpStream::connect_timeout(&addr, POLL).is_ok() {
-                return Ok(());
+            if let Ok(stream) = TcpStream::connect_timeout(&addr, POLL) {
+                // A connect to a port nobody listens on can land on itself (TCP simultaneous
+                // open, when the kernel picks that same port as the source): not a server.
+                let self_connected = stream.local_addr().ok() == stream.peer_addr().ok();
+                // The port may also have been taken by another process's listener (parallel
+                // tests bind port 0 all the time) while our server failed to bind it: only our
+                // server's own log line saying it listens there counts.
+                if !self_connected && self.says_listening() {
+                    return Ok(());
+                }
             }
             if Instant::now() >= deadline {
                 return Err(format!(
@@ -344,8 +364,20 @@ fn group_alive(group: &str) -> bool {
 
 /// A port that was free on 127.0.0.1 a moment ago.
 fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-    listener.local_addr().expect("local addr").port()
+    // The kernel may hand the same port to two probes in a row; servers started by this
+    // process never share one.
+    static GIVEN: Mutex<Vec<u16>> = Mutex::new(Vec::new());
+    let mut given = GIVEN
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    loop {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        let port = listener.local_addr().expect("local addr").port();
+        if !given.contains(&port) {
+            given.push(port);
+            return port;
+        }
+    }
 }
 
 /// A fresh log file path under the target directory.
