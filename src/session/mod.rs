@@ -241,8 +241,8 @@ pub struct Session {
     pending: HashMap<Id, Pending>,
     progress_routes: HashMap<ProgressToken, Id>,
     outputs: VecDeque<Output>,
-    /// Responses that arrived for no pending request (late after a timeout or cancel, or
-    /// unknown ids): dropped, counted for diagnostics.
+    /// Responses that arrived for no pending request that was sent (late after a timeout or
+    /// cancel, unknown ids, or ids of requests still queued): dropped, counted for diagnostics.
     dropped_responses: u64,
 }
 
@@ -481,8 +481,18 @@ impl Session {
             self.dropped_responses += 1;
             return;
         };
-        let Some(pending) = self.pending.remove(&id) else {
+        // A request still waiting in the output queue has not reached the server, so a
+        // response naming it (a guessed or stale id) cannot be its answer: dropped, and the
+        // request goes out and waits for its own.
+        if self
+            .pending
+            .get(&id)
+            .is_none_or(|p| p.delivery == Delivery::NotSent)
+        {
             self.dropped_responses += 1;
+            return;
+        }
+        let Some(pending) = self.pending.remove(&id) else {
             return;
         };
         self.forget_route(&pending);
