@@ -15,7 +15,7 @@ use super::mapping::{ToolOutput, map_result};
 use super::schema::{CompiledSchema, compile};
 use crate::client::{CallOptions, CancelToken, ClientOptions};
 use crate::error::{Error, ErrorKind};
-use crate::mcp::ProgressToken;
+use crate::mcp::{CallToolResult, ProgressToken};
 use crate::transport::http::HttpPool;
 use crate::transport::{Secret, WireLog};
 
@@ -405,14 +405,30 @@ impl Caller {
             .await;
         // Step 5: close the session (DELETE), then report.
         client.close().await;
-        match outcome {
-            Ok(result) => match map_result(&result, prepared.output.as_ref()) {
-                Ok(output) => tool_output(call_id, output),
-                // The tool ran but what came back cannot be used: nobody knows what it did.
-                Err(error) => ToolResult::failure(call_id, error.kind(), error.to_string(), true),
-            },
-            Err(error) => failed_call(call_id, &error, binding.max_output_bytes),
-        }
+        finish_call(
+            call_id,
+            outcome,
+            prepared.output.as_ref(),
+            binding.max_output_bytes,
+        )
+    }
+}
+
+/// The end of a call from what the client returned: the result mapped, or the failure
+/// classified. Pure, so the `call_result` fuzz target drives exactly this.
+pub(crate) fn finish_call(
+    call_id: &str,
+    outcome: Result<CallToolResult, Error>,
+    output_schema: Option<&CompiledSchema>,
+    max_output_bytes: u64,
+) -> ToolResult {
+    match outcome {
+        Ok(result) => match map_result(&result, output_schema) {
+            Ok(output) => tool_output(call_id, output),
+            // The tool ran but what came back cannot be used: nobody knows what it did.
+            Err(error) => ToolResult::failure(call_id, error.kind(), error.to_string(), true),
+        },
+        Err(error) => failed_call(call_id, &error, max_output_bytes),
     }
 }
 
