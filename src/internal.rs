@@ -4,6 +4,21 @@
 #[cfg(feature = "sse")]
 pub use self::sse_harness::*;
 
+#[cfg(feature = "bindings")]
+mod binding;
+#[cfg(feature = "bindings")]
+pub use self::binding::{fuzz_binding_config, fuzz_call_result};
+
+#[cfg(feature = "session")]
+mod session;
+#[cfg(feature = "session")]
+pub use self::session::fuzz_session;
+
+#[cfg(feature = "bindings")]
+mod http;
+#[cfg(feature = "bindings")]
+pub use self::http::{NEXT_RESPONSE, fuzz_http_response};
+
 #[cfg(feature = "sse")]
 mod sse_harness {
     use crate::sse::{Decoder, Error, Limits};

@@ -27,3 +27,27 @@ fn sse_decode_corpus() {
 fn jsonrpc_decode_corpus() {
     replay("jsonrpc_decode", mcpwire::internal::fuzz_jsonrpc_decode);
 }
+
+#[cfg(feature = "bindings")]
+#[test]
+fn call_result_corpus() {
+    replay("call_result", mcpwire::internal::fuzz_call_result);
+}
+
+#[cfg(feature = "bindings")]
+#[test]
+fn binding_config_corpus() {
+    replay("binding_config", mcpwire::internal::fuzz_binding_config);
+}
+
+#[cfg(feature = "session")]
+#[test]
+fn session_corpus() {
+    replay("session", mcpwire::internal::fuzz_session);
+}
+
+#[cfg(feature = "bindings")]
+#[test]
+fn http_response_corpus() {
+    replay("http_response", mcpwire::internal::fuzz_http_response);
+}
