@@ -16,7 +16,7 @@ use super::schema::{CompiledSchema, compile};
 use crate::client::{CallOptions, CancelToken, ClientOptions};
 use crate::error::{Error, ErrorKind};
 use crate::mcp::{CallToolResult, ProgressToken};
-use crate::transport::http::HttpPool;
+use crate::transport::http::{HttpPool, over_budget_message};
 use crate::transport::{Secret, WireLog};
 
 /// Who is calling: identity sent to the server in `_meta["brain.dev/scope"]`.
@@ -470,11 +470,58 @@ fn tool_output(call_id: &str, output: ToolOutput) -> ToolResult {
 
 fn failed_call(call_id: &str, error: &Error, max_output_bytes: u64) -> ToolResult {
     let (kind, message) = match error.kind() {
-        ErrorKind::LimitExceeded => (
-            "output_too_large",
-            format!("{error} (max_output_bytes is {max_output_bytes})"),
-        ),
+        ErrorKind::LimitExceeded => {
+            let message = error.to_string();
+            // Name the binding's setting only when it is what stopped the call (the transport's
+            // byte budget is set from it); an event-stream line or event over its own limit is
+            // reported as it is.
+            let message = if message.contains(&over_budget_message(max_output_bytes)) {
+                format!("{message} (max_output_bytes is {max_output_bytes})")
+            } else {
+                message
+            };
+            ("output_too_large", message)
+        }
         kind => (kind.as_str(), error.to_string()),
     };
     ToolResult::failure(call_id, kind, message, error.outcome_unknown())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::{Delivery, Failure, FailureKind};
+
+    fn limit_failure(detail: String) -> Error {
+        Error::from_failure(Failure::new(
+            FailureKind::LimitExceeded,
+            Delivery::MayHaveReached,
+            detail,
+        ))
+    }
+
+    #[test]
+    fn only_the_output_budget_is_named_as_max_output_bytes() {
+        let budget = failed_call("c", &limit_failure(over_budget_message(1024)), 1024);
+        let message = &budget.error.as_ref().expect("an error").message;
+        assert_eq!(
+            budget.error.as_ref().map(|e| e.kind.as_str()),
+            Some("output_too_large")
+        );
+        assert!(message.ends_with("(max_output_bytes is 1024)"), "{message}");
+
+        let line = crate::sse::Error::LineTooLong { limit: 16 };
+        let stopped = failed_call(
+            "c",
+            &limit_failure(format!("the response stream was refused: {line}")),
+            1024,
+        );
+        let message = &stopped.error.as_ref().expect("an error").message;
+        assert_eq!(
+            stopped.error.as_ref().map(|e| e.kind.as_str()),
+            Some("output_too_large")
+        );
+        assert!(!message.contains("max_output_bytes"), "{message}");
+        assert_eq!(stopped.unknown_outcome, Some(true));
+    }
 }

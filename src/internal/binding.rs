@@ -79,7 +79,7 @@ pub fn fuzz_call_result(data: &[u8]) {
         (_, true) => Err(Error::from_failure(Failure::new(
             FailureKind::LimitExceeded,
             Delivery::MayHaveReached,
-            format!("the response is larger than the {limit}-byte limit"),
+            crate::transport::http::over_budget_message(limit),
         ))),
         (None, false) => Err(Error::from_failure(Failure::new(
             FailureKind::Protocol,

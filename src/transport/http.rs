@@ -1246,6 +1246,12 @@ fn default_port(uri: &Uri) -> Option<u16> {
     }
 }
 
+/// Why a reply was stopped by its request's byte budget (`max_response_bytes`). The binding
+/// layer recognises it to name its own setting in the error.
+pub(crate) fn over_budget_message(limit: u64) -> String {
+    format!("the reply is larger than the {limit}-byte output limit")
+}
+
 /// Counts reply bytes against a request's limit, across resumptions.
 struct ByteBudget {
     remaining: Option<u64>,
@@ -1268,10 +1274,7 @@ impl ByteBudget {
             Failure::new(
                 FailureKind::LimitExceeded,
                 Delivery::MayHaveReached,
-                format!(
-                    "the reply is larger than the {}-byte output limit",
-                    self.limit
-                ),
+                over_budget_message(self.limit),
             )
         })?;
         Ok(())
