@@ -75,7 +75,9 @@ use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasher, Hasher};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
+
+use crate::util::{civil_from_days, lock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value, json};
@@ -239,11 +241,6 @@ struct Session {
     in_flight: Mutex<HashMap<Id, (u64, oneshot::Sender<()>)>>,
     /// Milliseconds since the server started, at the last request.
     last_used_ms: AtomicU64,
-}
-
-/// Locks a mutex; a panic elsewhere cannot leave these maps inconsistent, so poison is ignored.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// What to send for a request.
@@ -1011,17 +1008,8 @@ fn http_date(secs: u64) -> String {
     ];
     let days = secs / 86_400;
     let rem = secs % 86_400;
-    // Civil date from days since 1970-01-01 (H. Hinnant, "chrono-Compatible Low-Level Date
-    // Algorithms", civil_from_days), on unsigned numbers shifted to the 0000-03-01 era.
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z % 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
+    // Fewer than 2^48 days: the cast is exact.
+    let (year, month, day) = civil_from_days(days as i64);
     format!(
         "{}, {day:02} {} {year} {:02}:{:02}:{:02} GMT",
         DAYS[(days % 7) as usize],

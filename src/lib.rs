@@ -59,6 +59,8 @@ pub mod session;
 pub mod sse;
 #[cfg(feature = "client")]
 pub mod transport;
+#[cfg(feature = "fixtures")]
+mod util;
 
 #[cfg(feature = "client")]
 pub use error::{Error, ErrorKind};

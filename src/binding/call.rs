@@ -113,12 +113,7 @@ impl ToolResult {
 
     /// The `tool.result` JSON event as a value (object members sorted by serde_json).
     pub fn to_json(&self) -> Value {
-        Value::Object(
-            self.members()
-                .into_iter()
-                .map(|(k, v)| (k.to_owned(), v))
-                .collect(),
-        )
+        object(self.members())
     }
 
     /// The `tool.result` event as one line of JSON with its members in the documented order
@@ -147,12 +142,7 @@ impl Progress {
 
     /// The `tool.progress` JSON event as a value.
     pub fn to_json(&self) -> Value {
-        Value::Object(
-            self.members()
-                .into_iter()
-                .map(|(k, v)| (k.to_owned(), v))
-                .collect(),
-        )
+        object(self.members())
     }
 
     /// The `tool.progress` event as one line of JSON, members in the documented order
@@ -160,6 +150,16 @@ impl Progress {
     pub fn to_json_line(&self) -> String {
         ordered_line(&self.members())
     }
+}
+
+/// An event's members as a JSON object value.
+fn object(members: Vec<(&'static str, Value)>) -> Value {
+    Value::Object(
+        members
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect(),
+    )
 }
 
 /// Writes an object with its members in the given order (serde_json's `Value` sorts them).
