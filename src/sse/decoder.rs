@@ -12,61 +12,25 @@
 
 use std::fmt;
 
+use super::scan::{self, FirstAndLast, LineEnds, NotAscii};
+
 /// The byte order mark that UTF-8 decoding strips once, at the start of the stream.
 const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
 
 /// The longest field name the decoder acts on (`retry`).
 const LONGEST_FIELD_NAME: usize = 5;
 
-/// Input is validated, copied and scanned in blocks of at most this size, so that each block
-/// is still in cache for the next pass over it.
+/// Input is copied and scanned in blocks of at most this size, so that each block is still in
+/// cache for the scan after its copy.
 const BLOCK_BYTES: usize = 64 * 1024;
-
-/// Blocks at least this large are scanned for the end of the current line as they are
-/// appended.
-const SCAN_IN_PUSH_BYTES: usize = 4096;
 
 /// Interpreted input is dropped from the buffer once it is at least this large (or is most of
 /// the buffer), so that small pushes do not each move the line in progress.
 const COMPACT_BYTES: usize = 4096;
 
-/// Finds the next CR or LF. On x86-64 an AVX2 (or else SSE2) searcher is built once per
-/// decoder and called directly: most lines are short, and `memchr::memchr2`'s per-call
-/// dispatch and setup cost more than scanning them (measured with callgrind on the parser
-/// bench: 78 instructions a call).
-#[derive(Clone, Copy, Debug)]
-struct LineEnds {
-    #[cfg(target_arch = "x86_64")]
-    avx2: Option<memchr::arch::x86_64::avx2::memchr::Two>,
-    /// Always `Some` on x86-64, where SSE2 is part of the baseline.
-    #[cfg(target_arch = "x86_64")]
-    sse2: Option<memchr::arch::x86_64::sse2::memchr::Two>,
-}
-
-impl LineEnds {
-    fn new() -> Self {
-        LineEnds {
-            #[cfg(target_arch = "x86_64")]
-            avx2: memchr::arch::x86_64::avx2::memchr::Two::new(b'\r', b'\n'),
-            #[cfg(target_arch = "x86_64")]
-            sse2: memchr::arch::x86_64::sse2::memchr::Two::new(b'\r', b'\n'),
-        }
-    }
-
-    #[inline]
-    fn find(&self, haystack: &[u8]) -> Option<usize> {
-        // AVX2 pays off on long haystacks; on short ones it only adds a step down to SSE2.
-        #[cfg(target_arch = "x86_64")]
-        if let Some(searcher) = self.avx2.as_ref().filter(|_| haystack.len() >= 64) {
-            return searcher.find(haystack);
-        }
-        #[cfg(target_arch = "x86_64")]
-        if let Some(searcher) = &self.sse2 {
-            return searcher.find(haystack);
-        }
-        memchr::memchr2(b'\r', b'\n', haystack)
-    }
-}
+/// A stretch of input without line ends at least this long is remembered by the push that
+/// finds where it ends, so that `next_event` does not scan it a second time.
+const LONG_LINE_BYTES: usize = 4096;
 
 /// Size limits for one stream. Every byte the decoder keeps is counted against one of them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -166,6 +130,17 @@ pub struct OwnedEvent {
     pub last_event_id: String,
 }
 
+/// Where the event type buffer's value is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum EventType {
+    /// Empty: no `event` field since the last dispatch.
+    Unset,
+    /// The last `event` field's value is this range of the input buffer.
+    InBuffer(usize, usize),
+    /// Copied to `event_type_text`, because the input buffer dropped the line.
+    Copied,
+}
+
 /// Where the pending event's data is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Data {
@@ -211,22 +186,33 @@ pub struct Decoder {
     /// A valid but incomplete UTF-8 sequence at the end of the input pushed so far.
     utf8_carry: [u8; 4],
     utf8_carry_len: usize,
-    /// Decoded input; everything before `pos` has been interpreted.
-    buf: String,
+    /// Decoded input, always valid UTF-8 (see [`Decoder::text`]); everything before `pos` has
+    /// been interpreted. Bytes rather than a `String` so that a push can be copied in first and
+    /// checked for ASCII in place, in one pass.
+    buf: Vec<u8>,
     /// Where the current line starts.
     pos: usize,
-    /// How many bytes from `pos` are known to hold no line terminator.
-    scanned: usize,
+    /// Where the search for the current line's end goes on: `buf[pos..search_from]` holds no
+    /// line end.
+    search_from: usize,
+    /// `buf[clean_from..]` holds no line end: it is just after the last line end pushed (0
+    /// before the first). Kept up to date by every push, so `next_event` knows without
+    /// searching when no complete line is left.
+    clean_from: usize,
+    /// A long stretch without line ends, `buf[start..end]`, found by a push that also held
+    /// the lines before it (a whole stream in one push), so that `next_event` skips it.
+    long_line: Option<(usize, usize)>,
+    /// The line after the last line end is already over the line limit: further input is
+    /// dropped, and `next_event` reports the error once it reaches that line.
+    line_overflow: bool,
     /// The last line ended with a CR at the very end of the input, so an LF pushed next is
     /// the second half of that CRLF.
     skip_lf: bool,
     data: Data,
     data_joined: String,
-    /// The event type buffer's value when `event_type_set`; otherwise the buffer is empty and
-    /// this keeps the last value, so that the same type on the next event (nearly always
-    /// `message`) is compared, not copied.
-    event_type: String,
-    event_type_set: bool,
+    /// The event type buffer, usually left in the input buffer like a single data value.
+    event_type: EventType,
+    event_type_text: String,
     /// The last event ID buffer: set by `id` fields.
     id_buffer: String,
     /// The last event ID string: the buffer's value at the last dispatch.
@@ -248,14 +234,17 @@ impl Decoder {
             bom_matched: Some(0),
             utf8_carry: [0; 4],
             utf8_carry_len: 0,
-            buf: String::new(),
+            buf: Vec::new(),
             pos: 0,
-            scanned: 0,
+            search_from: 0,
+            clean_from: 0,
+            long_line: None,
+            line_overflow: false,
             skip_lf: false,
             data: Data::None,
             data_joined: String::new(),
-            event_type: String::new(),
-            event_type_set: false,
+            event_type: EventType::Unset,
+            event_type_text: String::new(),
             id_buffer: String::new(),
             last_event_id: String::new(),
             id_changed: false,
@@ -305,7 +294,7 @@ impl Decoder {
     pub fn buffered_bytes(&self) -> usize {
         self.buf.capacity()
             + self.data_joined.capacity()
-            + self.event_type.capacity()
+            + self.event_type_text.capacity()
             + self.id_buffer.capacity()
             + self.last_event_id.capacity()
     }
@@ -313,19 +302,41 @@ impl Decoder {
     /// Feeds the next bytes of the stream. Take the events they complete with
     /// [`next_event`](Decoder::next_event) before pushing more: unparsed input is held until
     /// then.
-    pub fn push(&mut self, mut input: &[u8]) {
-        if self.error.is_some() || input.is_empty() {
-            return;
+    #[inline]
+    pub fn push(&mut self, input: &[u8]) {
+        // The common push: a few bytes of plain ASCII in the middle of a stream, with room
+        // in the buffer. Copied and scanned in one short step.
+        if input.len() <= scan::SHORT_BYTES
+            && self.buf.len() + input.len() <= self.buf.capacity()
+            && self.is_plain()
+        {
+            let start = self.buf.len();
+            self.buf.extend_from_slice(input);
+            if let Ok(ends) = scan::scan_short(&self.buf, start) {
+                return self.appended(start, ends);
+            }
+            self.buf.truncate(start);
         }
-        if self.bom_matched.is_none()
+        self.push_any(input);
+    }
+
+    /// Whether a push needs no step but copying: no error, no BOM or CRLF half to look for, no
+    /// partial UTF-8 sequence held.
+    #[inline]
+    fn is_plain(&self) -> bool {
+        self.bom_matched.is_none()
             && !self.skip_lf
             && self.utf8_carry_len == 0
-            && input.len() < SCAN_IN_PUSH_BYTES
-            && self.push_ascii(input)
-        {
-            // The common small push: mid-stream ASCII that `next_event` will scan.
+            && !self.line_overflow
+            && self.error.is_none()
+    }
+
+    /// [`push`](Decoder::push) for every case.
+    fn push_any(&mut self, mut input: &[u8]) {
+        if self.error.is_some() || self.line_overflow || input.is_empty() {
             return;
         }
+        self.compact(input.len());
         // UTF-8 decode: "one leading U+FEFF BYTE ORDER MARK character must be ignored if any
         // are present". The three bytes may arrive in separate pushes.
         if let Some(matched) = self.bom_matched {
@@ -355,24 +366,65 @@ impl Decoder {
                 input = &input[1..];
             }
         }
-        // Room for the whole push at once (up to the line limit), rather than growing block
-        // by block and copying what is buffered at each doubling.
-        self.reserve(input.len().min(self.limits.max_line_bytes));
+        if input.len() > BLOCK_BYTES {
+            // Room for the whole push at once (up to the line limit), rather than growing
+            // block by block and copying what is buffered at each doubling.
+            self.reserve(input.len().min(self.limits.max_line_bytes));
+        }
         for block in input.chunks(BLOCK_BYTES) {
-            if self.error.is_some() {
+            if self.line_overflow {
                 return;
             }
             self.append(block);
         }
     }
 
-    /// Decodes `bytes` onto the buffer (each invalid sequence becomes one U+FFFD, the
-    /// WHATWG decoder's "maximal subpart" rule, which `std` follows too; an incomplete sequence
-    /// at the end waits for the next bytes), then scans the new text for the end of the current
-    /// line while it is in cache, refusing a line that outgrows the limit.
-    fn append(&mut self, mut bytes: &[u8]) {
+    /// Appends `bytes` to the buffer and notes where their line ends are. ASCII (nearly every
+    /// MCP stream) is copied and checked in one pass and needs no decoding; anything else goes
+    /// through [`decode`](Decoder::decode).
+    #[inline]
+    fn append(&mut self, bytes: &[u8]) {
         let start = self.buf.len();
         self.reserve(bytes.len());
+        if self.utf8_carry_len == 0 {
+            self.buf.extend_from_slice(bytes);
+            match scan::scan_appended(&self.buf, start, &self.line_ends) {
+                Ok(ends) => return self.appended(start, ends),
+                Err(NotAscii) => self.buf.truncate(start),
+            }
+        }
+        self.decode(bytes);
+        let ends = self.line_ends.first_and_last(&self.buf, start);
+        self.appended(start, ends);
+    }
+
+    /// Records what the text appended at `start` brought: the position after its last line
+    /// end, a long stretch without line ends that it closed, and whether the line it leaves
+    /// open is already over the limit (checked here, as the input arrives, so that a line that
+    /// never ends is refused before more of it is buffered).
+    #[inline]
+    fn appended(&mut self, start: usize, ends: Option<FirstAndLast>) {
+        debug_assert!(self.clean_from <= start);
+        if let Some((first, last)) = ends {
+            if self.search_from >= self.clean_from {
+                // No line end was pending, so `first` is the next one: `next_event` starts
+                // there instead of searching for it.
+                self.search_from = first;
+            } else if first - self.clean_from >= LONG_LINE_BYTES {
+                self.long_line = Some((self.clean_from, first));
+            }
+            self.clean_from = last + 1;
+        }
+        if self.buf.len() - self.clean_from > self.limits.max_line_bytes {
+            self.line_overflow = true;
+        }
+    }
+
+    /// Decodes `bytes` onto the buffer: each invalid sequence becomes one U+FFFD (the WHATWG
+    /// decoder's "maximal subpart" rule, which `std` follows too), and an incomplete sequence
+    /// at the end waits for the next bytes.
+    fn decode(&mut self, mut bytes: &[u8]) {
+        const REPLACEMENT: &[u8] = "\u{FFFD}".as_bytes();
         while self.utf8_carry_len > 0 {
             let Some((&next, after)) = bytes.split_first() else {
                 break;
@@ -381,7 +433,7 @@ impl Decoder {
             sequence[self.utf8_carry_len] = next;
             match std::str::from_utf8(&sequence[..=self.utf8_carry_len]) {
                 Ok(complete) => {
-                    self.buf.push_str(complete);
+                    self.buf.extend_from_slice(complete.as_bytes());
                     self.utf8_carry_len = 0;
                     bytes = after;
                 }
@@ -394,26 +446,22 @@ impl Decoder {
                     // `next` cannot continue the sequence: the held bytes are one maximal
                     // subpart, and `next` starts afresh.
                     self.utf8_carry_len = 0;
-                    self.buf.push(char::REPLACEMENT_CHARACTER);
+                    self.buf.extend_from_slice(REPLACEMENT);
                 }
             }
-        }
-        if self.push_ascii(bytes) {
-            bytes = &[];
         }
         while !bytes.is_empty() {
             match std::str::from_utf8(bytes) {
                 Ok(valid) => {
-                    self.buf.push_str(valid);
+                    self.buf.extend_from_slice(valid.as_bytes());
                     break;
                 }
                 Err(error) => {
                     let (valid, after) = bytes.split_at(error.valid_up_to());
-                    self.buf
-                        .push_str(std::str::from_utf8(valid).unwrap_or_default());
+                    self.buf.extend_from_slice(valid);
                     match error.error_len() {
                         Some(invalid) => {
-                            self.buf.push(char::REPLACEMENT_CHARACTER);
+                            self.buf.extend_from_slice(REPLACEMENT);
                             bytes = &after[invalid..];
                         }
                         None => {
@@ -425,39 +473,6 @@ impl Decoder {
                 }
             }
         }
-        if self.pos + self.scanned == start && (self.buf.len() - start >= SCAN_IN_PUSH_BYTES) {
-            // The current line was open up to here and a large block arrived: look for the
-            // line's end in the new text now, while it is in cache, and refuse a line that
-            // outgrows the limit before more of it is buffered. (Small blocks are scanned by
-            // `next_event`; scanning them here too would only add a call per push.)
-            let found = self.line_ends.find(&self.buf.as_bytes()[start..]);
-            self.scanned = match found {
-                Some(offset) => start + offset - self.pos,
-                None => self.buf.len() - self.pos,
-            };
-            if found.is_none() && self.scanned > self.limits.max_line_bytes {
-                self.fail(Error::LineTooLong {
-                    limit: self.limits.max_line_bytes,
-                });
-            }
-        }
-    }
-
-    /// Appends `bytes` if they are all ASCII (nearly every MCP stream is), which needs no
-    /// decoding; says whether it did. `from_utf8` would check them again at a fixed cost per
-    /// call that dominates small pushes (measured with callgrind: about 120 instructions per
-    /// 32-byte push, a quarter of the decoder's time on 1-64 byte chunks).
-    #[inline]
-    fn push_ascii(&mut self, bytes: &[u8]) -> bool {
-        if !bytes.is_ascii() {
-            return false;
-        }
-        self.reserve(bytes.len());
-        #[allow(unsafe_code)]
-        // SAFETY: every ASCII byte sequence is valid UTF-8.
-        let text = unsafe { std::str::from_utf8_unchecked(bytes) };
-        self.buf.push_str(text);
-        true
     }
 
     /// Grows the buffer for `added` more bytes, doubling as usual but not past the line limit
@@ -477,7 +492,23 @@ impl Decoder {
 
     /// Takes the next dispatched event. `Ok(None)` means more input is needed. After an error,
     /// every call returns it.
+    #[inline]
     pub fn next_event(&mut self) -> Result<Option<Event<'_>>, Error> {
+        if self.search_from >= self.clean_from
+            && !self.dispatched
+            && !self.line_overflow
+            && self.error.is_none()
+        {
+            // No complete line is waiting: the answer to most small pushes, given here
+            // without a call.
+            return Ok(None);
+        }
+        self.interpret_lines()
+    }
+
+    /// [`next_event`](Decoder::next_event) when there may be something to do: interprets
+    /// complete lines until one dispatches an event.
+    fn interpret_lines(&mut self) -> Result<Option<Event<'_>>, Error> {
         if let Some(error) = self.error {
             return Err(error);
         }
@@ -485,27 +516,32 @@ impl Decoder {
             self.dispatched = false;
             self.data = Data::None;
             self.data_joined.clear();
-            self.event_type_set = false;
+            self.event_type = EventType::Unset;
         }
         loop {
-            let bytes = self.buf.as_bytes();
-            let from = self.pos + self.scanned;
-            // A blank line (every event ends with one) is found without a call into memchr.
-            let found = match bytes.get(from) {
+            let bytes = self.buf.as_slice();
+            let mut from = self.search_from;
+            if let Some((start, end)) = self.long_line
+                && (start..end).contains(&from)
+            {
+                from = end;
+            }
+            // Line ends lie before `clean_from` only. A blank line (every event ends with one)
+            // is found without a call into memchr.
+            let found = match bytes[..self.clean_from].get(from) {
                 Some(b'\r' | b'\n') => Some(0),
-                Some(_) => self.line_ends.find(&bytes[from..]),
+                Some(_) => self.line_ends.find(&bytes[from..self.clean_from]),
                 None => None,
             };
             let Some(offset) = found else {
-                self.scanned = bytes.len() - self.pos;
-                if self.scanned > self.limits.max_line_bytes {
+                self.search_from = bytes.len();
+                if self.line_overflow {
                     let error = Error::LineTooLong {
                         limit: self.limits.max_line_bytes,
                     };
                     self.fail(error);
                     return Err(error);
                 }
-                self.compact();
                 return Ok(None);
             };
             let end = from + offset;
@@ -531,7 +567,7 @@ impl Decoder {
                 },
                 _ => end + 1,
             };
-            self.scanned = 0;
+            self.search_from = self.pos;
             if end == line_start {
                 // "If the line is empty (a blank line): dispatch the event."
                 if self.dispatch() {
@@ -548,7 +584,7 @@ impl Decoder {
 
     /// Interprets one non-empty line, `buf[start..end]`.
     fn interpret(&mut self, start: usize, end: usize) {
-        let line = &self.buf.as_bytes()[start..end];
+        let line = &self.buf.as_slice()[start..end];
         // "If the line starts with a U+003A COLON character (:): ignore the line."
         if line[0] == b':' {
             return;
@@ -572,7 +608,7 @@ impl Decoder {
                 // "If value starts with a U+0020 SPACE character, remove it from value."
                 let value = start + colon + 1;
                 let skip =
-                    usize::from(self.buf.as_bytes().get(value) == Some(&b' ') && value < end);
+                    usize::from(self.buf.as_slice().get(value) == Some(&b' ') && value < end);
                 (start + colon, value + skip)
             }
             // "Otherwise, the string is not empty but does not contain a U+003A COLON
@@ -581,13 +617,13 @@ impl Decoder {
             None if line.len() <= LONGEST_FIELD_NAME => (end, end),
             None => return,
         };
-        match &self.buf.as_bytes()[start..name_end] {
+        match &self.buf.as_slice()[start..name_end] {
             b"data" => self.data_field(value_start, end),
             b"event" => self.event_field(value_start, end),
             // "If the field value does not contain U+0000 NULL, then set the last event ID
             // buffer to the field value. Otherwise, ignore the field."
             b"id" => {
-                let value = &self.buf[value_start..end];
+                let value = buffered_text(&self.buf, value_start, end);
                 if !value.as_bytes().contains(&0) {
                     self.id_buffer.clear();
                     self.id_buffer.push_str(value);
@@ -599,7 +635,7 @@ impl Decoder {
             // integer. Otherwise, ignore the field." An empty value is ignored; a value too
             // large for u64 saturates.
             b"retry" => {
-                let value = &self.buf.as_bytes()[value_start..end];
+                let value = &self.buf.as_slice()[value_start..end];
                 if !value.is_empty() && value.iter().all(u8::is_ascii_digit) {
                     self.retry_ms = Some(value.iter().fold(0u64, |ms, digit| {
                         ms.saturating_mul(10)
@@ -611,7 +647,7 @@ impl Decoder {
         }
     }
 
-    /// "Set the event type buffer to the field value."
+    /// "Set the event type buffer to the field value." The value stays in the input buffer.
     fn event_field(&mut self, start: usize, end: usize) {
         if end - start > self.limits.max_event_bytes {
             self.fail(Error::EventTooLarge {
@@ -619,12 +655,7 @@ impl Decoder {
             });
             return;
         }
-        let value = &self.buf[start..end];
-        if self.event_type != value {
-            self.event_type.clear();
-            self.event_type.push_str(value);
-        }
-        self.event_type_set = true;
+        self.event_type = EventType::InBuffer(start, end);
         self.check_event_size();
     }
 
@@ -641,9 +672,11 @@ impl Decoder {
                 }
                 self.reserve_joined(joined);
                 self.data_joined.clear();
-                self.data_joined.push_str(&self.buf[first_start..first_end]);
+                self.data_joined
+                    .push_str(buffered_text(&self.buf, first_start, first_end));
                 self.data_joined.push('\n');
-                self.data_joined.push_str(&self.buf[start..end]);
+                self.data_joined
+                    .push_str(buffered_text(&self.buf, start, end));
                 self.data = Data::Joined;
             }
             Data::Joined => {
@@ -653,7 +686,8 @@ impl Decoder {
                 }
                 self.reserve_joined(joined);
                 self.data_joined.push('\n');
-                self.data_joined.push_str(&self.buf[start..end]);
+                self.data_joined
+                    .push_str(buffered_text(&self.buf, start, end));
             }
         }
         self.check_event_size();
@@ -661,10 +695,18 @@ impl Decoder {
 
     /// The event type buffer.
     fn event_type(&self) -> &str {
-        if self.event_type_set {
-            &self.event_type
-        } else {
-            ""
+        match self.event_type {
+            EventType::Unset => "",
+            EventType::InBuffer(start, end) => buffered_text(&self.buf, start, end),
+            EventType::Copied => &self.event_type_text,
+        }
+    }
+
+    fn event_type_len(&self) -> usize {
+        match self.event_type {
+            EventType::Unset => 0,
+            EventType::InBuffer(start, end) => end - start,
+            EventType::Copied => self.event_type_text.len(),
         }
     }
 
@@ -677,7 +719,7 @@ impl Decoder {
     }
 
     fn fits(&mut self, data_len: usize) -> bool {
-        if data_len + self.event_type().len() > self.limits.max_event_bytes {
+        if data_len + self.event_type_len() > self.limits.max_event_bytes {
             self.fail(Error::EventTooLarge {
                 limit: self.limits.max_event_bytes,
             });
@@ -717,7 +759,7 @@ impl Decoder {
         // "If the data buffer is an empty string, set the data buffer and the event type buffer
         // to the empty string and return."
         if self.data == Data::None {
-            self.event_type_set = false;
+            self.event_type = EventType::Unset;
             return false;
         }
         self.dispatched = true;
@@ -726,7 +768,7 @@ impl Decoder {
 
     fn event(&self) -> Event<'_> {
         let data = match self.data {
-            Data::Borrowed(start, end) => &self.buf[start..end],
+            Data::Borrowed(start, end) => buffered_text(&self.buf, start, end),
             Data::Joined => &self.data_joined,
             Data::None => "",
         };
@@ -744,29 +786,62 @@ impl Decoder {
         }
     }
 
-    /// Drops interpreted input, keeping the current line and a single data value still in the
-    /// buffer (its range moves with it).
-    fn compact(&mut self) {
+    /// Drops interpreted input before `added` more bytes arrive, keeping the current line and
+    /// a single data value still in the buffer (its range moves with it). Small amounts are
+    /// left until the buffer would have to grow, so that small pushes do not each move the line
+    /// in progress.
+    fn compact(&mut self, added: usize) {
+        // Lines after a value still in the buffer (comments, ids) would stay pinned with it;
+        // past a point the value is copied out instead, so such lines cannot grow the buffer.
+        let pos = self.pos;
+        let pinned_too_long = |start: usize, end: usize| pos - end > (end - start).max(4096);
         if let Data::Borrowed(start, end) = self.data
-            && self.pos - end > (end - start).max(4096)
+            && pinned_too_long(start, end)
         {
-            // Lines after the data value (comments, ids) would stay pinned with it; copy the
-            // value out instead, so a stream of such lines cannot grow the buffer.
             self.reserve_joined(end - start);
             self.data_joined.clear();
-            self.data_joined.push_str(&self.buf[start..end]);
+            self.data_joined
+                .push_str(buffered_text(&self.buf, start, end));
             self.data = Data::Joined;
         }
-        let keep_from = match self.data {
-            Data::Borrowed(start, _) => start.min(self.pos),
-            _ => self.pos,
-        };
-        if keep_from < COMPACT_BYTES && keep_from * 2 < self.buf.len() {
+        if let EventType::InBuffer(start, end) = self.event_type
+            && pinned_too_long(start, end)
+        {
+            self.event_type_text.clear();
+            self.event_type_text
+                .push_str(buffered_text(&self.buf, start, end));
+            self.event_type = EventType::Copied;
+        }
+        let mut keep_from = self.pos;
+        if let Data::Borrowed(start, _) = self.data {
+            keep_from = keep_from.min(start);
+        }
+        if let EventType::InBuffer(start, _) = self.event_type {
+            keep_from = keep_from.min(start);
+        }
+        // Drop a few interpreted kilobytes only when the buffer would otherwise grow, and not
+        // when they are a small part of a long line in progress (the move would cost more
+        // than the memory it frees).
+        if keep_from == 0
+            || (keep_from < COMPACT_BYTES
+                && (keep_from * 2 < self.buf.len()
+                    || self.buf.len() + added <= self.buf.capacity()))
+        {
             return;
         }
         self.buf.drain(..keep_from);
         self.pos -= keep_from;
+        self.search_from -= keep_from;
+        self.clean_from -= keep_from;
+        self.long_line = self
+            .long_line
+            .filter(|&(_, end)| end > keep_from)
+            .map(|(start, end)| (start.saturating_sub(keep_from), end - keep_from));
         if let Data::Borrowed(start, end) = &mut self.data {
+            *start -= keep_from;
+            *end -= keep_from;
+        }
+        if let EventType::InBuffer(start, end) = &mut self.event_type {
             *start -= keep_from;
             *end -= keep_from;
         }
@@ -775,13 +850,32 @@ impl Decoder {
     fn fail(&mut self, error: Error) {
         self.error = Some(error);
         // Free what a refused stream held.
-        self.buf = String::new();
+        self.buf = Vec::new();
         self.data_joined = String::new();
-        self.event_type = String::new();
-        self.event_type_set = false;
+        self.event_type = EventType::Unset;
+        self.event_type_text = String::new();
         self.pos = 0;
-        self.scanned = 0;
+        self.search_from = 0;
+        self.clean_from = 0;
+        self.long_line = None;
+        self.line_overflow = false;
         self.data = Data::None;
         self.utf8_carry_len = 0;
+    }
+}
+
+/// `buf[start..end]` as text, where `buf` is a decoder's buffer.
+#[inline]
+fn buffered_text(buf: &[u8], start: usize, end: usize) -> &str {
+    let bytes = &buf[start..end];
+    debug_assert!(std::str::from_utf8(bytes).is_ok());
+    #[allow(unsafe_code)]
+    // SAFETY: a decoder's buffer is valid UTF-8: it only keeps bytes that `scan_appended`
+    // found to be ASCII and text that `decode` took from `str::from_utf8` or wrote as U+FFFD (a
+    // push that fails the ASCII check is truncated away before anything reads it). Every range
+    // taken from it starts and ends at an end of the buffer or next to an ASCII byte (a line
+    // end, a field name's colon or the space after it), which are character boundaries.
+    unsafe {
+        std::str::from_utf8_unchecked(bytes)
     }
 }

@@ -12,6 +12,7 @@
 //! long to wait for them.
 
 mod decoder;
+mod scan;
 
 pub use decoder::{Decoder, Error, Event, Limits};
 
