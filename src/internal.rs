@@ -121,40 +121,74 @@ mod sse_harness {
         pub error: Option<Error>,
     }
 
-    /// Decodes `chunks` in order, checking after every push that the decoder holds no more
-    /// than its limits allow plus what the chunk itself may expand to.
+    /// Decodes `chunks` in order three ways: with `push` and `next_event`, with `decode`
+    /// (lines read in place), and alternating the two. Checks that the three agree and, after
+    /// every chunk, that the decoder holds no more than its limits allow plus what the chunk
+    /// itself may expand to.
     pub fn sse_run<'a>(limits: Limits, chunks: impl IntoIterator<Item = &'a [u8]>) -> SseRun {
+        let chunks: Vec<&[u8]> = chunks.into_iter().collect();
+        let pushed = sse_run_with(limits, &chunks, |_| false);
+        let decoded = sse_run_with(limits, &chunks, |_| true);
+        assert_eq!(pushed, decoded, "decode differs from push and next_event");
+        let alternating = sse_run_with(limits, &chunks, |i| i % 2 == 1);
+        assert_eq!(pushed, alternating, "alternating decode and push differs");
+        pushed
+    }
+
+    /// One run of [`sse_run`]: chunk `i` goes through `decode` when `use_decode(i)`.
+    fn sse_run_with(limits: Limits, chunks: &[&[u8]], use_decode: fn(usize) -> bool) -> SseRun {
         let mut decoder = Decoder::new(limits);
         let mut events = Vec::new();
         let mut error = None;
-        for chunk in chunks {
-            decoder.push(chunk);
-            loop {
-                match decoder.next_event() {
-                    Ok(Some(event)) => events.push((
+        for (i, chunk) in chunks.iter().enumerate() {
+            if error.is_some() {
+                // Later input must not change anything: feed it, but expect the same error.
+                let again = if use_decode(i) {
+                    decoder.decode(chunk, |_| panic!("an event after an error"))
+                } else {
+                    decoder.push(chunk);
+                    decoder.next_event().map(|_| ())
+                };
+                assert_eq!(again.err(), error, "the error does not stick");
+                continue;
+            }
+            let result = if use_decode(i) {
+                decoder.decode(chunk, |event| {
+                    events.push((
                         event.event_type().to_owned(),
                         event.data().to_owned(),
                         event.last_event_id().to_owned(),
-                    )),
-                    Ok(None) => {
-                        // Between pushes the decoder holds at most: the line in progress and a
-                        // pinned data value (each within the line limit, in a buffer that may
-                        // double), what the push decoded (up to three bytes per input byte),
-                        // joined data within the event limit, and short field values.
-                        let (line, event) = (limits.max_line_bytes, limits.max_event_bytes);
-                        let bound = 9 * line + event + 3 * chunk.len() + 8192;
-                        assert!(
-                            decoder.buffered_bytes() <= bound,
-                            "decoder holds {} bytes, bound {bound}",
-                            decoder.buffered_bytes()
-                        );
-                        break;
-                    }
-                    Err(e) => {
-                        error = Some(e);
-                        break;
+                    ));
+                })
+            } else {
+                decoder.push(chunk);
+                loop {
+                    match decoder.next_event() {
+                        Ok(Some(event)) => events.push((
+                            event.event_type().to_owned(),
+                            event.data().to_owned(),
+                            event.last_event_id().to_owned(),
+                        )),
+                        Ok(None) => break Ok(()),
+                        Err(e) => break Err(e),
                     }
                 }
+            };
+            match result {
+                Ok(()) => {
+                    // Between chunks the decoder holds at most: the line in progress and
+                    // pinned values (each within the line limit, in a buffer that may
+                    // double), what the chunk decoded to (up to three bytes per input byte),
+                    // joined data within the event limit, and short field values.
+                    let (line, event) = (limits.max_line_bytes, limits.max_event_bytes);
+                    let bound = 9 * line + event + 3 * chunk.len() + 8192;
+                    assert!(
+                        decoder.buffered_bytes() <= bound,
+                        "decoder holds {} bytes, bound {bound}",
+                        decoder.buffered_bytes()
+                    );
+                }
+                Err(e) => error = Some(e),
             }
         }
         SseRun {

@@ -3,12 +3,16 @@
 //! The rules are those of the HTML standard, section 9.2.6 "Parsing an event stream" and
 //! 9.2.7 "Interpreting an event stream"; comments below quote the rule each step implements.
 //!
-//! How it is fast: input is decoded from UTF-8 once, as it is pushed, into one buffer (the
-//! line terminators and field syntax are ASCII, so decoding the stream first and splitting
-//! lines after is exactly the standard's order). Lines are then found with `memchr` and
-//! interpreted in place, and an event whose data is one line is handed out as a slice of that
-//! buffer: no allocation and no copy per event. Only events with several data lines are
-//! assembled in a second buffer.
+//! How it is fast: nearly every MCP stream is ASCII, so a push is copied into one buffer and
+//! checked for ASCII and for its first and last line end in the same step (a push of up to
+//! 64 bytes with four SSE2 compares); only other input goes through a UTF-8 decoder (the line
+//! terminators and field syntax are ASCII, so decoding first and splitting lines after is
+//! exactly the standard's order). Because the decoder knows where the last line end is,
+//! `next_event` answers "nothing yet" without a search. Lines are interpreted in place, and an
+//! event's type and single data line are handed out as slices: no allocation and no copy per
+//! event. [`Decoder::decode`] goes one step further and reads the lines that lie wholly inside
+//! its input without copying them at all. Only events with several data lines are assembled in
+//! a second buffer.
 
 use std::fmt;
 
@@ -27,6 +31,9 @@ const BLOCK_BYTES: usize = 64 * 1024;
 /// Interpreted input is dropped from the buffer once it is at least this large (or is most of
 /// the buffer), so that small pushes do not each move the line in progress.
 const COMPACT_BYTES: usize = 4096;
+
+/// Past this size the input buffer grows straight to its bound (see [`Decoder::reserve`]).
+const LARGE_BUFFER_BYTES: usize = 1024 * 1024;
 
 /// A stretch of input without line ends at least this long is remembered by the push that
 /// finds where it ends, so that `next_event` does not scan it a second time.
@@ -155,8 +162,10 @@ enum Data {
 /// A sans-IO decoder for one `text/event-stream`.
 ///
 /// Push bytes as they arrive, in any chunking, then take events with
-/// [`next_event`](Decoder::next_event) until it returns `None`. The output does not depend on
-/// how the input was split. Nothing is read from a socket or a clock.
+/// [`next_event`](Decoder::next_event) until it returns `None`; or hand each chunk to
+/// [`decode`](Decoder::decode) with a closure for its events, which avoids copying whole lines.
+/// The two can be mixed. The output does not depend on how the input was split. Nothing is read
+/// from a socket or a clock.
 ///
 /// Memory is bounded: the decoder keeps the unparsed input (the line in progress plus what the
 /// last push brought), one event's data and a few short field values, each within
@@ -205,6 +214,8 @@ pub struct Decoder {
     /// The line after the last line end is already over the line limit: further input is
     /// dropped, and `next_event` reports the error once it reaches that line.
     line_overflow: bool,
+    /// See [`Decoder::is_plain`].
+    plain: bool,
     /// The last line ended with a CR at the very end of the input, so an LF pushed next is
     /// the second half of that CRLF.
     skip_lf: bool,
@@ -240,6 +251,7 @@ impl Decoder {
             clean_from: 0,
             long_line: None,
             line_overflow: false,
+            plain: false,
             skip_lf: false,
             data: Data::None,
             data_joined: String::new(),
@@ -285,7 +297,7 @@ impl Decoder {
     /// pending. A stream that ends when this is false ended inside an event, which is dropped.
     pub fn is_between_events(&self) -> bool {
         self.pos == self.buf.len()
-            && (self.dispatched || (self.data == Data::None && self.event_type().is_empty()))
+            && (self.dispatched || (self.data == Data::None && self.event_type(&[]).is_empty()))
     }
 
     /// Bytes of memory the decoder holds (capacity, not length): at most the line limit plus
@@ -302,7 +314,7 @@ impl Decoder {
     /// Feeds the next bytes of the stream. Take the events they complete with
     /// [`next_event`](Decoder::next_event) before pushing more: unparsed input is held until
     /// then.
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, input: &[u8]) {
         // The common push: a few bytes of plain ASCII in the middle of a stream, with room
         // in the buffer. Copied and scanned in one short step.
@@ -321,9 +333,15 @@ impl Decoder {
     }
 
     /// Whether a push needs no step but copying: no error, no BOM or CRLF half to look for, no
-    /// partial UTF-8 sequence held.
-    #[inline]
+    /// partial UTF-8 sequence held. Kept in `plain`, because the shortest pushes ask on every
+    /// call.
+    #[inline(always)]
     fn is_plain(&self) -> bool {
+        debug_assert_eq!(self.plain, self.compute_plain(), "stale `plain`");
+        self.plain
+    }
+
+    fn compute_plain(&self) -> bool {
         self.bom_matched.is_none()
             && !self.skip_lf
             && self.utf8_carry_len == 0
@@ -331,8 +349,18 @@ impl Decoder {
             && self.error.is_none()
     }
 
+    /// Brings `plain` up to date after one of the fields it sums up changed.
+    fn refresh_plain(&mut self) {
+        self.plain = self.compute_plain();
+    }
+
     /// [`push`](Decoder::push) for every case.
-    fn push_any(&mut self, mut input: &[u8]) {
+    fn push_any(&mut self, input: &[u8]) {
+        self.push_steps(input);
+        self.refresh_plain();
+    }
+
+    fn push_steps(&mut self, mut input: &[u8]) {
         if self.error.is_some() || self.line_overflow || input.is_empty() {
             return;
         }
@@ -381,7 +409,7 @@ impl Decoder {
 
     /// Appends `bytes` to the buffer and notes where their line ends are. ASCII (nearly every
     /// MCP stream) is copied and checked in one pass and needs no decoding; anything else goes
-    /// through [`decode`](Decoder::decode).
+    /// through [`decode_utf8`](Decoder::decode_utf8).
     #[inline]
     fn append(&mut self, bytes: &[u8]) {
         let start = self.buf.len();
@@ -393,7 +421,7 @@ impl Decoder {
                 Err(NotAscii) => self.buf.truncate(start),
             }
         }
-        self.decode(bytes);
+        self.decode_utf8(bytes);
         let ends = self.line_ends.first_and_last(&self.buf, start);
         self.appended(start, ends);
     }
@@ -417,13 +445,14 @@ impl Decoder {
         }
         if self.buf.len() - self.clean_from > self.limits.max_line_bytes {
             self.line_overflow = true;
+            self.plain = false;
         }
     }
 
     /// Decodes `bytes` onto the buffer: each invalid sequence becomes one U+FFFD (the WHATWG
     /// decoder's "maximal subpart" rule, which `std` follows too), and an incomplete sequence
     /// at the end waits for the next bytes.
-    fn decode(&mut self, mut bytes: &[u8]) {
+    fn decode_utf8(&mut self, mut bytes: &[u8]) {
         const REPLACEMENT: &[u8] = "\u{FFFD}".as_bytes();
         while self.utf8_carry_len > 0 {
             let Some((&next, after)) = bytes.split_first() else {
@@ -476,17 +505,22 @@ impl Decoder {
     }
 
     /// Grows the buffer for `added` more bytes, doubling as usual but not past the line limit
-    /// plus the new bytes: a long line never holds twice the limit.
+    /// plus the new bytes: a long line never holds twice the limit. Past
+    /// [`LARGE_BUFFER_BYTES`] it grows to that bound at once: each doubling would copy the
+    /// line again (a 10 MiB line arriving in pieces would be copied about twice over), while
+    /// address space reserved and not yet written costs no memory on the platforms this runs
+    /// on (the allocator maps large blocks lazily).
     fn reserve(&mut self, added: usize) {
         let needed = self.buf.len() + added;
         if needed > self.buf.capacity() {
-            let target = self
-                .buf
-                .capacity()
-                .saturating_mul(2)
-                .min(self.limits.max_line_bytes.saturating_add(added))
-                .max(needed);
-            self.buf.reserve_exact(target - self.buf.len());
+            let bound = self.limits.max_line_bytes.saturating_add(added);
+            let doubled = self.buf.capacity().saturating_mul(2);
+            let target = if doubled > LARGE_BUFFER_BYTES {
+                bound
+            } else {
+                doubled.min(bound)
+            };
+            self.buf.reserve_exact(target.max(needed) - self.buf.len());
         }
     }
 
@@ -506,6 +540,153 @@ impl Decoder {
         self.interpret_lines()
     }
 
+    /// Decodes `input` and hands each event it completes to `on_event`, in order: the same
+    /// as [`push`](Decoder::push) followed by [`next_event`](Decoder::next_event) until
+    /// `None`, but lines that lie wholly inside `input` are read where they are, so their data
+    /// is never copied (only a line or event left unfinished at the end of `input` is). Stops
+    /// at the first error, after handing out the events before it.
+    ///
+    /// ```
+    /// use mcpwire::sse::{Decoder, Limits};
+    ///
+    /// let mut decoder = Decoder::new(Limits::default());
+    /// let mut data = Vec::new();
+    /// decoder.decode(b"data: one\n\ndata: t", |event| data.push(event.data().to_owned()))?;
+    /// decoder.decode(b"wo\n\n", |event| data.push(event.data().to_owned()))?;
+    /// assert_eq!(data, ["one", "two"]);
+    /// # Ok::<(), mcpwire::sse::Error>(())
+    /// ```
+    pub fn decode(
+        &mut self,
+        input: &[u8],
+        mut on_event: impl FnMut(Event<'_>),
+    ) -> Result<(), Error> {
+        if input.len() <= scan::SHORT_BYTES {
+            // A few bytes rarely hold a whole line: buffering them is cheaper. (Events still
+            // in the buffer come out first all the same: it keeps the input in order.)
+            self.push(input);
+            return self.drain(&mut on_event);
+        }
+        self.drain(&mut on_event)?;
+        let mut rest = input;
+        if !self.reads_in_place() {
+            // Finish the line in progress (or the stream's start) the buffered way, up to the
+            // first line end.
+            let Some(offset) = self.line_ends.find(rest) else {
+                self.push_without_line_ends(rest);
+                return self.drain(&mut on_event);
+            };
+            let crlf = rest[offset] == b'\r' && rest.get(offset + 1) == Some(&b'\n');
+            let (head, tail) = rest.split_at(offset + 1 + usize::from(crlf));
+            self.push(head);
+            self.drain(&mut on_event)?;
+            rest = tail;
+        }
+        if !self.reads_in_place() || !rest.is_ascii() {
+            // Input that needs decoding (or a stream still in its first bytes) is buffered.
+            self.push(rest);
+            return self.drain(&mut on_event);
+        }
+        let mut at = 0;
+        while let Some(&first) = rest.get(at) {
+            // A blank line (every event ends with one) is found without a call into memchr.
+            let offset = match first {
+                b'\r' | b'\n' => 0,
+                _ => match self.line_ends.find(&rest[at..]) {
+                    Some(offset) => offset,
+                    None => break,
+                },
+            };
+            if offset > self.limits.max_line_bytes {
+                let error = Error::LineTooLong {
+                    limit: self.limits.max_line_bytes,
+                };
+                self.fail(error);
+                return Err(error);
+            }
+            let end = at + offset;
+            let next = match rest[end] {
+                b'\r' => match rest.get(end + 1) {
+                    Some(b'\n') => end + 2,
+                    Some(_) => end + 1,
+                    None => {
+                        // An LF at the start of the next input completes this CRLF.
+                        self.skip_lf = true;
+                        self.plain = false;
+                        end + 1
+                    }
+                },
+                _ => end + 1,
+            };
+            if offset == 0 {
+                // "If the line is empty (a blank line): dispatch the event."
+                if self.dispatch() {
+                    on_event(self.event(rest));
+                    self.finish_dispatch();
+                }
+            } else {
+                self.interpret(rest, INPUT_BASE + at, INPUT_BASE + end);
+                if let Some(error) = self.error {
+                    return Err(error);
+                }
+            }
+            at = next;
+        }
+        self.keep_values_of(rest);
+        self.push(&rest[at..]);
+        self.drain(&mut on_event)
+    }
+
+    /// [`push`](Decoder::push) for input known to hold no CR or LF (a long line arriving in
+    /// pieces), which then needs only its ASCII check.
+    fn push_without_line_ends(&mut self, input: &[u8]) {
+        if self.is_plain() && input.is_ascii() {
+            self.compact(input.len());
+            let start = self.buf.len();
+            self.reserve(input.len());
+            self.buf.extend_from_slice(input);
+            self.appended(start, None);
+        } else {
+            self.push(input);
+        }
+    }
+
+    /// Whether [`decode`](Decoder::decode) can read lines in place now: nothing held in the
+    /// buffer but values of the pending event, and no decoding state to carry.
+    fn reads_in_place(&self) -> bool {
+        self.pos == self.buf.len() && self.is_plain()
+    }
+
+    /// Hands every complete event in the buffer to `on_event`.
+    fn drain(&mut self, on_event: &mut impl FnMut(Event<'_>)) -> Result<(), Error> {
+        while let Some(event) = self.next_event()? {
+            on_event(event);
+        }
+        Ok(())
+    }
+
+    /// Copies the pending event's values that still point into `input` (read in place by
+    /// [`decode`](Decoder::decode)) before it goes away.
+    fn keep_values_of(&mut self, input: &[u8]) {
+        if let Data::Borrowed(start, end) = self.data
+            && start >= INPUT_BASE
+        {
+            self.reserve_joined(end - start);
+            self.data_joined.clear();
+            self.data_joined
+                .push_str(source_text(&self.buf, input, start, end));
+            self.data = Data::Joined;
+        }
+        if let EventType::InBuffer(start, end) = self.event_type
+            && start >= INPUT_BASE
+        {
+            self.event_type_text.clear();
+            self.event_type_text
+                .push_str(source_text(&self.buf, input, start, end));
+            self.event_type = EventType::Copied;
+        }
+    }
+
     /// [`next_event`](Decoder::next_event) when there may be something to do: interprets
     /// complete lines until one dispatches an event.
     fn interpret_lines(&mut self) -> Result<Option<Event<'_>>, Error> {
@@ -513,10 +694,7 @@ impl Decoder {
             return Err(error);
         }
         if self.dispatched {
-            self.dispatched = false;
-            self.data = Data::None;
-            self.data_joined.clear();
-            self.event_type = EventType::Unset;
+            self.finish_dispatch();
         }
         loop {
             let bytes = self.buf.as_slice();
@@ -562,6 +740,7 @@ impl Decoder {
                         // An LF pushed next completes this CRLF, unless bytes of an incomplete
                         // UTF-8 sequence already stand between them.
                         self.skip_lf = self.utf8_carry_len == 0;
+                        self.refresh_plain();
                         end + 1
                     }
                 },
@@ -571,11 +750,11 @@ impl Decoder {
             if end == line_start {
                 // "If the line is empty (a blank line): dispatch the event."
                 if self.dispatch() {
-                    return Ok(Some(self.event()));
+                    return Ok(Some(self.event(&[])));
                 }
                 continue;
             }
-            self.interpret(line_start, end);
+            self.interpret(&[], line_start, end);
             if let Some(error) = self.error {
                 return Err(error);
             }
@@ -583,8 +762,8 @@ impl Decoder {
     }
 
     /// Interprets one non-empty line, `buf[start..end]`.
-    fn interpret(&mut self, start: usize, end: usize) {
-        let line = &self.buf.as_slice()[start..end];
+    fn interpret(&mut self, input: &[u8], start: usize, end: usize) {
+        let line = source(&self.buf, input, start, end);
         // "If the line starts with a U+003A COLON character (:): ignore the line."
         if line[0] == b':' {
             return;
@@ -593,7 +772,7 @@ impl Decoder {
         // parsing below.
         if line.starts_with(b"data:") {
             let skip = usize::from(line.get(5) == Some(&b' '));
-            return self.data_field(start + 5 + skip, end);
+            return self.data_field(input, start + 5 + skip, end);
         }
         if line.starts_with(b"event:") {
             let skip = usize::from(line.get(6) == Some(&b' '));
@@ -607,8 +786,7 @@ impl Decoder {
             Some(colon) => {
                 // "If value starts with a U+0020 SPACE character, remove it from value."
                 let value = start + colon + 1;
-                let skip =
-                    usize::from(self.buf.as_slice().get(value) == Some(&b' ') && value < end);
+                let skip = usize::from(value < end && line[colon + 1] == b' ');
                 (start + colon, value + skip)
             }
             // "Otherwise, the string is not empty but does not contain a U+003A COLON
@@ -617,13 +795,13 @@ impl Decoder {
             None if line.len() <= LONGEST_FIELD_NAME => (end, end),
             None => return,
         };
-        match &self.buf.as_slice()[start..name_end] {
-            b"data" => self.data_field(value_start, end),
+        match &line[..name_end - start] {
+            b"data" => self.data_field(input, value_start, end),
             b"event" => self.event_field(value_start, end),
             // "If the field value does not contain U+0000 NULL, then set the last event ID
             // buffer to the field value. Otherwise, ignore the field."
             b"id" => {
-                let value = buffered_text(&self.buf, value_start, end);
+                let value = source_text(&self.buf, input, value_start, end);
                 if !value.as_bytes().contains(&0) {
                     self.id_buffer.clear();
                     self.id_buffer.push_str(value);
@@ -635,7 +813,7 @@ impl Decoder {
             // integer. Otherwise, ignore the field." An empty value is ignored; a value too
             // large for u64 saturates.
             b"retry" => {
-                let value = &self.buf.as_slice()[value_start..end];
+                let value = &line[value_start - start..];
                 if !value.is_empty() && value.iter().all(u8::is_ascii_digit) {
                     self.retry_ms = Some(value.iter().fold(0u64, |ms, digit| {
                         ms.saturating_mul(10)
@@ -648,13 +826,8 @@ impl Decoder {
     }
 
     /// "Set the event type buffer to the field value." The value stays in the input buffer.
+    #[inline]
     fn event_field(&mut self, start: usize, end: usize) {
-        if end - start > self.limits.max_event_bytes {
-            self.fail(Error::EventTooLarge {
-                limit: self.limits.max_event_bytes,
-            });
-            return;
-        }
         self.event_type = EventType::InBuffer(start, end);
         self.check_event_size();
     }
@@ -662,9 +835,12 @@ impl Decoder {
     /// "Append the field value to the data buffer, then append a single U+000A LINE FEED (LF)
     /// character to the data buffer." The LF is written before the next value instead, which
     /// leaves out the last LF that dispatch would remove. A single value stays in place.
-    fn data_field(&mut self, start: usize, end: usize) {
+    fn data_field(&mut self, input: &[u8], start: usize, end: usize) {
         match self.data {
-            Data::None => self.data = Data::Borrowed(start, end),
+            Data::None => {
+                self.data = Data::Borrowed(start, end);
+                self.check_event_size();
+            }
             Data::Borrowed(first_start, first_end) => {
                 let joined = (first_end - first_start) + 1 + (end - start);
                 if !self.fits(joined) {
@@ -673,10 +849,10 @@ impl Decoder {
                 self.reserve_joined(joined);
                 self.data_joined.clear();
                 self.data_joined
-                    .push_str(buffered_text(&self.buf, first_start, first_end));
+                    .push_str(source_text(&self.buf, input, first_start, first_end));
                 self.data_joined.push('\n');
                 self.data_joined
-                    .push_str(buffered_text(&self.buf, start, end));
+                    .push_str(source_text(&self.buf, input, start, end));
                 self.data = Data::Joined;
             }
             Data::Joined => {
@@ -687,17 +863,16 @@ impl Decoder {
                 self.reserve_joined(joined);
                 self.data_joined.push('\n');
                 self.data_joined
-                    .push_str(buffered_text(&self.buf, start, end));
+                    .push_str(source_text(&self.buf, input, start, end));
             }
         }
-        self.check_event_size();
     }
 
     /// The event type buffer.
-    fn event_type(&self) -> &str {
+    fn event_type<'t>(&'t self, input: &'t [u8]) -> &'t str {
         match self.event_type {
             EventType::Unset => "",
-            EventType::InBuffer(start, end) => buffered_text(&self.buf, start, end),
+            EventType::InBuffer(start, end) => source_text(&self.buf, input, start, end),
             EventType::Copied => &self.event_type_text,
         }
     }
@@ -718,6 +893,7 @@ impl Decoder {
         }
     }
 
+    #[inline]
     fn fits(&mut self, data_len: usize) -> bool {
         if data_len + self.event_type_len() > self.limits.max_event_bytes {
             self.fail(Error::EventTooLarge {
@@ -728,6 +904,7 @@ impl Decoder {
         true
     }
 
+    #[inline]
     fn check_event_size(&mut self) {
         let data_len = self.data_len();
         self.fits(data_len);
@@ -766,16 +943,25 @@ impl Decoder {
         true
     }
 
-    fn event(&self) -> Event<'_> {
+    /// Clears the event handed out, before the next line is interpreted.
+    fn finish_dispatch(&mut self) {
+        self.dispatched = false;
+        self.data = Data::None;
+        self.data_joined.clear();
+        self.event_type = EventType::Unset;
+    }
+
+    /// The event just dispatched; ranges at or above [`INPUT_BASE`] are in `input`.
+    fn event<'t>(&'t self, input: &'t [u8]) -> Event<'t> {
         let data = match self.data {
-            Data::Borrowed(start, end) => buffered_text(&self.buf, start, end),
+            Data::Borrowed(start, end) => source_text(&self.buf, input, start, end),
             Data::Joined => &self.data_joined,
             Data::None => "",
         };
         // "Initialize event's type attribute to "message" ... If the event type buffer has a
         // value other than the empty string, change the type of the newly created event to
         // equal the value of the event type buffer."
-        let event_type = match self.event_type() {
+        let event_type = match self.event_type(input) {
             "" => "message",
             set => set,
         };
@@ -801,7 +987,7 @@ impl Decoder {
             self.reserve_joined(end - start);
             self.data_joined.clear();
             self.data_joined
-                .push_str(buffered_text(&self.buf, start, end));
+                .push_str(source_text(&self.buf, &[], start, end));
             self.data = Data::Joined;
         }
         if let EventType::InBuffer(start, end) = self.event_type
@@ -809,7 +995,7 @@ impl Decoder {
         {
             self.event_type_text.clear();
             self.event_type_text
-                .push_str(buffered_text(&self.buf, start, end));
+                .push_str(source_text(&self.buf, &[], start, end));
             self.event_type = EventType::Copied;
         }
         let mut keep_from = self.pos;
@@ -847,8 +1033,11 @@ impl Decoder {
         }
     }
 
+    #[cold]
+    #[inline(never)]
     fn fail(&mut self, error: Error) {
         self.error = Some(error);
+        self.plain = false;
         // Free what a refused stream held.
         self.buf = Vec::new();
         self.data_joined = String::new();
@@ -864,16 +1053,33 @@ impl Decoder {
     }
 }
 
-/// `buf[start..end]` as text, where `buf` is a decoder's buffer.
+/// Where the decoder's positions at or above this refer while [`Decoder::decode`] reads lines
+/// in place: to the input being decoded, at `position - INPUT_BASE`. The buffer never gets
+/// this large (a `Vec` holds at most `isize::MAX` bytes).
+const INPUT_BASE: usize = usize::MAX / 2 + 1;
+
+/// The bytes of a range of the decoder's text: the buffer below [`INPUT_BASE`], `input`
+/// above it.
 #[inline]
-fn buffered_text(buf: &[u8], start: usize, end: usize) -> &str {
-    let bytes = &buf[start..end];
+fn source<'t>(buf: &'t [u8], input: &'t [u8], start: usize, end: usize) -> &'t [u8] {
+    if start >= INPUT_BASE {
+        &input[start - INPUT_BASE..end - INPUT_BASE]
+    } else {
+        &buf[start..end]
+    }
+}
+
+/// [`source`] as text.
+#[inline]
+fn source_text<'t>(buf: &'t [u8], input: &'t [u8], start: usize, end: usize) -> &'t str {
+    let bytes = source(buf, input, start, end);
     debug_assert!(std::str::from_utf8(bytes).is_ok());
     #[allow(unsafe_code)]
-    // SAFETY: a decoder's buffer is valid UTF-8: it only keeps bytes that `scan_appended`
-    // found to be ASCII and text that `decode` took from `str::from_utf8` or wrote as U+FFFD (a
-    // push that fails the ASCII check is truncated away before anything reads it). Every range
-    // taken from it starts and ends at an end of the buffer or next to an ASCII byte (a line
+    // SAFETY: the decoder's text is valid UTF-8. The buffer only keeps bytes that
+    // `scan_appended` found to be ASCII and text that `decode_utf8` took from `str::from_utf8` or
+    // wrote as U+FFFD (a push that fails the ASCII check is truncated away before anything
+    // reads it); input is read in place only after `is_ascii` said it is ASCII. Every range
+    // taken from either starts and ends at an end of the text or next to an ASCII byte (a line
     // end, a field name's colon or the space after it), which are character boundaries.
     unsafe {
         std::str::from_utf8_unchecked(bytes)

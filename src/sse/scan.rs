@@ -84,7 +84,7 @@ pub(super) fn scan_appended(
 /// [`scan_appended`] for at most [`SHORT_BYTES`]. The buffer's last 64 bytes are classified
 /// at once, with the bytes before `start` masked off: no loop and no branch per byte. Only a
 /// buffer shorter than that (at the start of a stream) is taken block by block or byte by byte.
-#[inline]
+#[inline(always)]
 pub(super) fn scan_short(buf: &[u8], start: usize) -> Result<Option<FirstAndLast>, NotAscii> {
     let len = buf.len();
     debug_assert!(len - start <= SHORT_BYTES);

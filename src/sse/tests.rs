@@ -423,3 +423,29 @@ fn cases(default: usize) -> usize {
         .and_then(|n| n.parse().ok())
         .unwrap_or(default)
 }
+
+#[test]
+fn decode_reads_whole_lines_in_place_and_buffers_only_the_unfinished_end() {
+    let big = "x".repeat(1024 * 1024);
+    let stream = format!("event: message\ndata: {big}\n\ndata: unfin");
+    let mut decoder = Decoder::new(Limits::default());
+    let mut seen = Vec::new();
+    decoder
+        .decode(stream.as_bytes(), |event| {
+            seen.push((event.event_type().len(), event.data().len()));
+        })
+        .unwrap();
+    assert_eq!(seen, [(7, big.len())]);
+    // The 1 MiB line was read where it was; only "data: unfin" was kept.
+    assert!(
+        decoder.buffered_bytes() < 4096,
+        "{} bytes held",
+        decoder.buffered_bytes()
+    );
+    decoder
+        .decode(b"ished\n\n", |event| {
+            seen.push((event.event_type().len(), event.data().len()))
+        })
+        .unwrap();
+    assert_eq!(seen, [(7, big.len()), (7, "unfinished".len())]);
+}

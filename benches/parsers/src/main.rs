@@ -194,7 +194,11 @@ fn main() {
 // SSE
 // ------------------------------------------------------------------------------------------------
 
-const MCPWIRE: &str = "mcpwire sse::Decoder";
+/// mcpwire's decoder through `Decoder::decode` (lines read in place), the API its client uses.
+/// Ratios and targets are computed against this row.
+const MCPWIRE: &str = "mcpwire decode";
+/// The same decoder through `push` and `next_event` (everything buffered).
+const MCPWIRE_PUSH: &str = "mcpwire push+next_event";
 const SSE02: &str = "sse-stream 0.2";
 const SSE03: &str = "sse-stream 0.3";
 const EVENTSOURCE: &str = "eventsource-stream 0.2";
@@ -315,7 +319,8 @@ fn sse_contenders<'a>(
     }
     let mut copy_buf = Vec::with_capacity(total);
     vec![
-        decoder!(MCPWIRE, Role::Mcpwire, mcpwire),
+        decoder!(MCPWIRE, Role::Mcpwire, mcpwire_decode),
+        decoder!(MCPWIRE_PUSH, Role::Mcpwire, mcpwire),
         decoder!(SSE02, Role::Rival, sse_stream_02),
         decoder!(SSE03, Role::Rival, sse_stream_03),
         decoder!(EVENTSOURCE, Role::Rival, eventsource_stream),
@@ -615,8 +620,9 @@ fn profile([workload, feed, contender, n]: &[String; 4]) {
 }
 
 /// SSE contenders by their short (command-line) name, in table order.
-const SSE_SHORT: [(&str, &str, Role); 6] = [
+const SSE_SHORT: [(&str, &str, Role); 7] = [
     ("mcpwire", MCPWIRE, Role::Mcpwire),
+    ("mcpwire-push", MCPWIRE_PUSH, Role::Mcpwire),
     ("sse02", SSE02, Role::Rival),
     ("sse03", SSE03, Role::Rival),
     ("eventsource", EVENTSOURCE, Role::Rival),
@@ -636,7 +642,8 @@ fn sse_workload(name: &str) -> SseInput {
 /// One timed-variant run of an SSE contender given by short name.
 fn sse_run(short: &str, chunks: &[&[u8]], copy_buf: &mut Vec<u8>) -> sse::Outcome {
     match short {
-        "mcpwire" => sse::mcpwire::<false>(chunks, None).outcome,
+        "mcpwire" => sse::mcpwire_decode::<false>(chunks, None).outcome,
+        "mcpwire-push" => sse::mcpwire::<false>(chunks, None).outcome,
         "sse02" => sse::sse_stream_02::<false>(chunks, None).outcome,
         "sse03" => sse::sse_stream_03::<false>(chunks, None).outcome,
         "eventsource" => sse::eventsource_stream::<false>(chunks, None).outcome,
