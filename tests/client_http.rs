@@ -500,6 +500,45 @@ async fn server_with_repeating_cursor() -> FaultServer {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn legacy_events_sharing_a_frame_with_the_endpoint_event_are_not_lost() {
+    // The endpoint event arrives after another event in the same write, and the initialize
+    // response shares the next write with nothing after it: both must be taken from the
+    // decoder, not left waiting for a frame that never comes.
+    let server = FaultServer::start(|req| match (req.method.as_str(), req.path.as_str()) {
+        ("POST", "/sse") => Reply::empty(405),
+        ("GET", "/sse") => {
+            let log = json!({"jsonrpc": "2.0", "method": "notifications/message",
+                "params": {"level": "info", "data": "hello"}});
+            let init = json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": "2024-11-05",
+                "capabilities": {}, "serverInfo": {"name": "legacy", "version": "1"}}});
+            Reply::sse_steps(
+                200,
+                vec![
+                    Step::text(&format!(
+                        "{}event: endpoint\ndata: messages?sessionId=7\n\n",
+                        sse_event(&log)
+                    )),
+                    Step::delay_ms(300),
+                    Step::text(&format!("{}: trailing comment\n", sse_event(&init))),
+                    Step::Hang,
+                ],
+            )
+        }
+        _ => Reply::empty(202),
+    })
+    .await;
+    let pool = pool();
+    let connect =
+        Client::connect_http(&pool, config(&server.url("/sse")), ClientOptions::default());
+    let client = tokio::time::timeout(WAIT, connect)
+        .await
+        .expect("connect must not wait for another frame")
+        .expect("legacy connect");
+    assert_eq!(client.protocol_version().as_str(), "2024-11-05");
+    client.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn legacy_http_sse_servers_are_reached_through_their_endpoint_event() {
     // The 2024-11-05 transport: POST to the URL is refused; a GET opens the event stream that
     // names the message endpoint and then carries every answer.

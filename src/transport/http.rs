@@ -671,41 +671,38 @@ impl LinkCore {
             if let Err(failure) = budget.take(chunk.len()) {
                 return StreamEnd::Failed(failure);
             }
-            decoder.push(&chunk);
             let mut messages = Vec::new();
-            let refused = loop {
-                match decoder.next_event() {
-                    Ok(Some(event)) => {
-                        if event.data().is_empty() || event.event_type() != "message" {
-                            // A priming event, or an event type MCP does not use.
-                            continue;
-                        }
-                        self.log(|| format!("< event {}", event.data()));
-                        match jsonrpc::decode(event.data().as_bytes()) {
-                            Ok(packet) => messages.extend(
-                                packet.into_messages().into_iter().map(Message::into_owned),
-                            ),
-                            Err(error) => {
-                                break Some(Failure::new(
-                                    FailureKind::Protocol,
-                                    Delivery::MayHaveReached,
-                                    format!(
-                                        "an event on the response stream is not JSON-RPC: {error}"
-                                    ),
-                                ));
-                            }
-                        }
+            let mut refused = None;
+            // `decode` reads the events that lie wholly inside the frame where they are.
+            let decoded = decoder.decode(&chunk, |event| {
+                if refused.is_some() || event.data().is_empty() || event.event_type() != "message" {
+                    // After a refusal nothing more is taken; otherwise this is a priming
+                    // event, or an event type MCP does not use.
+                    return;
+                }
+                self.log(|| format!("< event {}", event.data()));
+                match jsonrpc::decode(event.data().as_bytes()) {
+                    Ok(packet) => {
+                        messages.extend(packet.into_messages().into_iter().map(Message::into_owned))
                     }
-                    Ok(None) => break None,
                     Err(error) => {
-                        break Some(Failure::new(
-                            FailureKind::LimitExceeded,
+                        refused = Some(Failure::new(
+                            FailureKind::Protocol,
                             Delivery::MayHaveReached,
-                            format!("the response stream was refused: {error}"),
+                            format!("an event on the response stream is not JSON-RPC: {error}"),
                         ));
                     }
                 }
-            };
+            });
+            if let Err(error) = decoded {
+                refused.get_or_insert_with(|| {
+                    Failure::new(
+                        FailureKind::LimitExceeded,
+                        Delivery::MayHaveReached,
+                        format!("the response stream was refused: {error}"),
+                    )
+                });
+            }
             resumption.observe(decoder.last_event_id(), decoder.retry_ms());
             for message in messages {
                 answered |= is_response_to(&message, id);
@@ -851,26 +848,28 @@ impl LinkCore {
         }
         let mut body = response.into_body();
         let mut decoder = sse::Decoder::new(self.config.limits.sse);
+        // Events are taken one at a time here (not with `decode`), so that whatever follows
+        // the endpoint event in the same frame stays in the decoder for the stream task.
         let endpoint = loop {
-            let Some(Ok(frame)) = body.frame().await else {
-                return Err(refused(
-                    "the legacy event stream ended before its endpoint event".to_owned(),
-                ));
-            };
-            let Ok(chunk) = frame.into_data() else {
-                continue;
-            };
-            decoder.push(&chunk);
             match decoder.next_event() {
                 Ok(Some(event)) if event.event_type() == "endpoint" => {
                     break event.data().to_owned();
                 }
-                Ok(_) => continue,
+                Ok(Some(_)) => continue,
+                Ok(None) => {}
                 Err(error) => {
                     return Err(refused(format!(
                         "the legacy event stream was refused: {error}"
                     )));
                 }
+            }
+            let Some(Ok(frame)) = body.frame().await else {
+                return Err(refused(
+                    "the legacy event stream ended before its endpoint event".to_owned(),
+                ));
+            };
+            if let Ok(chunk) = frame.into_data() {
+                decoder.push(&chunk);
             }
         };
         let endpoint = resolve_same_origin(&self.config.url, endpoint.trim()).map_err(refused)?;
@@ -891,44 +890,39 @@ impl LinkCore {
 
     /// Forwards every message of the legacy event stream until it ends.
     async fn legacy_stream(self: Arc<Self>, mut body: Incoming, mut decoder: sse::Decoder) {
-        let reason = loop {
-            let chunk = match body.frame().await {
-                None => break "the legacy event stream ended".to_owned(),
-                Some(Err(error)) => break format!("the legacy event stream broke ({error})"),
-                Some(Ok(frame)) => match frame.into_data() {
-                    Ok(chunk) => chunk,
-                    Err(_) => continue,
-                },
-            };
-            decoder.push(&chunk);
+        // The first round reads no frame: it hands on what the handshake's last frame held
+        // after the endpoint event.
+        let mut chunk = Bytes::new();
+        let reason = 'stream: loop {
             let mut messages = Vec::new();
-            let mut refused = None;
-            loop {
-                match decoder.next_event() {
-                    Ok(Some(event))
-                        if event.event_type() == "message" && !event.data().is_empty() =>
-                    {
-                        self.log(|| format!("< event {}", event.data()));
-                        if let Ok(packet) = jsonrpc::decode(event.data().as_bytes()) {
-                            messages.extend(
-                                packet.into_messages().into_iter().map(Message::into_owned),
-                            );
-                        }
-                    }
-                    Ok(Some(_)) => {}
-                    Ok(None) => break,
-                    Err(error) => {
-                        refused = Some(format!("the legacy event stream was refused: {error}"));
-                        break;
+            let decoded = decoder.decode(&chunk, |event| {
+                if event.event_type() == "message" && !event.data().is_empty() {
+                    self.log(|| format!("< event {}", event.data()));
+                    if let Ok(packet) = jsonrpc::decode(event.data().as_bytes()) {
+                        messages
+                            .extend(packet.into_messages().into_iter().map(Message::into_owned));
                     }
                 }
-            }
+            });
             for message in messages {
                 self.report(LinkEvent::Message(message)).await;
             }
-            if let Some(reason) = refused {
-                break reason;
+            if let Err(error) = decoded {
+                break format!("the legacy event stream was refused: {error}");
             }
+            chunk = loop {
+                match body.frame().await {
+                    None => break 'stream "the legacy event stream ended".to_owned(),
+                    Some(Err(error)) => {
+                        break 'stream format!("the legacy event stream broke ({error})");
+                    }
+                    Some(Ok(frame)) => {
+                        if let Ok(data) = frame.into_data() {
+                            break data;
+                        }
+                    }
+                }
+            };
         };
         self.report(LinkEvent::Down(Failure::new(
             FailureKind::ConnectionLost,
