@@ -113,7 +113,9 @@ impl Error {
             FailureKind::Unauthorized { .. } => ErrorKind::Unauthorized,
             FailureKind::SessionExpired => ErrorKind::SessionExpired,
             FailureKind::Protocol => ErrorKind::Protocol,
-            FailureKind::LimitExceeded => ErrorKind::LimitExceeded,
+            FailureKind::LimitExceeded | FailureKind::ReplyOverBudget { .. } => {
+                ErrorKind::LimitExceeded
+            }
             FailureKind::ServerError { .. } => ErrorKind::ServerError,
             FailureKind::UnsupportedVersion => ErrorKind::UnsupportedVersion,
             FailureKind::ElicitationRequested => ErrorKind::ElicitationRequested,

@@ -16,7 +16,7 @@ use super::schema::{CompiledSchema, compile};
 use crate::client::{CallOptions, CancelToken, ClientOptions};
 use crate::error::{Error, ErrorKind};
 use crate::mcp::{CallToolResult, ProgressToken};
-use crate::transport::http::{HttpPool, over_budget_message};
+use crate::transport::http::HttpPool;
 use crate::transport::{Secret, WireLog};
 
 /// Who is calling: identity sent to the server in `_meta["brain.dev/scope"]`.
@@ -475,7 +475,10 @@ fn failed_call(call_id: &str, error: &Error, max_output_bytes: u64) -> ToolResul
             // Name the binding's setting only when it is what stopped the call (the transport's
             // byte budget is set from it); an event-stream line or event over its own limit is
             // reported as it is.
-            let message = if message.contains(&over_budget_message(max_output_bytes)) {
+            let over_budget = error.failure().is_some_and(|f| {
+                matches!(f.kind, crate::session::FailureKind::ReplyOverBudget { .. })
+            });
+            let message = if over_budget {
                 format!("{message} (max_output_bytes is {max_output_bytes})")
             } else {
                 message
@@ -502,7 +505,8 @@ mod tests {
 
     #[test]
     fn only_the_output_budget_is_named_as_max_output_bytes() {
-        let budget = failed_call("c", &limit_failure(over_budget_message(1024)), 1024);
+        let over = Error::from_failure(crate::transport::http::over_budget(1024));
+        let budget = failed_call("c", &over, 1024);
         let message = &budget.error.as_ref().expect("an error").message;
         assert_eq!(
             budget.error.as_ref().map(|e| e.kind.as_str()),

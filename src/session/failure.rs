@@ -52,6 +52,12 @@ pub enum FailureKind {
     Protocol,
     /// Something the server sent was larger than a configured limit.
     LimitExceeded,
+    /// The reply to the request, counted across its stream and resumptions, passed the
+    /// request's byte budget (`max_response_bytes`).
+    ReplyOverBudget {
+        /// The budget, in bytes.
+        limit: u64,
+    },
     /// The server answered with a JSON-RPC error.
     ServerError {
         /// The JSON-RPC error code.

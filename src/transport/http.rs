@@ -1240,10 +1240,13 @@ fn default_port(uri: &Uri) -> Option<u16> {
     }
 }
 
-/// Why a reply was stopped by its request's byte budget (`max_response_bytes`). The binding
-/// layer recognises it to name its own setting in the error.
-pub(crate) fn over_budget_message(limit: u64) -> String {
-    format!("the reply is larger than the {limit}-byte output limit")
+/// The failure of a request whose reply passed its byte budget (`max_response_bytes`).
+pub(crate) fn over_budget(limit: u64) -> Failure {
+    Failure::new(
+        FailureKind::ReplyOverBudget { limit },
+        Delivery::MayHaveReached,
+        format!("the reply is larger than the {limit}-byte output limit"),
+    )
 }
 
 /// Counts reply bytes against a request's limit, across resumptions.
@@ -1264,13 +1267,9 @@ impl ByteBudget {
         let Some(remaining) = &mut self.remaining else {
             return Ok(());
         };
-        *remaining = remaining.checked_sub(bytes as u64).ok_or_else(|| {
-            Failure::new(
-                FailureKind::LimitExceeded,
-                Delivery::MayHaveReached,
-                over_budget_message(self.limit),
-            )
-        })?;
+        *remaining = remaining
+            .checked_sub(bytes as u64)
+            .ok_or_else(|| over_budget(self.limit))?;
         Ok(())
     }
 }
@@ -1332,7 +1331,10 @@ mod tests {
         let mut budget = ByteBudget::new(Some(10));
         assert!(budget.take(6).is_ok());
         assert!(budget.take(4).is_ok());
-        assert_eq!(budget.take(1).unwrap_err().kind, FailureKind::LimitExceeded);
+        assert_eq!(
+            budget.take(1).unwrap_err().kind,
+            FailureKind::ReplyOverBudget { limit: 10 }
+        );
         assert!(ByteBudget::new(None).take(usize::MAX).is_ok());
     }
 }
