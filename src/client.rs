@@ -163,8 +163,10 @@ impl std::fmt::Debug for CallOptions {
 
 /// One MCP session with a server.
 pub struct Client {
-    /// The credential the transport sends; scrubbed from every error this client returns.
-    secret: Option<Secret>,
+    /// The credentials the server holds from us (the bearer token the transport sends, a
+    /// stdio server's credential variables); scrubbed from every result, progress message and
+    /// error this client returns.
+    secrets: Vec<Secret>,
     commands: mpsc::Sender<Command>,
     driver: Option<JoinHandle<()>>,
     next_key: AtomicU64,
@@ -260,14 +262,14 @@ impl Client {
         options: ClientOptions,
     ) -> Result<Client, Error> {
         let (events, link_events) = mpsc::channel(256);
-        let secret = config.bearer_token.clone();
+        let secrets: Vec<Secret> = config.bearer_token.iter().cloned().collect();
         let link = HttpLink::new(pool.clone(), config, events);
         let session_link = link.clone();
         let mut client = Client::start(Link::Http(Box::new(link)), link_events, options)
             .await
-            .map_err(|e| redact(e, secret.as_ref()))?;
+            .map_err(|e| redact(e, &secrets))?;
         client.session_id = session_link.session_id();
-        client.secret = secret;
+        client.secrets = secrets;
         Ok(client)
     }
 
@@ -278,8 +280,13 @@ impl Client {
         options: ClientOptions,
     ) -> Result<Client, Error> {
         let (events, link_events) = mpsc::channel(256);
+        let secrets = crate::transport::stdio::credential_values(&config.env);
         let link = StdioLink::spawn(config, events).map_err(Error::from_failure)?;
-        Client::start(Link::Stdio(link), link_events, options).await
+        let mut client = Client::start(Link::Stdio(link), link_events, options)
+            .await
+            .map_err(|e| redact(e, &secrets))?;
+        client.secrets = secrets;
+        Ok(client)
     }
 
     async fn start(
@@ -316,7 +323,7 @@ impl Client {
         })?;
         let version = server.protocol_version().unwrap_or(ProtocolVersion::LATEST);
         Ok(Client {
-            secret: None,
+            secrets: Vec::new(),
             commands,
             driver: Some(driver),
             next_key: AtomicU64::new(0),
@@ -542,9 +549,7 @@ impl Client {
             .await;
             match wake {
                 CallWake::Progress(progress) => match (progress, on_progress.as_mut()) {
-                    (Some(params), Some(sink)) => {
-                        sink(&redact_progress(params, self.secret.as_ref()))
-                    }
+                    (Some(params), Some(sink)) => sink(&redact_progress(params, &self.secrets)),
                     // The driver dropped its sender: the answer is about to arrive; stop
                     // polling a closed channel (it would be ready forever).
                     _ => progress_rx = None,
@@ -567,12 +572,12 @@ impl Client {
         // Progress that arrived before the answer is delivered before the result.
         if let (Some(rx), Some(sink)) = (progress_rx.as_mut(), on_progress.as_mut()) {
             while let Ok(params) = rx.try_recv() {
-                sink(&redact_progress(params, self.secret.as_ref()));
+                sink(&redact_progress(params, &self.secrets));
             }
         }
         match outcome {
-            Ok(Ok(raw)) => redact_result(raw, self.secret.as_ref()),
-            Ok(Err(error)) => Err(redact(call_error(error), self.secret.as_ref())),
+            Ok(Ok(raw)) => redact_result(raw, &self.secrets),
+            Ok(Err(error)) => Err(redact(call_error(error), &self.secrets)),
             Err(_) => Err(Error::closed()),
         }
     }
@@ -613,37 +618,40 @@ enum DriverWake {
     Deadline,
 }
 
-fn redact(error: Error, secret: Option<&Secret>) -> Error {
-    match secret {
-        Some(secret) => error.redacted(secret),
-        None => error,
-    }
+fn redact(error: Error, secrets: &[Secret]) -> Error {
+    secrets
+        .iter()
+        .fold(error, |error, secret| error.redacted(secret))
 }
 
-/// A server may echo the credential in what it returns (a tool's output quoting the request's
-/// headers, a tool description): the token is taken out of every result before anyone sees it.
-fn redact_result(raw: Box<RawValue>, secret: Option<&Secret>) -> Result<Box<RawValue>, Error> {
-    match secret {
-        Some(secret) if secret.appears_in(raw.get()) => {
-            RawValue::from_string(secret.redact(raw.get())).map_err(|_| {
-                Error::from_failure(Failure::new(
-                    FailureKind::Protocol,
-                    Delivery::Answered,
-                    "the result holds the credential where it cannot be redacted",
-                ))
-            })
-        }
-        _ => Ok(raw),
+/// A server may echo a credential in what it returns (a tool's output quoting the request's
+/// headers or its own environment, a tool description): credentials are taken out of every
+/// result before anyone sees it.
+fn redact_result(raw: Box<RawValue>, secrets: &[Secret]) -> Result<Box<RawValue>, Error> {
+    if !secrets.iter().any(|secret| secret.appears_in(raw.get())) {
+        return Ok(raw);
     }
+    let text = secrets
+        .iter()
+        .fold(raw.get().to_owned(), |text, secret| secret.redact(&text));
+    RawValue::from_string(text).map_err(|_| {
+        Error::from_failure(Failure::new(
+            FailureKind::Protocol,
+            Delivery::Answered,
+            "the result holds a credential where it cannot be redacted",
+        ))
+    })
 }
 
 /// Progress messages are server text too: no credential in them either.
 fn redact_progress(
     mut params: ProgressNotificationParams,
-    secret: Option<&Secret>,
+    secrets: &[Secret],
 ) -> ProgressNotificationParams {
-    if let (Some(secret), Some(message)) = (secret, params.message.as_mut()) {
-        *message = secret.redact(message);
+    if let Some(message) = params.message.as_mut() {
+        for secret in secrets {
+            *message = secret.redact(message);
+        }
     }
     params
 }

@@ -487,9 +487,49 @@ async fn stdio_child_sees_only_basics_and_named_variables() {
         );
     }
 
-    // Named in the configuration, it arrives.
+    // Named in the configuration, it arrives. Its name says it is a credential, so the value
+    // the server echoes comes back redacted: the whole value matched, so it arrived intact.
     let mut config = fixture_config("polite");
     config.env = vec![(SECRET_VAR.to_owned(), SECRET_VALUE.to_owned())];
     let seen = child_environment(config).await;
-    assert_eq!(seen.get(SECRET_VAR).map(String::as_str), Some(SECRET_VALUE));
+    assert_eq!(seen.get(SECRET_VAR).map(String::as_str), Some("<redacted>"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn credentials_passed_to_a_stdio_server_do_not_come_back() {
+    let mut config = fixture_config("polite");
+    config.env = vec![
+        ("SERVICE_API_KEY".to_owned(), SECRET_VALUE.to_owned()),
+        ("SERVICE_REGION".to_owned(), "eu-west-1-region".to_owned()),
+    ];
+    let log = Log::default();
+    log.attach(&mut config);
+    let trace = Log::default();
+    let lines = trace.0.clone();
+    config.wire_log = Some(Arc::new(move |line: &str| {
+        lines.lock().unwrap().push(line.to_owned());
+    }));
+    let client = connect(config).await;
+    // The server echoes what it is sent: a result quoting the credential.
+    let echoed = call(
+        &client,
+        "echo",
+        json!({"message": format!("key={SECRET_VALUE}")}),
+    )
+    .await
+    .expect("echo");
+    assert_eq!(only_text(&echoed), "Echo: key=<redacted>");
+    // Its environment: the credential redacted, a variable named otherwise left alone.
+    let result = call(&client, "env", json!({})).await.expect("env");
+    let seen: BTreeMap<String, String> =
+        serde_json::from_str(only_text(&result)).expect("the env tool's JSON");
+    assert_eq!(seen["SERVICE_API_KEY"], "<redacted>");
+    assert_eq!(seen["SERVICE_REGION"], "eu-west-1-region");
+    close_timed(client).await;
+    // The wire trace carried the credential both ways; the log shows neither.
+    let traced = trace.lines().join("\n");
+    assert!(traced.contains("<redacted>"), "{traced}");
+    for line in trace.lines().iter().chain(log.lines().iter()) {
+        assert!(!line.contains(SECRET_VALUE), "leaked: {line}");
+    }
 }

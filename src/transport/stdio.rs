@@ -15,13 +15,63 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::{Mutex, mpsc};
 
-use super::{LinkEvent, LinkEvents, WireLog};
+use super::{LinkEvent, LinkEvents, Secret, WireLog};
 use crate::jsonrpc::{self, Message};
 use crate::session::{Delivery, Failure, FailureKind};
 
 /// Environment variables every stdio server gets, besides those a configuration names:
 /// enough to find programs and a home directory, nothing that might hold a credential.
 const BASE_ENV: &[&str] = &["PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "USER"];
+
+/// Parts of a variable's name that say it holds a credential (compared in upper case).
+const CREDENTIAL_NAME_PARTS: &[&str] = &[
+    "KEY",
+    "TOKEN",
+    "SECRET",
+    "PASSWORD",
+    "PASSWD",
+    "CREDENTIAL",
+    "AUTH",
+    "COOKIE",
+    "PRIVATE",
+];
+
+/// The shortest value treated as a credential: shorter ones would mangle ordinary text
+/// wherever they occur.
+const MIN_CREDENTIAL_BYTES: usize = 8;
+
+/// The values among `env` that are credentials by their variable's name (`GITHUB_TOKEN`,
+/// `OPENAI_API_KEY`, `DB_PASSWORD`, ...; the name holds KEY, TOKEN, SECRET, PASSWORD, PASSWD,
+/// CREDENTIAL, AUTH, COOKIE or PRIVATE, in any case), at least 8 bytes long. A stdio
+/// server gets its credentials this way, and may echo them in a result, a progress message,
+/// an error or its stderr: the client redacts them from all of these, as it does a bearer
+/// token.
+pub fn credential_values(env: &[(String, String)]) -> Vec<Secret> {
+    env.iter()
+        .filter(|(name, value)| {
+            let name = name.to_ascii_uppercase();
+            value.len() >= MIN_CREDENTIAL_BYTES
+                && CREDENTIAL_NAME_PARTS.iter().any(|part| name.contains(part))
+        })
+        .map(|(_, value)| Secret::new(value.clone()))
+        .collect()
+}
+
+/// `log`, with every credential in `secrets` taken out of each line first.
+fn redacting(log: Option<WireLog>, secrets: &[Secret]) -> Option<WireLog> {
+    let log = log?;
+    if secrets.is_empty() {
+        return Some(log);
+    }
+    let secrets = secrets.to_vec();
+    Some(Arc::new(move |line: &str| {
+        let mut line = line.to_owned();
+        for secret in &secrets {
+            line = secret.redact(&line);
+        }
+        log(&line)
+    }))
+}
 
 /// How to run a stdio server.
 #[derive(Clone)]
@@ -32,7 +82,9 @@ pub struct StdioConfig {
     pub args: Vec<String>,
     /// Environment variables to set, by name and value. The child starts from an empty
     /// environment plus a few harmless basics (`PATH`, `HOME`, `LANG`, ...), so credentials in
-    /// the host's environment reach it only when named here.
+    /// the host's environment reach it only when named here. Values that are credentials by
+    /// their name (see [`credential_values`]) are redacted from the logs below and from what
+    /// the client returns.
     pub env: Vec<(String, String)>,
     /// The working directory, if not the current one.
     pub cwd: Option<PathBuf>,
@@ -92,7 +144,10 @@ pub(crate) struct StdioLink {
 
 impl StdioLink {
     /// Starts the server. Fails (nothing sent) when the program cannot be started.
-    pub(crate) fn spawn(config: StdioConfig, events: LinkEvents) -> Result<Self, Failure> {
+    pub(crate) fn spawn(mut config: StdioConfig, events: LinkEvents) -> Result<Self, Failure> {
+        let secrets = credential_values(&config.env);
+        config.stderr_log = redacting(config.stderr_log.take(), &secrets);
+        config.wire_log = redacting(config.wire_log.take(), &secrets);
         let mut command = Command::new(&config.program);
         command
             .args(&config.args)
@@ -383,5 +438,41 @@ fn signal_group(pid: u32, signal: libc::c_int) {
     // the signal reaches only the server and the processes it started.
     unsafe {
         libc::kill(-pid, signal);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credential_values_go_by_the_variable_name_and_skip_short_values() {
+        let env: Vec<(String, String)> = [
+            ("GITHUB_TOKEN", "ghp_0123456789"),
+            ("openai_api_key", "sk-abcdefgh"),
+            ("DB_PASSWORD", "hunter2hunter2"),
+            ("SERVICE_AUTH", "short"),
+            ("REGION", "eu-west-1-region"),
+            ("LOG_LEVEL", "debug"),
+        ]
+        .iter()
+        .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
+        .collect();
+        let exposed: Vec<String> = credential_values(&env)
+            .iter()
+            .map(|secret| secret.expose().to_owned())
+            .collect();
+        assert_eq!(exposed, ["ghp_0123456789", "sk-abcdefgh", "hunter2hunter2"]);
+    }
+
+    #[test]
+    fn a_redacting_log_hides_every_credential() {
+        let lines = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = lines.clone();
+        let log: WireLog = Arc::new(move |line: &str| sink.lock().unwrap().push(line.to_owned()));
+        let secrets = [Secret::new("first-secret"), Secret::new("second-secret")];
+        let log = redacting(Some(log), &secrets).expect("a log");
+        log("a first-secret and a second-secret");
+        assert_eq!(*lines.lock().unwrap(), ["a <redacted> and a <redacted>"]);
     }
 }
