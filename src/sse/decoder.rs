@@ -32,6 +32,10 @@ const BLOCK_BYTES: usize = 64 * 1024;
 /// the buffer), so that small pushes do not each move the line in progress.
 const COMPACT_BYTES: usize = 4096;
 
+/// How far into its input [`Decoder::decode`] looks for the end of a line in progress before
+/// it buffers the input whole.
+const PEEK_BYTES: usize = 4096;
+
 /// Past this size the input buffer grows straight to its bound (see [`Decoder::reserve`]).
 const LARGE_BUFFER_BYTES: usize = 1024 * 1024;
 
@@ -571,9 +575,16 @@ impl Decoder {
         let mut rest = input;
         if !self.reads_in_place() {
             // Finish the line in progress (or the stream's start) the buffered way, up to the
-            // first line end.
-            let Some(offset) = self.line_ends.find(rest) else {
-                self.push_without_line_ends(rest);
+            // first line end. Only the input's start is searched for it: a line still going
+            // on past that is long, and the input is buffered whole, as `push` would (copied
+            // first, then scanned in cache, which is faster than scanning it where it is).
+            let peek = &rest[..rest.len().min(PEEK_BYTES)];
+            let Some(offset) = self.line_ends.find(peek) else {
+                if peek.len() == rest.len() {
+                    self.push_without_line_ends(rest);
+                } else {
+                    self.push(rest);
+                }
                 return self.drain(&mut on_event);
             };
             let crlf = rest[offset] == b'\r' && rest.get(offset + 1) == Some(&b'\n');

@@ -449,3 +449,26 @@ fn decode_reads_whole_lines_in_place_and_buffers_only_the_unfinished_end() {
         .unwrap();
     assert_eq!(seen, [(7, big.len()), (7, "unfinished".len())]);
 }
+
+#[test]
+fn decode_agrees_when_a_line_in_progress_runs_past_its_peek() {
+    // The first chunk leaves a line open; the second finishes it after 6 KiB (past how far
+    // `decode` looks before buffering a chunk whole) and holds more events after it.
+    let long = "x".repeat(6 * 1024);
+    let second = format!("{long}\n\nevent: e\ndata: y\n\ndata: partial");
+    let third = "\ndata: z\n\n";
+    for chunks in [
+        vec![&b"data: "[..], second.as_bytes(), third.as_bytes()],
+        vec![
+            &b"data: "[..],
+            &second.as_bytes()[..5000],
+            &second.as_bytes()[5000..],
+            third.as_bytes(),
+        ],
+    ] {
+        let outcome = decode_chunks(Limits::default(), chunks);
+        let data: Vec<&str> = outcome.events.iter().map(|(_, d, _)| d.as_str()).collect();
+        assert_eq!(data, [long.as_str(), "y", "partial\nz"]);
+        assert_eq!(outcome.events[1].0, "e");
+    }
+}
