@@ -200,8 +200,9 @@ mod sse_harness {
     }
 
     /// The `sse_decode` fuzz target. The first three bytes choose the limits and the chunking;
-    /// the rest is the stream. Checks: the same output for whole, chunked and (for short
-    /// inputs) byte-at-a-time input; the memory bound after every push; agreement with
+    /// the rest is the stream. Checks: the same output for whole, chunked (1 to 17 bytes),
+    /// split in two and (for short inputs) byte-at-a-time input, each through `push`, `decode`
+    /// and both alternating; the memory bound after every push; agreement with
     /// [`sse_reference`] when no limit was hit, and a prefix of its events when one was.
     pub fn fuzz_sse_decode(data: &[u8]) {
         let Some((&[line_knob, event_knob, seed], stream)) = data.split_first_chunk::<3>() else {
@@ -230,6 +231,15 @@ mod sse_harness {
         }
         let chunked = sse_run(limits, chunks.iter().copied());
         assert_eq!(whole, chunked, "chunking changed the output: {chunks:?}");
+        // Two large pieces: a line left open by the first is finished in the second, the way
+        // `decode` meets a long line arriving in big reads.
+        let (first, second) = stream.split_at(stream.len() * usize::from(seed) / 256);
+        assert_eq!(
+            whole,
+            sse_run(limits, [first, second]),
+            "splitting at {} changed the output",
+            first.len()
+        );
         if stream.len() <= 4096 {
             assert_eq!(
                 whole,

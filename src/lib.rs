@@ -33,11 +33,13 @@
 //! # }
 //! ```
 #![deny(missing_docs)]
-// Three audited exceptions: sending SIGTERM to a stdio server's process group
-// (`transport::stdio::signal_group`); in the SSE decoder, reading text already checked to be
-// ASCII or valid UTF-8 without a second check (`sse::decoder::source_text`); and the SSE2
-// compares that classify a push in one step (`sse::scan::classify`, baseline x86-64). The two
-// SSE ones are measured wins (see BENCHMARKS.md).
+// Four audited exceptions: sending SIGTERM to a stdio server's process group
+// (`transport::stdio::signal_group`); and in the SSE decoder, reading text already checked to
+// be ASCII or valid UTF-8 without a second check (`sse::decoder::source_text`), the SSE2
+// compares that classify a short push in one step (`sse::scan::classify`, baseline x86-64),
+// and the AVX2 copy that checks a long line while it copies it (`sse::scan::append_scanning`,
+// after run-time detection). The SSE ones are measured wins (see BENCHMARKS.md) and are
+// checked against plain versions in tests and by the `sse_decode` fuzz target.
 #![deny(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 

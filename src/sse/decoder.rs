@@ -582,7 +582,7 @@ impl Decoder {
             let Some(offset) = self.line_ends.find(peek) else {
                 if peek.len() == rest.len() {
                     self.push_without_line_ends(rest);
-                } else {
+                } else if !self.append_long_line(rest) {
                     self.push(rest);
                 }
                 return self.drain(&mut on_event);
@@ -659,6 +659,24 @@ impl Decoder {
             self.appended(start, None);
         } else {
             self.push(input);
+        }
+    }
+
+    /// Appends a piece of a long line (which may end in it, and more lines follow) copying and
+    /// scanning it in one pass; says whether it could (plain ASCII input, a CPU with AVX2).
+    fn append_long_line(&mut self, input: &[u8]) -> bool {
+        if !self.is_plain() || input.len() > BLOCK_BYTES {
+            return false;
+        }
+        self.compact(input.len());
+        self.reserve(input.len());
+        let start = self.buf.len();
+        match scan::append_scanning(&mut self.buf, input) {
+            Some(Ok(ends)) => {
+                self.appended(start, ends);
+                true
+            }
+            Some(Err(NotAscii)) | None => false,
         }
     }
 

@@ -204,6 +204,115 @@ fn classify_portable(block: &[u8; 16]) -> (u32, u32) {
         })
 }
 
+/// Appends `input` to `buf` and, in the same pass, checks it is ASCII and finds its first and
+/// last line end: one read of input that is not in cache yet, where copying and then scanning
+/// the copy would read it twice more. For a long line arriving in large pieces. `None` when
+/// the CPU has no AVX2 (the caller copies and scans instead). On `Err`, `buf` is unchanged.
+pub(super) fn append_scanning(
+    buf: &mut Vec<u8>,
+    input: &[u8],
+) -> Option<Result<Option<FirstAndLast>, NotAscii>> {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        buf.reserve(input.len());
+        #[allow(unsafe_code)]
+        // SAFETY: AVX2 was detected at run time just above.
+        return Some(unsafe { append_scanning_avx2(buf, input) });
+    }
+    let _ = (buf, input);
+    None
+}
+
+/// [`append_scanning`] with AVX2: 32 bytes loaded, stored into the buffer's spare capacity
+/// and classified at a time (one compare finds every byte below 14 as a signed byte, that
+/// is every non-ASCII byte and every control up to CR; only a block with one is looked at
+/// closely). The length is set only once every byte is written and found to be ASCII.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[allow(unsafe_code)]
+unsafe fn append_scanning_avx2(
+    buf: &mut Vec<u8>,
+    input: &[u8],
+) -> Result<Option<FirstAndLast>, NotAscii> {
+    use std::arch::x86_64::{
+        __m256i, _mm256_cmpeq_epi8, _mm256_cmpgt_epi8, _mm256_loadu_si256, _mm256_movemask_epi8,
+        _mm256_or_si256, _mm256_set1_epi8, _mm256_storeu_si256,
+    };
+    let start = buf.len();
+    let spare = buf.spare_capacity_mut();
+    assert!(spare.len() >= input.len(), "room reserved for the input");
+    let dst = spare.as_mut_ptr().cast::<u8>();
+    let special_below = _mm256_set1_epi8(14);
+    let cr = _mm256_set1_epi8(b'\r' as i8);
+    let lf = _mm256_set1_epi8(b'\n' as i8);
+    let mut ends: Option<FirstAndLast> = None;
+    // Looks closely at a 32-byte block at `at` that holds a byte below 14.
+    let mut classify_block = |bytes: __m256i, at: usize| -> Result<(), NotAscii> {
+        if _mm256_movemask_epi8(bytes) != 0 {
+            return Err(NotAscii);
+        }
+        let line_ends = _mm256_movemask_epi8(_mm256_or_si256(
+            _mm256_cmpeq_epi8(bytes, cr),
+            _mm256_cmpeq_epi8(bytes, lf),
+        )) as u32;
+        if line_ends != 0 {
+            let first = start + at + line_ends.trailing_zeros() as usize;
+            let last = start + at + 31 - line_ends.leading_zeros() as usize;
+            ends = Some(ends.map_or((first, last), |(first, _)| (first, last)));
+        }
+        Ok(())
+    };
+    let mut at = 0;
+    // Two blocks a round: one test of both for the common case of nothing special.
+    while let Some(pair) = input.get(at..at + 64) {
+        // SAFETY: `pair` is 64 readable bytes; `dst + at .. dst + at + 64` lies within the
+        // spare capacity, which holds at least `input.len()` bytes (asserted above).
+        let (low, high) = unsafe {
+            let low = _mm256_loadu_si256(pair.as_ptr().cast::<__m256i>());
+            let high = _mm256_loadu_si256(pair.as_ptr().add(32).cast::<__m256i>());
+            _mm256_storeu_si256(dst.add(at).cast::<__m256i>(), low);
+            _mm256_storeu_si256(dst.add(at + 32).cast::<__m256i>(), high);
+            (low, high)
+        };
+        let special = _mm256_or_si256(
+            _mm256_cmpgt_epi8(special_below, low),
+            _mm256_cmpgt_epi8(special_below, high),
+        );
+        if _mm256_movemask_epi8(special) != 0 {
+            classify_block(low, at)?;
+            classify_block(high, at + 32)?;
+        }
+        at += 64;
+    }
+    while let Some(block) = input.get(at..at + 32) {
+        // SAFETY: as above, for 32 bytes.
+        let bytes = unsafe {
+            let bytes = _mm256_loadu_si256(block.as_ptr().cast::<__m256i>());
+            _mm256_storeu_si256(dst.add(at).cast::<__m256i>(), bytes);
+            bytes
+        };
+        if _mm256_movemask_epi8(_mm256_cmpgt_epi8(special_below, bytes)) != 0 {
+            classify_block(bytes, at)?;
+        }
+        at += 32;
+    }
+    for (offset, &byte) in input.iter().enumerate().skip(at) {
+        if !byte.is_ascii() {
+            return Err(NotAscii);
+        }
+        // SAFETY: `offset < input.len()`, within the spare capacity.
+        unsafe { dst.add(offset).write(byte) };
+        if matches!(byte, b'\r' | b'\n') {
+            let position = start + offset;
+            ends = Some(ends.map_or((position, position), |(first, _)| (first, position)));
+        }
+    }
+    // SAFETY: the `input.len()` bytes after the old length are written (every 32-byte block,
+    // then the rest byte by byte), within the capacity.
+    unsafe { buf.set_len(start + input.len()) };
+    Ok(ends)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -221,6 +330,13 @@ mod tests {
                 );
             }
         }
+    }
+
+    fn xorshift(state: &mut u64) -> u64 {
+        *state ^= *state << 13;
+        *state ^= *state >> 7;
+        *state ^= *state << 17;
+        *state
     }
 
     /// The obvious scan, for comparison.
@@ -242,9 +358,7 @@ mod tests {
         let alphabet = [b'a', b'\r', b'\n', b'\t', 0, 13, 14, 0x7F, 0x80, 0xC3, 0xFF];
         let mut state = 0x9E37_79B9_7F4A_7C15_u64;
         for _ in 0..20_000 {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
+            let state = xorshift(&mut state);
             let len = (state % 150) as usize;
             let buf: Vec<u8> = (0..len)
                 .map(|i| {
@@ -264,13 +378,43 @@ mod tests {
                     expected,
                     "{buf:?} from {start}"
                 );
-                if len - start <= SHORT_BYTES {
-                    assert_eq!(
-                        scan_short(&buf, start),
-                        expected,
-                        "short: {buf:?} from {start}"
-                    );
-                }
+                // The short scan's fallback, which only a buffer under 64 bytes reaches.
+                assert_eq!(
+                    scan_blocks(&buf, start),
+                    expected,
+                    "blocks: {buf:?} from {start}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn append_scanning_matches_copy_then_scan() {
+        let mut state = 0x2545_F491_4F6C_DD1D_u64;
+        for _ in 0..2_000 {
+            let state = xorshift(&mut state);
+            let len = (state % 200) as usize;
+            let input: Vec<u8> = (0..len)
+                .map(|i| match (state >> (i % 61)) % 23 {
+                    0 => b'\n',
+                    1 => b'\r',
+                    2 if state.is_multiple_of(5) => 0xC3,
+                    3 => b'\t',
+                    _ => b'a' + (i % 26) as u8,
+                })
+                .collect();
+            let prefix = b"data: earlier".to_vec();
+            let mut buf = prefix.clone();
+            let Some(result) = append_scanning(&mut buf, &input) else {
+                return; // no AVX2 on this CPU: nothing to compare
+            };
+            let mut copied = prefix.clone();
+            copied.extend_from_slice(&input);
+            let expected = reference(&copied, prefix.len());
+            assert_eq!(result, expected, "{input:?}");
+            match result {
+                Ok(_) => assert_eq!(buf, copied),
+                Err(NotAscii) => assert_eq!(buf, prefix, "unchanged on error"),
             }
         }
     }
