@@ -173,7 +173,8 @@ enum Data {
 ///
 /// Memory is bounded: the decoder keeps the unparsed input (the line in progress plus what the
 /// last push brought), one event's data and a few short field values, each within
-/// [`Limits`]. A line that grows past the limit is refused as it arrives, never buffered.
+/// [`Limits`]. A line that grows past the limit is refused as it arrives, never buffered. The
+/// input buffer keeps its capacity, so it may stay as large as the largest push needed.
 ///
 /// ```
 /// use mcpwire::sse::{Decoder, Limits};
@@ -304,9 +305,10 @@ impl Decoder {
             && (self.dispatched || (self.data == Data::None && self.event_type(&[]).is_empty()))
     }
 
-    /// Bytes of memory the decoder holds (capacity, not length): at most the line limit plus
-    /// the last push for input, the event limit for joined data, and the line limit for each of
-    /// the event type and the two id strings.
+    /// Bytes of memory the decoder holds (capacity, not length): for input at most the line
+    /// limit plus the largest push (three times it, when every byte was invalid UTF-8 and became
+    /// U+FFFD), the event limit for joined data, and the line limit for each of the event type
+    /// and the two id strings.
     pub fn buffered_bytes(&self) -> usize {
         self.buf.capacity()
             + self.data_joined.capacity()
