@@ -270,6 +270,7 @@ impl Client {
             .map_err(|e| redact(e, &secrets))?;
         client.session_id = session_link.session_id();
         client.secrets = secrets;
+        session_link.open_server_stream();
         Ok(client)
     }
 

@@ -319,6 +319,71 @@ async fn a_dropped_stream_is_resumed_with_last_event_id_after_retry() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_stream_is_opt_in_reopened_with_last_event_id_and_ended_by_405() {
+    let gets = Arc::new(Mutex::new(0));
+    let seen = gets.clone();
+    let server = mcp_server(move |req| {
+        if req.method != "GET" {
+            return Reply::empty(404);
+        }
+        let mut gets = seen.lock().unwrap();
+        *gets += 1;
+        let log = |text: &str| {
+            sse_event(&json!({"jsonrpc": "2.0", "method": "notifications/message",
+                "params": {"level": "info", "data": text}}))
+        };
+        match *gets {
+            1 => Reply::sse(200, &[&format!("id: s1\nretry: 100\n{}", log("first"))]),
+            2 if req.header("last-event-id") == Some("s1") => {
+                Reply::sse(200, &[&format!("id: s2\n{}", log("second"))])
+            }
+            2 => Reply::text(400, "the second GET must carry Last-Event-ID: s1"),
+            _ => Reply::empty(405),
+        }
+    })
+    .await;
+
+    // Off by default: a session for calls alone never opens it.
+    let client = connect(&server).await;
+    client.close().await;
+    assert_eq!(*gets.lock().unwrap(), 0, "no GET without server_stream");
+
+    let (notifications, mut received) = tokio::sync::mpsc::channel(8);
+    let mut config = config(&server.url("/mcp"));
+    config.server_stream = true;
+    let options = ClientOptions {
+        notifications: Some(notifications),
+        ..ClientOptions::default()
+    };
+    let client = Client::connect_http(&pool(), config, options)
+        .await
+        .expect("connect");
+    let mut logs = Vec::new();
+    while logs.len() < 2 {
+        let notification = tokio::time::timeout(WAIT, received.recv())
+            .await
+            .expect("a log message from the server stream")
+            .expect("the channel");
+        let params: Value =
+            serde_json::from_str(notification.params.as_ref().expect("params").get()).unwrap();
+        logs.push(params["data"].as_str().unwrap_or_default().to_owned());
+    }
+    assert_eq!(logs, ["first", "second"]);
+    // The third GET is answered 405: the server offers no more, and none is tried after it.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(*gets.lock().unwrap(), 3);
+    let requests = server.requests();
+    let get = requests.iter().find(|r| r.method == "GET").expect("a GET");
+    assert_eq!(get.header("accept"), Some("text/event-stream"));
+    assert_eq!(get.header("mcp-session-id"), Some("sess-1"));
+    assert_eq!(
+        get.header("authorization"),
+        Some(format!("Bearer {TOKEN}").as_str())
+    );
+    client.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_timeout_sends_notifications_cancelled() {
     let server =
         mcp_server(|_| Reply::sse_steps(200, vec![Step::text(": open\n\n"), Step::Hang])).await;

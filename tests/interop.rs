@@ -541,6 +541,42 @@ async fn everything_http_progress() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn everything_http_server_stream_carries_simulated_logging() {
+    // server-everything sends its simulated log messages on the session's standalone GET
+    // stream only (one at once, then every 5 s): a client that opts into that stream sees them.
+    if !peers::require(Peer::Everything) {
+        return;
+    }
+    let server = PeerServer::everything("streamableHttp");
+    let pool = pool();
+    let (notifications, mut received) = tokio::sync::mpsc::channel::<Notification<'static>>(64);
+    let mut options = options();
+    options.notifications = Some(notifications);
+    let mut config = config(&server.url);
+    config.server_stream = true;
+    let client = connect_with(&pool, config, options).await;
+    let session = client.session_id().expect("a session id").to_owned();
+    let result = call(&client, "toggle-simulated-logging", json!({})).await;
+    assert!(!result.is_error(), "{result:?}");
+    let log = tokio::time::timeout(Duration::from_secs(15), async {
+        loop {
+            let notification = received.recv().await.expect("the notification channel");
+            if notification.method == "notifications/message" {
+                break notification;
+            }
+        }
+    })
+    .await
+    .expect("a simulated log message within 15 s");
+    let params: Value = serde_json::from_str(log.params.as_ref().expect("params").get()).unwrap();
+    let data = params["data"].as_str().unwrap_or_default();
+    assert!(data.ends_with(&format!("SessionId {session}")), "{params}");
+    let result = call(&client, "toggle-simulated-logging", json!({})).await;
+    assert!(!result.is_error(), "{result:?}");
+    client.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn everything_http_reuses_connections_and_deletes_the_session() {
     if !peers::require(Peer::Everything) {
         return;

@@ -74,6 +74,13 @@ pub struct HttpConfig {
     /// Fall back to the legacy HTTP+SSE transport when the initialize POST is answered 400,
     /// 404 or 405.
     pub legacy_fallback: bool,
+    /// Open the standalone GET stream once the session is initialized, for what the server
+    /// sends outside any request (log messages, list changes, its own requests). Off by
+    /// default: a session opened for one call does not need it. A server that answers the GET
+    /// with 405 offers none; the stream is reopened when it ends (with `Last-Event-ID`, after
+    /// the server's `retry` or a backoff), until `resume.max_attempts` tries in a row bring no
+    /// event.
+    pub server_stream: bool,
     /// Receives a redacted trace of the wire conversation.
     pub wire_log: Option<WireLog>,
 }
@@ -116,6 +123,7 @@ impl HttpConfig {
             post_timeout: Duration::from_secs(30),
             close_timeout: Duration::from_secs(2),
             legacy_fallback: true,
+            server_stream: false,
             wire_log: None,
         })
     }
@@ -257,6 +265,8 @@ struct LinkState {
     /// The task reading the legacy event stream; aborting it closes the stream, which ends a
     /// legacy session.
     legacy_stream: Option<tokio::task::AbortHandle>,
+    /// The task reading the standalone GET stream, when `server_stream` asked for it.
+    server_stream: Option<tokio::task::AbortHandle>,
 }
 
 /// One session's connection to a Streamable HTTP endpoint: a handle to the shared state plus
@@ -360,6 +370,23 @@ async fn send_one_way_in_order(
         if let Some(delivered) = delivered {
             let _ = delivered.send(());
         }
+    }
+}
+
+impl HttpLink {
+    /// Opens the standalone GET stream on a task of its own, when the config asks for it
+    /// ([`HttpConfig::server_stream`]) and the session is not a legacy one (whose event stream
+    /// is already open). Called once the session is initialized.
+    pub(crate) fn open_server_stream(&self) {
+        if !self.config.server_stream {
+            return;
+        }
+        let mut state = self.lock();
+        if state.legacy_stream.is_some() || state.server_stream.is_some() {
+            return;
+        }
+        let task = tokio::spawn(self.core.clone().server_stream());
+        state.server_stream = Some(task.abort_handle());
     }
 }
 
@@ -888,26 +915,148 @@ impl LinkCore {
         Ok(())
     }
 
+    /// Reads the standalone GET stream, reopening it when it ends, until the server says it
+    /// offers none or it stays quiet (see [`HttpConfig::server_stream`]). The link's close
+    /// aborts it.
+    async fn server_stream(self: Arc<Self>) {
+        let policy = self.config.resume;
+        let mut decoder = sse::Decoder::new(self.config.limits.sse);
+        let mut quiet_tries = 0;
+        // Also ends when nobody listens any more (a client dropped without closing).
+        while !self.events.is_closed() {
+            let mut request = self.build(
+                Method::GET,
+                self.config.url.clone(),
+                Bytes::new(),
+                "text/event-stream",
+            );
+            let last_event_id = decoder.last_event_id().to_owned();
+            if !last_event_id.is_empty()
+                && let Ok(value) = HeaderValue::from_str(&last_event_id)
+            {
+                request.headers_mut().insert(LAST_EVENT_ID, value);
+            }
+            self.log(|| {
+                format!(
+                    "> GET {} (server stream, Last-Event-ID: {last_event_id:?})",
+                    self.config.url
+                )
+            });
+            let heard = match self.pool.send(request).await {
+                Err(error) => {
+                    self.log(|| format!("< server stream: {}", error_chain(&error)));
+                    false
+                }
+                Ok(response) => {
+                    let status = response.status();
+                    self.log(|| format!("< {status} {}", content_type(&response).unwrap_or("")));
+                    if status.is_success()
+                        && matches!(classify_reply(&response), Reply::EventStream)
+                    {
+                        decoder.reset_stream();
+                        match self
+                            .read_server_stream(response.into_body(), &mut decoder)
+                            .await
+                        {
+                            Ok(heard) => heard,
+                            Err(reason) => {
+                                self.log(|| format!("< server stream stopped: {reason}"));
+                                return;
+                            }
+                        }
+                    } else {
+                        let _ = read_prefix(response.into_body(), ERROR_BODY_BYTES).await;
+                        if !(status.is_server_error() || status == StatusCode::TOO_MANY_REQUESTS) {
+                            // 405: the server offers no such stream; 404: the session is gone;
+                            // 409: it allows one stream and has it; 401/403: not ours to fix.
+                            self.log(|| format!("< no server stream ({status})"));
+                            return;
+                        }
+                        false
+                    }
+                }
+            };
+            quiet_tries = if heard { 0 } else { quiet_tries + 1 };
+            if quiet_tries >= policy.max_attempts {
+                self.log(|| format!("< server stream given up after {quiet_tries} quiet tries"));
+                return;
+            }
+            let delay = match decoder.retry_ms() {
+                Some(ms) => Duration::from_millis(ms).min(policy.max_delay),
+                None => {
+                    let backoff = policy
+                        .initial_delay
+                        .saturating_mul(1 << quiet_tries.min(16))
+                        .min(policy.max_delay);
+                    backoff / 2 + backoff.mul_f64(self.next_jitter() / 2.0)
+                }
+            };
+            self.log(|| {
+                format!(
+                    "< server stream ended; reopening in {} ms",
+                    delay.as_millis()
+                )
+            });
+            tokio::time::sleep(delay).await;
+        }
+    }
+
+    /// Forwards the messages of one standalone GET stream until it ends. Says whether any event
+    /// arrived; an error means the stream was refused (a limit), and is not reopened.
+    async fn read_server_stream(
+        &self,
+        mut body: Incoming,
+        decoder: &mut sse::Decoder,
+    ) -> Result<bool, String> {
+        let mut heard = false;
+        while !self.events.is_closed() {
+            let chunk = match body.frame().await {
+                None | Some(Err(_)) => return Ok(heard),
+                Some(Ok(frame)) => match frame.into_data() {
+                    Ok(chunk) => chunk,
+                    Err(_) => continue,
+                },
+            };
+            match self.forward_events(decoder, &chunk).await {
+                Ok(events) => heard |= events,
+                Err(error) => return Err(format!("the server stream was refused: {error}")),
+            }
+        }
+        Err("nobody listens any more".to_owned())
+    }
+
+    /// Decodes a chunk of a stream that carries no request's response (the standalone stream,
+    /// the legacy one) and forwards its messages; says whether the chunk completed any event.
+    /// Events that are not JSON-RPC messages are skipped: nobody waits on them.
+    async fn forward_events(
+        &self,
+        decoder: &mut sse::Decoder,
+        chunk: &[u8],
+    ) -> Result<bool, sse::Error> {
+        let mut messages = Vec::new();
+        let mut events = false;
+        let decoded = decoder.decode(chunk, |event| {
+            events = true;
+            if event.event_type() == "message" && !event.data().is_empty() {
+                self.log(|| format!("< event {}", event.data()));
+                if let Ok(packet) = jsonrpc::decode(event.data().as_bytes()) {
+                    messages.extend(packet.into_messages().into_iter().map(Message::into_owned));
+                }
+            }
+        });
+        for message in messages {
+            self.report(LinkEvent::Message(message)).await;
+        }
+        decoded.map(|()| events)
+    }
+
     /// Forwards every message of the legacy event stream until it ends.
     async fn legacy_stream(self: Arc<Self>, mut body: Incoming, mut decoder: sse::Decoder) {
         // The first round reads no frame: it hands on what the handshake's last frame held
         // after the endpoint event.
         let mut chunk = Bytes::new();
         let reason = 'stream: loop {
-            let mut messages = Vec::new();
-            let decoded = decoder.decode(&chunk, |event| {
-                if event.event_type() == "message" && !event.data().is_empty() {
-                    self.log(|| format!("< event {}", event.data()));
-                    if let Ok(packet) = jsonrpc::decode(event.data().as_bytes()) {
-                        messages
-                            .extend(packet.into_messages().into_iter().map(Message::into_owned));
-                    }
-                }
-            });
-            for message in messages {
-                self.report(LinkEvent::Message(message)).await;
-            }
-            if let Err(error) = decoded {
+            if let Err(error) = self.forward_events(&mut decoder, &chunk).await {
                 break format!("the legacy event stream was refused: {error}");
             }
             chunk = loop {
@@ -935,6 +1084,9 @@ impl LinkCore {
     /// Ends the session with `DELETE` (when the server gave a session id). Returns the status,
     /// if one came back within the close timeout; 405 and 404 are a normal end too.
     pub(crate) async fn close(&self) -> Option<StatusCode> {
+        if let Some(stream) = self.lock().server_stream.take() {
+            stream.abort();
+        }
         if let Some(stream) = self.lock().legacy_stream.take() {
             // A legacy (2024-11-05) session ends when its event stream closes.
             stream.abort();
