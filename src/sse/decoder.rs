@@ -200,7 +200,7 @@ pub struct Decoder {
     /// A valid but incomplete UTF-8 sequence at the end of the input pushed so far.
     utf8_carry: [u8; 4],
     utf8_carry_len: usize,
-    /// Decoded input, always valid UTF-8 (see [`Decoder::text`]); everything before `pos` has
+    /// Decoded input, always valid UTF-8 (see [`source_text`]); everything before `pos` has
     /// been interpreted. Bytes rather than a `String` so that a push can be copied in first and
     /// checked for ASCII in place, in one pass.
     buf: Vec<u8>,
@@ -578,8 +578,8 @@ impl Decoder {
         if !self.reads_in_place() {
             // Finish the line in progress (or the stream's start) the buffered way, up to the
             // first line end. Only the input's start is searched for it: a line still going
-            // on past that is long, and the input is buffered whole, as `push` would (copied
-            // first, then scanned in cache, which is faster than scanning it where it is).
+            // on past that is long, and the input is buffered whole (copied and checked in one
+            // pass where the CPU allows, as `push` would otherwise).
             let peek = &rest[..rest.len().min(PEEK_BYTES)];
             let Some(offset) = self.line_ends.find(peek) else {
                 if peek.len() == rest.len() {
