@@ -575,6 +575,11 @@ impl Decoder {
         }
         self.drain(&mut on_event)?;
         let mut rest = input;
+        if self.buf.len() - self.clean_from >= PEEK_BYTES && self.append_long_line(rest) {
+            // The line in progress is already long: this piece most likely continues it, and
+            // is buffered without looking for its end first.
+            return self.drain(&mut on_event);
+        }
         if !self.reads_in_place() {
             // Finish the line in progress (or the stream's start) the buffered way, up to the
             // first line end. Only the input's start is searched for it: a line still going
