@@ -126,8 +126,15 @@ fn initialize_reply(session_id: bool, older: bool) -> Vec<u8> {
     .into_bytes()
 }
 
-/// The status code of a raw response, if its first line reads like one.
-fn status_of(response: &[u8]) -> Option<u16> {
+/// The status code of a raw response, if its first line reads like one. Empty lines before
+/// it are skipped, as the HTTP parser does.
+fn status_of(mut response: &[u8]) -> Option<u16> {
+    loop {
+        response = match response {
+            [b'\r', b'\n', rest @ ..] | [b'\n', rest @ ..] => rest,
+            _ => break,
+        };
+    }
     let line = response.split(|&b| b == b'\n').next()?;
     let mut parts = line.split(|&b| b == b' ');
     let version = parts.next()?;
