@@ -632,10 +632,7 @@ fn redact_result(raw: Box<RawValue>, secrets: &[Secret]) -> Result<Box<RawValue>
     if !secrets.iter().any(|secret| secret.appears_in(raw.get())) {
         return Ok(raw);
     }
-    let text = secrets
-        .iter()
-        .fold(raw.get().to_owned(), |text, secret| secret.redact(&text));
-    RawValue::from_string(text).map_err(|_| {
+    RawValue::from_string(crate::transport::redact_all(secrets, raw.get())).map_err(|_| {
         Error::from_failure(Failure::new(
             FailureKind::Protocol,
             Delivery::Answered,
@@ -649,10 +646,8 @@ fn redact_progress(
     mut params: ProgressNotificationParams,
     secrets: &[Secret],
 ) -> ProgressNotificationParams {
-    if let Some(message) = params.message.as_mut() {
-        for secret in secrets {
-            *message = secret.redact(message);
-        }
+    if let Some(message) = params.message.as_mut().filter(|_| !secrets.is_empty()) {
+        *message = crate::transport::redact_all(secrets, message);
     }
     params
 }

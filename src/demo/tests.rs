@@ -16,6 +16,16 @@ use super::{Config, DemoServer, http_date, is_loopback_authority, lock};
 const PATIENCE: Duration = Duration::from_secs(10);
 
 const ACCEPT_BOTH: &str = "application/json, text/event-stream";
+/// The demo server's tools, in the order `tools/list` gives them.
+const DEMO_TOOLS_IN_ORDER: [&str; 7] = [
+    "progress_report",
+    "tiny_image",
+    "weather",
+    "echo",
+    "fail",
+    "progress_burst",
+    "big_text",
+];
 
 /// A parsed response.
 #[derive(Debug)]
@@ -501,18 +511,7 @@ async fn tools_list_pages_by_two() {
         }
     }
     assert_eq!(pages, 4);
-    assert_eq!(
-        names,
-        [
-            "progress_report",
-            "tiny_image",
-            "weather",
-            "echo",
-            "fail",
-            "progress_burst",
-            "big_text"
-        ]
-    );
+    assert_eq!(names, DEMO_TOOLS_IN_ORDER);
 
     let bad = r#"{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{"cursor":"nope"}}"#;
     let reply = raw.post(Some(&session), bad).await;
@@ -1387,18 +1386,7 @@ async fn a_full_session_through_the_client() {
     assert_eq!(client.session_id().map(str::len), Some(32));
     let tools = client.list_tools().await.expect("tools");
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-    assert_eq!(
-        names,
-        [
-            "progress_report",
-            "tiny_image",
-            "weather",
-            "echo",
-            "fail",
-            "progress_burst",
-            "big_text"
-        ]
-    );
+    assert_eq!(names, DEMO_TOOLS_IN_ORDER);
     assert!(tools[2].output_schema.is_some());
 
     let seen = Arc::new(Mutex::new(Vec::new()));

@@ -21,6 +21,26 @@ pub struct ResumePolicy {
     pub max_delay: Duration,
 }
 
+impl ResumePolicy {
+    /// How long to wait before the next try: the server's `retry` when it gave one (capped at
+    /// `max_delay`), else an exponential backoff from `initial_delay` after `failed_attempts`
+    /// failures, capped, with "equal jitter" (half fixed, half random, so waits never collapse
+    /// to zero). `jitter` is a number in `[0, 1)` from the driver.
+    pub fn delay(&self, retry: Option<Duration>, failed_attempts: u32, jitter: f64) -> Duration {
+        match retry {
+            // The server said how long to wait: honour it exactly (clients are checked on it).
+            Some(retry) => retry.min(self.max_delay),
+            None => {
+                let backoff = self
+                    .initial_delay
+                    .saturating_mul(1 << failed_attempts.min(16))
+                    .min(self.max_delay);
+                backoff / 2 + backoff.mul_f64(jitter.clamp(0.0, 1.0) / 2.0)
+            }
+        }
+    }
+}
+
 impl Default for ResumePolicy {
     fn default() -> Self {
         ResumePolicy {
@@ -85,19 +105,7 @@ impl Resumption {
         if self.failed_attempts >= self.policy.max_attempts {
             return None;
         }
-        let delay = match self.retry {
-            // The server said how long to wait: honour it exactly (clients are checked on it).
-            Some(retry) => retry.min(self.policy.max_delay),
-            None => {
-                let backoff = self
-                    .policy
-                    .initial_delay
-                    .saturating_mul(1 << self.failed_attempts.min(16))
-                    .min(self.policy.max_delay);
-                // "Equal jitter": half fixed, half random, so waits never collapse to zero.
-                backoff / 2 + backoff.mul_f64(jitter.clamp(0.0, 1.0) / 2.0)
-            }
-        };
+        let delay = self.policy.delay(self.retry, self.failed_attempts, jitter);
         self.failed_attempts += 1;
         Some(now + delay)
     }

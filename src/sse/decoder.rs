@@ -587,9 +587,7 @@ impl Decoder {
             // pass where the CPU allows, as `push` would otherwise).
             let peek = &rest[..rest.len().min(PEEK_BYTES)];
             let Some(offset) = self.line_ends.find(peek) else {
-                if peek.len() == rest.len() {
-                    self.push_without_line_ends(rest);
-                } else if !self.append_long_line(rest) {
+                if !self.append_long_line(rest) {
                     self.push(rest);
                 }
                 return self.drain(&mut on_event);
@@ -655,22 +653,9 @@ impl Decoder {
         self.drain(&mut on_event)
     }
 
-    /// [`push`](Decoder::push) for input known to hold no CR or LF (a long line arriving in
-    /// pieces), which then needs only its ASCII check.
-    fn push_without_line_ends(&mut self, input: &[u8]) {
-        if self.is_plain() && input.is_ascii() {
-            self.compact(input.len());
-            let start = self.buf.len();
-            self.reserve(input.len());
-            self.buf.extend_from_slice(input);
-            self.appended(start, None);
-        } else {
-            self.push(input);
-        }
-    }
-
-    /// Appends a piece of a long line (which may end in it, and more lines follow) copying and
-    /// scanning it in one pass; says whether it could (plain ASCII input, a CPU with AVX2).
+    /// Appends a piece of a line in progress (which may end in it, and more lines follow)
+    /// copying and scanning it in one pass; says whether it could (plain ASCII input, a CPU
+    /// with AVX2).
     fn append_long_line(&mut self, input: &[u8]) -> bool {
         if !self.is_plain() || input.len() > BLOCK_BYTES {
             return false;

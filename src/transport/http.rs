@@ -981,16 +981,11 @@ impl LinkCore {
                 self.log(|| format!("< server stream given up after {quiet_tries} quiet tries"));
                 return;
             }
-            let delay = match decoder.retry_ms() {
-                Some(ms) => Duration::from_millis(ms).min(policy.max_delay),
-                None => {
-                    let backoff = policy
-                        .initial_delay
-                        .saturating_mul(1 << quiet_tries.min(16))
-                        .min(policy.max_delay);
-                    backoff / 2 + backoff.mul_f64(self.next_jitter() / 2.0)
-                }
-            };
+            let delay = policy.delay(
+                decoder.retry_ms().map(Duration::from_millis),
+                quiet_tries,
+                self.next_jitter(),
+            );
             self.log(|| {
                 format!(
                     "< server stream ended; reopening in {} ms",

@@ -14,6 +14,7 @@ use crate::jsonrpc::{Id, Message};
 use crate::session::Failure;
 
 pub use secret::Secret;
+pub(crate) use secret::redact_all;
 
 /// What a transport reports to the driver.
 #[derive(Debug)]

@@ -59,6 +59,13 @@ impl Secret {
     }
 }
 
+/// `text` with every one of `secrets` redacted (see [`Secret::redact`]).
+pub(crate) fn redact_all(secrets: &[Secret], text: &str) -> String {
+    secrets
+        .iter()
+        .fold(text.to_owned(), |text, secret| secret.redact(&text))
+}
+
 impl fmt::Debug for Secret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("Secret(<redacted>)")

@@ -65,11 +65,7 @@ fn redacting(log: Option<WireLog>, secrets: &[Secret]) -> Option<WireLog> {
     }
     let secrets = secrets.to_vec();
     Some(Arc::new(move |line: &str| {
-        let mut line = line.to_owned();
-        for secret in &secrets {
-            line = secret.redact(&line);
-        }
-        log(&line)
+        log(&super::secret::redact_all(&secrets, line))
     }))
 }
 
