@@ -160,8 +160,7 @@ impl DemoServer {
             requests: AtomicU64::new(0),
             connections: AtomicU64::new(0),
             counter: AtomicU64::new(0),
-            // The server is a driver: reading the clock here is allowed (see clippy.toml).
-            started: tokio::time::Instant::now(),
+            started: now(),
         });
         let task = tokio::spawn(accept_loop(listener, shared.clone()));
         Ok(DemoServer { addr, shared, task })
@@ -647,11 +646,7 @@ impl Shared {
     /// 32 hex digits from std's randomly keyed SipHash over the time, a counter and this
     /// server's address: unguessable enough for a loopback demo, though not a CSPRNG.
     fn new_session_id(&self) -> String {
-        // A driver may read the wall clock (clippy.toml bans it in the sans-IO layers).
-        #[allow(clippy::disallowed_methods)]
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
+        let nanos = since_epoch().map_or(0, |d| d.as_nanos());
         let count = self.counter.fetch_add(1, Ordering::Relaxed);
         let mut id = String::with_capacity(32);
         for half in 0..2u8 {
@@ -667,7 +662,7 @@ impl Shared {
     }
 
     fn now_ms(&self) -> u64 {
-        self.started.elapsed().as_millis() as u64
+        now().duration_since(self.started).as_millis() as u64
     }
 
     /// The session a request names: 400 without an id, 404 for an unknown one.
@@ -990,13 +985,27 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
+/// The server's monotonic clock (tokio's, so paused-time tests control it).
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the demo server is a driver: it owns the clock"
+)]
+fn now() -> tokio::time::Instant {
+    tokio::time::Instant::now()
+}
+
+/// The server's wall clock: the time since the Unix epoch, `None` before it.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the demo server is a driver: it owns the clock"
+)]
+fn since_epoch() -> Option<Duration> {
+    SystemTime::now().duration_since(UNIX_EPOCH).ok()
+}
+
 /// The current time as an HTTP-date (RFC 9110 §5.6.7), for the `Date` header.
 fn http_date_now() -> String {
-    // A driver may read the wall clock (clippy.toml bans it in the sans-IO layers).
-    #[allow(clippy::disallowed_methods)]
-    let secs = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
+    let secs = since_epoch().map_or(0, |d| d.as_secs());
     http_date(secs)
 }
 

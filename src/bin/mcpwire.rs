@@ -305,11 +305,27 @@ fn parse_call_args(args: &[String]) -> Result<CallArgs, Failure> {
     })
 }
 
+/// The wall clock: the time since the Unix epoch, `None` before it.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the command-line tool is a driver: it owns the clock"
+)]
+fn since_epoch() -> Option<Duration> {
+    std::time::SystemTime::UNIX_EPOCH.elapsed().ok()
+}
+
+/// The monotonic clock (tokio's).
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the command-line tool is a driver: it owns the clock"
+)]
+fn instant_now() -> tokio::time::Instant {
+    tokio::time::Instant::now()
+}
+
 /// A call id unique to this process and moment.
 fn fresh_call_id() -> String {
-    let nanos = std::time::SystemTime::UNIX_EPOCH
-        .elapsed()
-        .map_or(0, |d| d.as_nanos());
+    let nanos = since_epoch().map_or(0, |d| d.as_nanos());
     format!("call-{:x}-{:x}", nanos, std::process::id())
 }
 
@@ -630,9 +646,7 @@ fn record_command(args: &[String]) -> Result<(), Failure> {
         }
         Ok::<_, Failure>(recorder.finish())
     })?;
-    let days = std::time::SystemTime::UNIX_EPOCH
-        .elapsed()
-        .map_or(0, |d| d.as_secs() / 86_400);
+    let days = since_epoch().map_or(0, |d| d.as_secs() / 86_400);
     let provenance = Provenance {
         server: server_info(&exchanges).unwrap_or_else(|| ServerInfo {
             name: "(no initialize answer recorded)".into(),
@@ -707,7 +721,7 @@ fn replay_command(args: &[String]) -> Result<(), Failure> {
         let stop = interrupted();
         tokio::pin!(stop);
         let mut last = (0usize, 0usize);
-        let mut quiet_since = tokio::time::Instant::now();
+        let mut quiet_since = instant_now();
         loop {
             tokio::select! {
                 () = &mut stop => break,
@@ -720,12 +734,12 @@ fn replay_command(args: &[String]) -> Result<(), Failure> {
             );
             if now != last {
                 last = now;
-                quiet_since = tokio::time::Instant::now();
+                quiet_since = instant_now();
             }
             if once && report.unused.is_empty() && server.open_connections() == 0 {
                 break;
             }
-            if idle.is_some_and(|idle| now.0 > 0 && quiet_since.elapsed() >= idle) {
+            if idle.is_some_and(|idle| now.0 > 0 && instant_now() - quiet_since >= idle) {
                 break;
             }
         }

@@ -19,6 +19,15 @@ use crate::mcp::{CallToolResult, ProgressToken};
 use crate::transport::http::HttpPool;
 use crate::transport::{Secret, WireLog};
 
+/// The call pipeline's clock, for what is left of a binding's timeout after connecting.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the call pipeline drives the client: it owns the clock"
+)]
+fn now() -> tokio::time::Instant {
+    tokio::time::Instant::now()
+}
+
 /// Who is calling: identity sent to the server in `_meta["brain.dev/scope"]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CallContext {
@@ -343,7 +352,7 @@ impl Caller {
             _ => None,
         };
         let timeout = Duration::from_secs(binding.timeout_seconds);
-        let started = tokio::time::Instant::now();
+        let started = now();
         // Step 2: a session for this call alone.
         let options = ClientOptions {
             session: crate::session::Config {
@@ -382,7 +391,7 @@ impl Caller {
         let sink = progress_sink.clone();
         let progress_call_id = context.call_id.clone();
         let options = CallOptions {
-            timeout: timeout.saturating_sub(started.elapsed()),
+            timeout: timeout.saturating_sub(now() - started),
             idle_timeout: None,
             progress_token: Some(ProgressToken::String(context.call_id.clone())),
             meta: Some(meta),

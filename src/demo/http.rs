@@ -237,14 +237,14 @@ impl Conn {
     pub async fn read_request(&mut self) -> Result<Request, ReadError> {
         if self.buf.is_empty() {
             // Time is read here, in the driver, to set the deadlines (the sans-IO rule).
-            let idle_deadline = Instant::now() + self.limits.idle_timeout;
+            let idle_deadline = super::now() + self.limits.idle_timeout;
             match self.fill(idle_deadline).await {
                 Ok(true) => {}
                 Ok(false) | Err(ReadError::Io) => return Err(ReadError::Closed),
                 Err(other) => return Err(other),
             }
         }
-        let deadline = Instant::now() + self.limits.request_timeout;
+        let deadline = super::now() + self.limits.request_timeout;
         let (mut request, head_len, framing) = loop {
             match self.parse_head()? {
                 Some(parsed) => break parsed,
@@ -420,7 +420,7 @@ impl Conn {
     /// the connection before the client has read the refusal.
     pub async fn linger(&mut self) {
         self.shutdown().await;
-        let deadline = Instant::now() + Duration::from_secs(1);
+        let deadline = super::now() + Duration::from_secs(1);
         let mut scratch = [0u8; 16 * 1024];
         let mut budget = self.limits.max_body_bytes;
         while budget > 0 {
