@@ -39,15 +39,16 @@ use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use crate::error::Error;
-use crate::jsonrpc::{Id, Message, Notification};
+use crate::exchange::{Output as ExchangeOutput, RequestLimits, StreamId};
+use crate::jsonrpc::{Id, Notification};
 use crate::mcp::{
     CallToolRequestParams, CallToolResult, InitializeResult, JsonObject, ListToolsRequestParams,
     ListToolsResult, ProgressNotificationParams, ProgressToken, ProtocolVersion, Tool, methods,
 };
 use crate::session::{
-    self, Delivery, Failure, FailureKind, Output, RequestError, RequestOptions, Session,
+    self, Delivery, Failure, FailureKind, Output, Ready, RequestError, RequestOptions, Session,
 };
-use crate::transport::http::{HttpConfig, HttpLink, HttpPool, RequestLimits};
+use crate::transport::http::{Frame, HttpConfig, HttpLink, HttpPool};
 use crate::transport::stdio::{StdioConfig, StdioLink};
 use crate::transport::{LinkEvent, Secret};
 
@@ -194,9 +195,12 @@ enum CallError {
 
 type Reply = oneshot::Sender<Result<Box<RawValue>, CallError>>;
 
+/// The handshake's outcome for `connect`: the server's answer and the session id.
+type ConnectReply = oneshot::Sender<Result<(Ready, Option<String>), CallError>>;
+
 enum Command {
     Start {
-        reply: Reply,
+        reply: ConnectReply,
     },
     Request {
         key: u64,
@@ -216,41 +220,14 @@ enum Command {
     },
 }
 
+/// The transport under the session: the HTTP exchange machine and its hyper tasks, or a
+/// stdio server process.
 enum Link {
     Http(Box<HttpLink>),
-    Stdio(StdioLink),
-}
-
-impl Link {
-    /// Sends a message; returns the task reading a request's reply (HTTP). `delivered` fires
-    /// once a one-way message has gone out (answered by the server, for HTTP).
-    fn send(
-        &self,
-        message: Message<'static>,
-        limits: RequestLimits,
-        delivered: Option<oneshot::Sender<()>>,
-    ) -> Option<JoinHandle<()>> {
-        match self {
-            Link::Http(link) => link.send(message, limits, delivered),
-            Link::Stdio(link) => {
-                // One writer task writes stdin in order: queued is as good as sent.
-                link.send(message);
-                if let Some(delivered) = delivered {
-                    let _ = delivered.send(());
-                }
-                None
-            }
-        }
-    }
-
-    async fn close(&self) {
-        match self {
-            Link::Http(link) => {
-                link.close().await;
-            }
-            Link::Stdio(link) => link.close().await,
-        }
-    }
+    Stdio {
+        link: StdioLink,
+        events: mpsc::Receiver<LinkEvent>,
+    },
 }
 
 impl Client {
@@ -261,17 +238,9 @@ impl Client {
         config: HttpConfig,
         options: ClientOptions,
     ) -> Result<Client, Error> {
-        let (events, link_events) = mpsc::channel(256);
         let secrets: Vec<Secret> = config.bearer_token.iter().cloned().collect();
-        let link = HttpLink::new(pool.clone(), config, events);
-        let session_link = link.clone();
-        let mut client = Client::start(Link::Http(Box::new(link)), link_events, options)
-            .await
-            .map_err(|e| redact(e, &secrets))?;
-        client.session_id = session_link.session_id();
-        client.secrets = secrets;
-        session_link.open_server_stream();
-        Ok(client)
+        let link = HttpLink::new(pool.clone(), config);
+        Client::start(Link::Http(Box::new(link)), options, secrets).await
     }
 
     /// Opens a session with a server run as a child process speaking newline-delimited JSON on
@@ -280,57 +249,45 @@ impl Client {
         config: StdioConfig,
         options: ClientOptions,
     ) -> Result<Client, Error> {
-        let (events, link_events) = mpsc::channel(256);
+        let (events_tx, events) = mpsc::channel(256);
         let secrets = crate::transport::stdio::credential_values(&config.env);
-        let link = StdioLink::spawn(config, events).map_err(Error::from_failure)?;
-        let mut client = Client::start(Link::Stdio(link), link_events, options)
-            .await
-            .map_err(|e| redact(e, &secrets))?;
-        client.secrets = secrets;
-        Ok(client)
+        let link = StdioLink::spawn(config, events_tx).map_err(Error::from_failure)?;
+        Client::start(Link::Stdio { link, events }, options, secrets).await
     }
 
     async fn start(
         link: Link,
-        link_events: mpsc::Receiver<LinkEvent>,
         options: ClientOptions,
+        secrets: Vec<Secret>,
     ) -> Result<Client, Error> {
         let (commands, command_rx) = mpsc::channel(64);
         let driver = Driver {
             session: Session::new(options.session.clone()),
             link,
-            link_events,
             commands: command_rx,
             entries: HashMap::new(),
             keys: HashMap::new(),
             notifications: options.notifications.clone(),
-            link_version_set: false,
-            initialized_delivered: None,
+            connect: None,
+            closing: None,
+            link_closed: false,
         };
         let driver = tokio::spawn(driver.run());
         let (reply, answer) = oneshot::channel();
         let _ = commands.send(Command::Start { reply }).await;
-        let raw = match answer.await {
-            Ok(Ok(raw)) => raw,
-            Ok(Err(error)) => return Err(call_error(error)),
+        let (ready, session_id) = match answer.await {
+            Ok(Ok(ready)) => ready,
+            Ok(Err(error)) => return Err(redact(call_error(error), &secrets)),
             Err(_) => return Err(Error::closed()),
         };
-        let server: InitializeResult = serde_json::from_str(raw.get()).map_err(|e| {
-            Error::from_failure(Failure::new(
-                FailureKind::Protocol,
-                Delivery::Answered,
-                format!("the initialize result is malformed: {e}"),
-            ))
-        })?;
-        let version = server.protocol_version().unwrap_or(ProtocolVersion::LATEST);
         Ok(Client {
-            secrets: Vec::new(),
+            secrets,
             commands,
             driver: Some(driver),
             next_key: AtomicU64::new(0),
-            server,
-            version,
-            session_id: None,
+            server: ready.server,
+            version: ready.version,
+            session_id,
             options,
         })
     }
@@ -614,7 +571,8 @@ enum CallWake<A> {
 
 /// What woke the driver.
 enum DriverWake {
-    Link(Option<LinkEvent>),
+    Http(Option<(StreamId, Frame)>),
+    Stdio(Option<LinkEvent>),
     Command(Option<Command>),
     Deadline,
 }
@@ -686,28 +644,28 @@ impl Drop for CancelOnDrop {
 
 /// What the driver keeps per request.
 struct Entry {
-    key: Option<u64>,
+    key: u64,
     reply: Reply,
     progress: Option<mpsc::Sender<ProgressNotificationParams>>,
     limits: RequestLimits,
-    task: Option<JoinHandle<()>>,
 }
 
 struct Driver {
     session: Session,
     link: Link,
-    link_events: mpsc::Receiver<LinkEvent>,
     commands: mpsc::Receiver<Command>,
     entries: HashMap<Id, Entry>,
     keys: HashMap<u64, Id>,
     notifications: Option<mpsc::Sender<Notification<'static>>>,
-    link_version_set: bool,
-    /// Fires when `notifications/initialized` has been delivered: `connect` returns only then,
-    /// so no request of the host's can overtake it.
-    initialized_delivered: Option<oneshot::Receiver<()>>,
+    /// Who waits for the handshake.
+    connect: Option<ConnectReply>,
+    /// Closing has begun; who waits for it to end.
+    closing: Option<Option<oneshot::Sender<()>>>,
+    /// The link has finished closing (the HTTP exchange's `DELETE` is over).
+    link_closed: bool,
 }
 
-#[allow(clippy::disallowed_methods)] // The driver owns the clock.
+#[allow(clippy::disallowed_methods)] // The driver owns the clock: the one reading of it.
 fn now() -> std::time::Instant {
     tokio::time::Instant::now().into_std()
 }
@@ -715,20 +673,43 @@ fn now() -> std::time::Instant {
 impl Driver {
     async fn run(mut self) {
         loop {
-            let deadline = self.session.poll_timeout();
+            self.flush();
+            if self.link_closed {
+                if let Some(Some(reply)) = self.closing.take() {
+                    let _ = reply.send(());
+                }
+                return;
+            }
+            let deadline = match (&self.link, self.session.poll_timeout()) {
+                (Link::Http(link), session) => {
+                    let exchange = link.exchange_ref().poll_timeout();
+                    session.into_iter().chain(exchange).min()
+                }
+                (Link::Stdio { .. }, session) => session,
+            };
             let mut sleep = std::pin::pin!(async {
                 match deadline {
                     Some(at) => tokio::time::sleep_until(at.into()).await,
                     None => std::future::pending().await,
                 }
             });
+            let closing = self.closing.is_some();
             // Link events first and the deadline last: an answer that has arrived is taken in
             // before a timeout could fail its request.
             let wake = std::future::poll_fn(|cx| {
-                if let Poll::Ready(event) = self.link_events.poll_recv(cx) {
-                    return Poll::Ready(DriverWake::Link(event));
+                match &mut self.link {
+                    Link::Http(link) => {
+                        if let Poll::Ready(frame) = link.poll_frame(cx) {
+                            return Poll::Ready(DriverWake::Http(frame));
+                        }
+                    }
+                    Link::Stdio { events, .. } => {
+                        if let Poll::Ready(event) = events.poll_recv(cx) {
+                            return Poll::Ready(DriverWake::Stdio(event));
+                        }
+                    }
                 }
-                if let Poll::Ready(command) = self.commands.poll_recv(cx) {
+                if !closing && let Poll::Ready(command) = self.commands.poll_recv(cx) {
                     return Poll::Ready(DriverWake::Command(command));
                 }
                 if sleep.as_mut().poll(cx).is_ready() {
@@ -737,50 +718,69 @@ impl Driver {
                 Poll::Pending
             })
             .await;
+            let now = now();
             match wake {
-                DriverWake::Link(event) => {
-                    if let Some(event) = event {
-                        self.on_link_event(event);
+                DriverWake::Http(Some((stream, frame))) => {
+                    if let Link::Http(link) = &mut self.link {
+                        link.handle_frame(stream, frame, now);
                     }
                 }
-                DriverWake::Command(command) => match command {
-                    Some(Command::Close { reply }) => {
-                        self.session.close();
-                        self.flush();
-                        self.link.close().await;
-                        let _ = reply.send(());
-                        return;
-                    }
-                    Some(command) => self.on_command(command),
+                // The link holds a sender of its own: never closed.
+                DriverWake::Http(None) => {}
+                DriverWake::Stdio(event) => match event {
+                    Some(event) => self.on_stdio_event(event, now),
                     None => {
-                        self.session.close();
-                        self.flush();
-                        self.link.close().await;
-                        return;
+                        // The link's tasks are gone: nothing more will arrive.
+                        let failure = Failure::new(
+                            FailureKind::ConnectionLost,
+                            Delivery::MayHaveReached,
+                            "the stdio link ended",
+                        );
+                        self.session.fail_all(&failure);
+                        if self.closing.is_none() {
+                            self.closing = Some(None);
+                        }
+                        self.link_closed = true;
                     }
                 },
-                DriverWake::Deadline => self.session.handle_timeout(now()),
+                DriverWake::Command(command) => match command {
+                    Some(Command::Close { reply }) => self.begin_close(Some(reply), now).await,
+                    Some(command) => self.on_command(command, now),
+                    None => self.begin_close(None, now).await,
+                },
+                DriverWake::Deadline => {
+                    self.session.handle_timeout(now);
+                    if let Link::Http(link) = &mut self.link {
+                        link.exchange().handle_timeout(now);
+                    }
+                }
             }
-            self.flush();
         }
     }
 
-    fn on_command(&mut self, command: Command) {
+    /// Closes the session; an HTTP link then finishes its `DELETE` while the loop runs on, a
+    /// stdio server is shut down here.
+    async fn begin_close(&mut self, reply: Option<oneshot::Sender<()>>, now: std::time::Instant) {
+        if self.closing.is_some() {
+            return;
+        }
+        self.closing = Some(reply);
+        self.session.close();
+        self.flush();
+        match &mut self.link {
+            Link::Http(link) => link.exchange().close(now),
+            Link::Stdio { link, .. } => {
+                link.close().await;
+                self.link_closed = true;
+            }
+        }
+    }
+
+    fn on_command(&mut self, command: Command, now: std::time::Instant) {
         match command {
             Command::Start { reply } => {
-                self.session.start(now());
-                if let Some(id) = self.pending_initialize() {
-                    self.entries.insert(
-                        id,
-                        Entry {
-                            key: None,
-                            reply,
-                            progress: None,
-                            limits: RequestLimits::default(),
-                            task: None,
-                        },
-                    );
-                }
+                self.session.start(now);
+                self.connect = Some(reply);
             }
             Command::Request {
                 key,
@@ -790,17 +790,16 @@ impl Driver {
                 limits,
                 progress,
                 reply,
-            } => match self.session.request(method, params, options, now()) {
+            } => match self.session.request(method, params, options, now) {
                 Ok(id) => {
                     self.keys.insert(key, id.clone());
                     self.entries.insert(
                         id,
                         Entry {
-                            key: Some(key),
+                            key,
                             reply,
                             progress,
                             limits,
-                            task: None,
                         },
                     );
                 }
@@ -817,60 +816,86 @@ impl Driver {
         }
     }
 
-    /// The id of the initialize request just queued (the only request pending at start).
-    fn pending_initialize(&self) -> Option<Id> {
-        let id = Id::Number(0);
-        self.session.is_pending(&id).then_some(id)
-    }
-
-    fn on_link_event(&mut self, event: LinkEvent) {
+    fn on_stdio_event(&mut self, event: LinkEvent, now: std::time::Instant) {
         match event {
-            LinkEvent::Message(message) => {
-                self.session.handle_message(message, now());
-                if !self.link_version_set
-                    && let (Some(version), Link::Http(link)) =
-                        (self.session.protocol_version(), &self.link)
-                {
-                    // Before `notifications/initialized` goes out, so it carries the header.
-                    link.set_protocol_version(version.as_str());
-                    self.link_version_set = true;
-                }
-            }
-            LinkEvent::RequestFailed(id, failure) => self.session.fail_request(&id, failure),
-            LinkEvent::LegacyTransport => self.session.accept_version(ProtocolVersion::V2024_11_05),
+            LinkEvent::Message(message) => self.session.handle_message(message, now),
             LinkEvent::Down(failure) => self.session.fail_all(&failure),
         }
     }
 
+    /// Moves outputs between the session and the link until neither has any.
     fn flush(&mut self) {
-        while let Some(output) = self.session.poll_output() {
-            match output {
-                Output::Transmit(transmit) => {
-                    let limits = transmit
-                        .request_id()
-                        .and_then(|id| self.entries.get(id))
-                        .map(|entry| entry.limits)
-                        .unwrap_or_default();
-                    let id = transmit.request_id().cloned();
-                    let delivered = if transmit.message.method() == Some(methods::INITIALIZED) {
-                        let (delivered, receiver) = oneshot::channel();
-                        self.initialized_delivered = Some(receiver);
-                        Some(delivered)
-                    } else {
-                        None
-                    };
-                    let task = self.link.send(transmit.message, limits, delivered);
-                    if let Some(entry) = id.and_then(|id| self.entries.get_mut(&id)) {
-                        entry.task = task;
+        let now = now();
+        loop {
+            let mut busy = false;
+            while let Some(output) = self.session.poll_output() {
+                busy = true;
+                self.on_session_output(output, now);
+            }
+            while let Some(output) = match &mut self.link {
+                Link::Http(link) => link.poll_output(),
+                Link::Stdio { .. } => None,
+            } {
+                busy = true;
+                self.on_exchange_output(output, now);
+            }
+            if !busy {
+                return;
+            }
+        }
+    }
+
+    fn on_exchange_output(&mut self, output: ExchangeOutput, now: std::time::Instant) {
+        match output {
+            ExchangeOutput::Message(message) => self.session.handle_message(message, now),
+            ExchangeOutput::RequestFailed { id, failure } => {
+                self.session.fail_request(&id, failure);
+            }
+            ExchangeOutput::LegacyTransport => self.session.downgrade_to_legacy(now),
+            ExchangeOutput::Down(failure) => self.session.fail_all(&failure),
+            ExchangeOutput::Closed { .. } => self.link_closed = true,
+            // Requests and aborts are carried out by the link itself.
+            _ => {}
+        }
+    }
+
+    fn on_session_output(&mut self, output: Output, now: std::time::Instant) {
+        match output {
+            Output::Ready(ready) => {
+                let session_id = match &mut self.link {
+                    Link::Http(link) => {
+                        let exchange = link.exchange();
+                        // Before `notifications/initialized` goes out, so it carries the header.
+                        exchange.set_protocol_version(ready.version.as_str());
+                        exchange.open_server_stream(now);
+                        exchange.session_id().map(str::to_owned)
                     }
+                    Link::Stdio { .. } => None,
+                };
+                if let Some(connect) = self.connect.take() {
+                    let _ = connect.send(Ok((*ready, session_id)));
                 }
-                Output::Settled(settled) => {
-                    if let Some(entry) = self.entries.remove(&settled.id) {
-                        // A request we gave up on (deadline, cancel) stops reading its stream
-                        // now; one that was answered lets its task finish reading the reply,
-                        // so the connection can be reused.
-                        if let (Some(task), Err(failure)) = (entry.task, &settled.outcome)
-                            && matches!(
+            }
+            Output::Transmit(transmit) => {
+                let limits = transmit
+                    .request_id()
+                    .and_then(|id| self.entries.get(id))
+                    .map(|entry| entry.limits)
+                    .unwrap_or_default();
+                match &mut self.link {
+                    Link::Http(link) => link.send(transmit.message, limits, transmit.barrier, now),
+                    // One writer task writes stdin in order: queued is as good as sent.
+                    Link::Stdio { link, .. } => link.send(transmit.message),
+                }
+            }
+            Output::Settled(settled) => {
+                if let Link::Http(link) = &mut self.link {
+                    // A request we gave up on (deadline, cancel) has its stream closed now;
+                    // one that was answered is read on briefly, so the connection can be
+                    // reused.
+                    let answered = settled.outcome.as_ref().map_or_else(
+                        |failure| {
+                            !matches!(
                                 failure.kind,
                                 FailureKind::Timeout
                                     | FailureKind::IdleTimeout
@@ -878,39 +903,32 @@ impl Driver {
                                     | FailureKind::Closed
                                     | FailureKind::ElicitationRequested
                             )
-                        {
-                            task.abort();
-                        }
-                        if let Some(key) = entry.key {
-                            self.keys.remove(&key);
-                        }
-                        let outcome = settled.outcome.map_err(CallError::Failed);
-                        match (entry.key, self.initialized_delivered.take()) {
-                            // The handshake's answer waits for `initialized` to be delivered
-                            // (bounded by the transport's POST timeout).
-                            (None, Some(delivered)) if outcome.is_ok() => {
-                                tokio::spawn(async move {
-                                    let _ = delivered.await;
-                                    let _ = entry.reply.send(outcome);
-                                });
-                            }
-                            _ => {
-                                let _ = entry.reply.send(outcome);
-                            }
-                        }
-                    }
+                        },
+                        |_| true,
+                    );
+                    link.exchange().finish(&settled.id, answered, now);
                 }
-                Output::Progress { id, params } => {
-                    if let Some(progress) = self.entries.get(&id).and_then(|e| e.progress.as_ref())
-                    {
-                        // A full buffer means the caller is slow; later progress supersedes.
-                        let _ = progress.try_send(params);
+                if self.session.initialize_id() == Some(&settled.id) {
+                    // Success was reported by `Output::Ready`.
+                    if let (Err(failure), Some(connect)) = (settled.outcome, self.connect.take()) {
+                        let _ = connect.send(Err(CallError::Failed(failure)));
                     }
+                    return;
                 }
-                Output::Notification(notification) => {
-                    if let Some(sink) = &self.notifications {
-                        let _ = sink.try_send(notification);
-                    }
+                if let Some(entry) = self.entries.remove(&settled.id) {
+                    self.keys.remove(&entry.key);
+                    let _ = entry.reply.send(settled.outcome.map_err(CallError::Failed));
+                }
+            }
+            Output::Progress { id, params } => {
+                if let Some(progress) = self.entries.get(&id).and_then(|e| e.progress.as_ref()) {
+                    // A full buffer means the caller is slow; later progress supersedes.
+                    let _ = progress.try_send(params);
+                }
+            }
+            Output::Notification(notification) => {
+                if let Some(sink) = &self.notifications {
+                    let _ = sink.try_send(notification);
                 }
             }
         }

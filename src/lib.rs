@@ -51,12 +51,16 @@ pub mod client;
 pub mod demo;
 #[cfg(feature = "client")]
 mod error;
+#[cfg(feature = "exchange")]
+pub mod exchange;
 #[cfg(feature = "fixtures")]
 pub mod fixture;
 #[cfg(feature = "jsonrpc")]
 pub mod jsonrpc;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+#[cfg(feature = "exchange")]
+mod secret;
 #[cfg(feature = "session")]
 pub mod session;
 #[cfg(feature = "sse")]

@@ -437,6 +437,8 @@ impl Model {
                     assert!(self.made.contains_key(&id), "progress for {id}, never made");
                 }
                 Output::Notification(_) => {}
+                // The handshake's outcome is checked where its initialize request settles.
+                Output::Ready(_) => {}
             }
         }
     }

@@ -111,7 +111,12 @@ impl RequestOptions {
 
 /// What the session asks of its driver.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum Output {
+    /// The handshake is done: the negotiated revision and the server's `initialize` answer,
+    /// parsed once. Comes before the `notifications/initialized` transmit, so a transport can
+    /// put the version on that message already, and before the initialize request is settled.
+    Ready(Box<Ready>),
     /// Send this message to the server.
     Transmit(Transmit),
     /// A request is finished: its result, or why it failed.
@@ -128,11 +133,26 @@ pub enum Output {
     Notification(Notification<'static>),
 }
 
+/// The outcome of a successful handshake.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Ready {
+    /// The revision both sides speak.
+    pub version: ProtocolVersion,
+    /// The server's answer to `initialize`: its name, version, capabilities, instructions.
+    pub server: InitializeResult,
+}
+
 /// A message to send.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct Transmit {
     /// The message.
     pub message: Message<'static>,
+    /// The message must be delivered before anything queued after it goes out
+    /// (`notifications/initialized`: no request may overtake it). A transport that sends
+    /// messages concurrently holds later ones back until this one is delivered.
+    pub barrier: bool,
 }
 
 impl Transmit {
@@ -262,10 +282,11 @@ impl Session {
         }
     }
 
-    /// Queues `initialize`. Its answer moves the session to [`Phase::Ready`] (and queues
-    /// `notifications/initialized`) or, when the server's revision is not accepted or the
-    /// answer is not an initialize result, to [`Phase::Closed`]. Either way the initialize
-    /// request is settled like any other.
+    /// Queues `initialize` (its id is [`initialize_id`](Session::initialize_id)). Its answer
+    /// moves the session to [`Phase::Ready`], reports [`Output::Ready`] and queues
+    /// `notifications/initialized`, or, when the server's revision is not accepted or the
+    /// answer is not an initialize result, moves it to [`Phase::Closed`]. Either way the
+    /// initialize request is settled like any other.
     pub fn start(&mut self, now: Instant) {
         if !matches!(self.phase, Phase::New) {
             return;
@@ -284,6 +305,44 @@ impl Session {
         );
         self.initialize_id = Some(id);
         self.phase = Phase::Initializing;
+    }
+
+    /// The id of the initialize request in flight (or last sent), once `start` was called.
+    pub fn initialize_id(&self) -> Option<&Id> {
+        self.initialize_id.as_ref()
+    }
+
+    /// The server speaks only the legacy HTTP+SSE transport (2024-11-05), which the transport
+    /// found out while delivering `initialize`. The initialize request in flight is withdrawn
+    /// (not settled: the server never processed it), the session accepts and offers 2024-11-05
+    /// from now on, and initialize is queued again, under the same id (it starts a new
+    /// session on the legacy transport) and with a fresh deadline. Ignored unless the
+    /// handshake is in progress.
+    pub fn downgrade_to_legacy(&mut self, now: Instant) {
+        if !matches!(self.phase, Phase::Initializing) {
+            return;
+        }
+        let Some(old) = self.initialize_id.take() else {
+            return;
+        };
+        if let Some(pending) = self.pending.remove(&old) {
+            self.forget_route(&pending);
+        }
+        self.outputs.retain(
+            |output| !matches!(output, Output::Transmit(t) if t.request_id() == Some(&old)),
+        );
+        let legacy = ProtocolVersion::V2024_11_05;
+        self.config.offered_version = legacy;
+        if !self.config.accepted_versions.contains(&legacy) {
+            self.config.accepted_versions.push(legacy);
+        }
+        self.phase = Phase::New;
+        let next_id = self.next_id;
+        if let Id::Number(number) = old {
+            self.next_id = number;
+        }
+        self.start(now);
+        self.next_id = self.next_id.max(next_id);
     }
 
     /// Where the session stands.
@@ -367,14 +426,6 @@ impl Session {
         if let Some(pending) = self.pending.remove(id) {
             self.forget_route(&pending);
             self.settle(id.clone(), pending.method, Err(failure));
-        }
-    }
-
-    /// Also accepts `version` in the server's initialize answer (the legacy HTTP+SSE transport
-    /// speaks 2024-11-05).
-    pub fn accept_version(&mut self, version: ProtocolVersion) {
-        if !self.config.accepted_versions.contains(&version) {
-            self.config.accepted_versions.push(version);
         }
     }
 
@@ -546,8 +597,15 @@ impl Session {
         match outcome {
             Ok((raw, result, version)) => {
                 self.phase = Phase::Ready { version };
+                self.outputs.push_back(Output::Ready(Box::new(Ready {
+                    version,
+                    server: result.clone(),
+                })));
                 self.server = Some(result);
-                self.transmit(Message::notification(methods::INITIALIZED.to_owned(), None));
+                self.outputs.push_back(Output::Transmit(Transmit {
+                    message: Message::notification(methods::INITIALIZED.to_owned(), None),
+                    barrier: true,
+                }));
                 self.settle(id, method, Ok(raw));
             }
             Err(failure) => {
@@ -686,8 +744,10 @@ impl Session {
     }
 
     fn transmit(&mut self, message: Message<'static>) {
-        self.outputs
-            .push_back(Output::Transmit(Transmit { message }));
+        self.outputs.push_back(Output::Transmit(Transmit {
+            message,
+            barrier: false,
+        }));
     }
 
     fn settle(&mut self, id: Id, method: String, outcome: Result<Box<RawValue>, Failure>) {

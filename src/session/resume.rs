@@ -51,7 +51,8 @@ impl Default for ResumePolicy {
     }
 }
 
-/// The resumption state of one request's response stream.
+/// The resumption state of one event stream: a request's response stream, or the standalone
+/// GET stream (the same rules, except that the GET stream is reopened without an event id).
 #[derive(Clone, Debug)]
 pub struct Resumption {
     policy: ResumePolicy,
@@ -59,10 +60,12 @@ pub struct Resumption {
     retry: Option<Duration>,
     failed_attempts: u32,
     events_since_resume: bool,
+    needs_event_id: bool,
 }
 
 impl Resumption {
-    /// A stream that has not been resumed yet.
+    /// A response stream that has not been resumed yet. It can be resumed only once an event
+    /// id was seen: a request's events are replayed from that id, never sent again.
     pub fn new(policy: ResumePolicy) -> Self {
         Resumption {
             policy,
@@ -70,7 +73,23 @@ impl Resumption {
             retry: None,
             failed_attempts: 0,
             events_since_resume: false,
+            needs_event_id: true,
         }
+    }
+
+    /// A stream that may be reopened with or without an event id (the standalone GET stream,
+    /// which carries no request's response).
+    pub fn reopening(policy: ResumePolicy) -> Self {
+        Resumption {
+            needs_event_id: false,
+            ..Resumption::new(policy)
+        }
+    }
+
+    /// An event arrived (with or without an id): the stream is alive, so the attempts count
+    /// from zero again at the next end.
+    pub fn heard(&mut self) {
+        self.events_since_resume = true;
     }
 
     /// Records what the stream's decoder knows: its last event id and the server's
@@ -95,7 +114,7 @@ impl Resumption {
     /// no event id was ever seen (nothing to resume from) or the attempts are used up.
     /// `jitter` is a number in `[0, 1)` from the driver (randomness is an input too).
     pub fn next_attempt(&mut self, now: Instant, jitter: f64) -> Option<Instant> {
-        if self.last_event_id.is_empty() {
+        if self.needs_event_id && self.last_event_id.is_empty() {
             return None;
         }
         if self.events_since_resume {

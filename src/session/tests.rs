@@ -20,6 +20,7 @@ struct Harness {
     settled: Vec<Settled>,
     progress: Vec<(Id, f64)>,
     notifications: Vec<String>,
+    ready: Vec<Ready>,
 }
 
 impl Harness {
@@ -35,6 +36,7 @@ impl Harness {
             settled: Vec::new(),
             progress: Vec::new(),
             notifications: Vec::new(),
+            ready: Vec::new(),
         }
     }
 
@@ -48,6 +50,7 @@ impl Harness {
                 Output::Settled(s) => self.settled.push(s),
                 Output::Progress { id, params } => self.progress.push((id, params.progress)),
                 Output::Notification(n) => self.notifications.push(n.method.into_owned()),
+                Output::Ready(ready) => self.ready.push(*ready),
             }
         }
     }

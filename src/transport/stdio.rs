@@ -65,7 +65,7 @@ fn redacting(log: Option<WireLog>, secrets: &[Secret]) -> Option<WireLog> {
     }
     let secrets = secrets.to_vec();
     Some(Arc::new(move |line: &str| {
-        log(&super::secret::redact_all(&secrets, line))
+        log(&crate::secret::redact_all(&secrets, line))
     }))
 }
 

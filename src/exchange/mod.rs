@@ -1,0 +1,1780 @@
+//! The Streamable HTTP exchange (MCP `basic/transports.mdx`) as a sans-IO machine: what to
+//! send for each message, how to read each reply, session ids, resumption, the standalone GET
+//! stream, `DELETE`, and the fallback to the legacy HTTP+SSE transport of 2024-11-05.
+//!
+//! Like [`Session`](crate::session::Session) it owns no socket, runtime or clock. The driver
+//! hands it the session's messages ([`Exchange::send`]), issues the HTTP requests it asks for
+//! ([`Output::Send`]), feeds back what comes of each one ([`Exchange::handle_head`],
+//! [`Exchange::handle_body`], [`Exchange::handle_end`], [`Exchange::handle_error`]), tells it
+//! when the session settled a request ([`Exchange::finish`]) and sleeps until
+//! [`Exchange::poll_timeout`]. Randomness (the backoff's jitter) comes from a seed the driver
+//! gives.
+//!
+//! # Run loop
+//!
+//! ```text
+//! loop {
+//!     while let Some(output) = exchange.poll_output() {
+//!         match output {
+//!             Output::Send { stream, request } => issue it; its frames come back tagged `stream`,
+//!             Output::Abort(stream) => drop that request or response,
+//!             Output::Message(m) => session.handle_message(m, now),
+//!             Output::RequestFailed { id, failure } => session.fail_request(&id, failure),
+//!             Output::LegacyTransport => session.downgrade_to_legacy(now),
+//!             Output::Down(failure) => session.fail_all(&failure),
+//!             Output::Closed { .. } => the session is over; stop,
+//!         }
+//!     }
+//!     wait for: a frame -> exchange.handle_{head,body,end,error}(stream, .., now)
+//!               exchange.poll_timeout() -> exchange.handle_timeout(now)
+//!               a session output -> exchange.send(..) / exchange.finish(..)
+//! }
+//! ```
+//!
+//! One POST per message, `Accept: application/json, text/event-stream`. A request's reply is
+//! one JSON body or an event stream, decoded as bytes arrive; an event stream may carry
+//! notifications and server requests before the response, and a stream that ends before the
+//! response is resumed by GET with `Last-Event-ID` when an event id was seen. Responses are
+//! matched to requests by the session alone: the exchange learns that a request is answered
+//! from [`Exchange::finish`]. `Mcp-Session-Id` comes only from a successful initialize reply;
+//! `MCP-Protocol-Version` goes on every request once the driver set it. The bearer token goes
+//! on every request to the configured origin and nowhere else: redirects are never followed.
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use http::header::{ACCEPT, AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, HeaderName, HeaderValue};
+use http::{HeaderMap, Method, StatusCode, Uri};
+
+use crate::jsonrpc::{self, Id, Message};
+use crate::secret::Secret;
+use crate::session::{Delivery, Failure, FailureKind, ResumePolicy, Resumption};
+use crate::sse;
+
+/// A line of wire trace for `-v` output. Secrets are already redacted.
+pub type WireLog = Arc<dyn Fn(&str) + Send + Sync>;
+
+const ACCEPT_BOTH: &str = "application/json, text/event-stream";
+const EVENT_STREAM: &str = "text/event-stream";
+const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
+const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
+/// The longest session id accepted; the specification only says it must be visible ASCII.
+const MAX_SESSION_ID_BYTES: usize = 1024;
+/// How much of an error body is kept for the message, and of a one-way reply for the log.
+const ERROR_BODY_BYTES: usize = 512;
+/// How long, and how many bytes, a reply stream is read on for after its response, so its
+/// connection can be reused.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(1);
+const DRAIN_BYTES: usize = 64 * 1024;
+/// How many one-way messages may wait; a server that floods us with requests while not
+/// reading our answers cannot grow the queue past this.
+const ONE_WAY_QUEUE: usize = 1024;
+
+/// Size limits for what a server sends over HTTP.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HttpLimits {
+    /// The largest `application/json` reply body, in bytes.
+    pub max_body_bytes: usize,
+    /// Line and event limits for `text/event-stream` replies.
+    pub sse: sse::Limits,
+}
+
+impl Default for HttpLimits {
+    fn default() -> Self {
+        HttpLimits {
+            max_body_bytes: 16 * 1024 * 1024,
+            sse: sse::Limits::default(),
+        }
+    }
+}
+
+/// How to reach one Streamable HTTP endpoint.
+#[derive(Clone)]
+pub struct HttpConfig {
+    /// The MCP endpoint, `http://` or `https://`.
+    pub url: Uri,
+    /// Sent as `Authorization: Bearer ...` on every request to the endpoint's origin.
+    pub bearer_token: Option<Secret>,
+    /// Size limits.
+    pub limits: HttpLimits,
+    /// How response streams that end early are resumed.
+    pub resume: ResumePolicy,
+    /// How long a notification or response POST may take.
+    pub post_timeout: Duration,
+    /// How long the `DELETE` that ends a session may take.
+    pub close_timeout: Duration,
+    /// Fall back to the legacy HTTP+SSE transport when the initialize POST is answered 400,
+    /// 404 or 405.
+    pub legacy_fallback: bool,
+    /// Open the standalone GET stream once the session is initialized, for what the server
+    /// sends outside any request (log messages, list changes, its own requests). Off by
+    /// default: a session opened for one call does not need it. A server that answers the GET
+    /// with 405 offers none; the stream is reopened when it ends (with `Last-Event-ID`, after
+    /// the server's `retry` or a backoff), until `resume.max_attempts` tries in a row bring no
+    /// event.
+    pub server_stream: bool,
+    /// Receives a redacted trace of the wire conversation.
+    pub wire_log: Option<WireLog>,
+}
+
+impl std::fmt::Debug for HttpConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpConfig")
+            .field("url", &self.url)
+            .field("bearer_token", &self.bearer_token)
+            .field("limits", &self.limits)
+            .field("resume", &self.resume)
+            .field("legacy_fallback", &self.legacy_fallback)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HttpConfig {
+    /// A configuration for `url` with default limits and no token. Fails for anything but an
+    /// absolute `http` or `https` URL.
+    pub fn new(url: &str) -> Result<Self, String> {
+        let uri: Uri = url
+            .parse()
+            .map_err(|e| format!("invalid URL {url:?}: {e}"))?;
+        match uri.scheme_str() {
+            Some("http" | "https") => {}
+            _ => {
+                return Err(format!(
+                    "the URL {url:?} must start with http:// or https://"
+                ));
+            }
+        }
+        if uri.host().is_none_or(str::is_empty) {
+            return Err(format!("the URL {url:?} has no host"));
+        }
+        Ok(HttpConfig {
+            url: uri,
+            bearer_token: None,
+            limits: HttpLimits::default(),
+            resume: ResumePolicy::default(),
+            post_timeout: Duration::from_secs(30),
+            close_timeout: Duration::from_secs(2),
+            legacy_fallback: true,
+            server_stream: false,
+            wire_log: None,
+        })
+    }
+}
+
+/// Per-request options.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RequestLimits {
+    /// Bytes of reply (bodies and streams, resumptions included) the request may receive.
+    pub max_response_bytes: Option<u64>,
+}
+
+/// Names one HTTP request the exchange asked for, and its response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct StreamId(u64);
+
+/// An HTTP request to issue.
+#[derive(Clone, Debug)]
+pub struct HttpRequest {
+    /// `POST`, `GET` or `DELETE`.
+    pub method: Method,
+    /// Where to.
+    pub uri: Uri,
+    /// Every header, the bearer token's marked sensitive.
+    pub headers: HeaderMap,
+    /// The body (empty for `GET` and `DELETE`).
+    pub body: Vec<u8>,
+}
+
+/// Why an HTTP request produced no response, or its body broke off.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TransportError {
+    /// No connection could be made: nothing was sent.
+    Connect(String),
+    /// The connection failed after the request may have been sent.
+    Lost(String),
+}
+
+/// What the exchange asks of its driver.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Output {
+    /// Issue this request, and report what comes of it under `stream`.
+    Send {
+        /// The name its head, body chunks and end are reported under.
+        stream: StreamId,
+        /// The request.
+        request: HttpRequest,
+    },
+    /// Stop this request or its response: read no more of it (dropping it closes the stream).
+    Abort(StreamId),
+    /// A message from the server, for the session.
+    Message(Message<'static>),
+    /// The transport could not deliver a request of the session's or read its answer. A
+    /// request the session has already settled ignores this.
+    RequestFailed {
+        /// The request.
+        id: Id,
+        /// Why, and how far it got.
+        failure: Failure,
+    },
+    /// The server speaks the legacy HTTP+SSE transport (2024-11-05): the initialize request
+    /// must be sent again, at that revision ([`Session::downgrade_to_legacy`]).
+    ///
+    /// [`Session::downgrade_to_legacy`]: crate::session::Session::downgrade_to_legacy
+    LegacyTransport,
+    /// The connection is gone for good (the legacy event stream ended): every pending
+    /// request fails with this.
+    Down(Failure),
+    /// [`Exchange::close`] has finished: the `DELETE` was answered (its status), failed or
+    /// timed out, or there was nothing to end.
+    Closed {
+        /// The `DELETE`'s status, if one was sent and answered.
+        status: Option<StatusCode>,
+    },
+}
+
+/// What kind of reply a response is, by status and content type.
+#[derive(Debug, PartialEq, Eq)]
+enum Reply {
+    Empty,
+    Json,
+    EventStream,
+    Other(String),
+}
+
+/// What a bounded read of a body is for, once it has its bytes.
+#[derive(Debug)]
+enum PrefixUse {
+    /// Logged (a one-way message's reply); delivers the one-way message.
+    OneWay { status: StatusCode, barrier: bool },
+    /// The error of a request answered with an unusable content type.
+    Unusable {
+        id: Id,
+        status: StatusCode,
+        media_type: String,
+    },
+    /// Nothing (a legacy POST's reply: the answer comes on the event stream).
+    Nothing,
+    /// The end of the `DELETE`.
+    Delete { status: StatusCode },
+}
+
+/// How the body of a response is being read.
+#[derive(Debug)]
+enum Read {
+    /// No head yet.
+    Head,
+    /// An `application/json` body, collected whole (bounded).
+    Json(Vec<u8>),
+    /// An event stream, through the op's decoder.
+    Events,
+    /// Up to [`ERROR_BODY_BYTES`], then [`PrefixUse`].
+    Prefix(Vec<u8>, PrefixUse),
+    /// The rest of a stream whose response arrived, bounded in time and bytes.
+    Drain { read: usize, deadline: Instant },
+}
+
+/// A request of the session's, across its POST and any resuming GETs.
+#[derive(Debug)]
+struct RequestOp {
+    id: Id,
+    is_initialize: bool,
+    budget: ByteBudget,
+    resumption: Resumption,
+    decoder: Option<sse::Decoder>,
+    /// The current HTTP request is a GET resuming the stream.
+    resuming: bool,
+    /// Sent on the legacy transport: the answer comes on the event stream.
+    legacy: bool,
+}
+
+/// One logical operation of the exchange.
+#[derive(Debug)]
+enum Op {
+    Request(Box<RequestOp>),
+    /// A notification or response POST.
+    OneWay {
+        deadline: Instant,
+        barrier: bool,
+    },
+    /// The standalone GET stream.
+    ServerStream(Box<(sse::Decoder, Resumption)>),
+    /// The legacy event stream; `Some(id)` (the initialize request's) until its `endpoint`
+    /// event arrives.
+    Legacy(Box<(sse::Decoder, Option<Id>)>),
+    /// The `DELETE` that ends the session, and its try.
+    Delete {
+        attempt: u8,
+        deadline: Instant,
+    },
+}
+
+/// An operation and how its current response is read.
+#[derive(Debug)]
+struct Flight {
+    op: Op,
+    read: Read,
+}
+
+/// A message waiting to go out.
+#[derive(Debug)]
+enum Held {
+    Message(Message<'static>, RequestLimits, bool),
+    ServerStream,
+}
+
+/// What the exchange learns during the session and puts on later requests.
+#[derive(Debug, Default)]
+struct Learned {
+    session_id: Option<String>,
+    protocol_version: Option<&'static str>,
+    /// Where messages go when the server speaks the legacy HTTP+SSE transport.
+    legacy_endpoint: Option<Uri>,
+}
+
+/// Where closing stands.
+#[derive(Debug, PartialEq, Eq)]
+enum Closing {
+    Open,
+    /// The one-way messages still queued go out, beside the `DELETE` when there is one
+    /// (which does not wait for them: a server may hold a notification's answer until the
+    /// session ends).
+    Flushing {
+        deadline: Instant,
+        deleting: bool,
+        status: Option<StatusCode>,
+    },
+    Done,
+}
+
+/// The Streamable HTTP side of one MCP session; see the [module docs](self).
+pub struct Exchange {
+    config: Arc<HttpConfig>,
+    learned: Learned,
+    flights: HashMap<StreamId, Flight>,
+    /// Operations waiting to resume or reopen their stream, and when.
+    waiting: Vec<(Instant, Op)>,
+    one_way: VecDeque<(Message<'static>, bool)>,
+    one_way_in_flight: Option<StreamId>,
+    /// Everything the session sent after a barrier message that is not delivered yet.
+    held: VecDeque<Held>,
+    barrier_pending: bool,
+    server_stream_opened: bool,
+    closing: Closing,
+    next_stream: u64,
+    jitter: u64,
+    outputs: VecDeque<Output>,
+}
+
+impl std::fmt::Debug for Exchange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Exchange")
+            .field("url", &self.config.url)
+            .field("flights", &self.flights.len())
+            .field("waiting", &self.waiting.len())
+            .field("closing", &self.closing)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Exchange {
+    /// An exchange for `config`; `seed` feeds the backoff's jitter (any value; the driver
+    /// takes it from the clock or a random source, a test from a constant).
+    pub fn new(config: HttpConfig, seed: u64) -> Self {
+        Exchange {
+            config: Arc::new(config),
+            learned: Learned::default(),
+            flights: HashMap::new(),
+            waiting: Vec::new(),
+            one_way: VecDeque::new(),
+            one_way_in_flight: None,
+            held: VecDeque::new(),
+            barrier_pending: false,
+            server_stream_opened: false,
+            closing: Closing::Open,
+            next_stream: 0,
+            jitter: seed | 1,
+            outputs: VecDeque::new(),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &HttpConfig {
+        &self.config
+    }
+
+    /// The session id the server assigned, if any.
+    pub fn session_id(&self) -> Option<&str> {
+        self.learned.session_id.as_deref()
+    }
+
+    /// Whether the server turned out to speak the legacy HTTP+SSE transport.
+    pub fn is_legacy(&self) -> bool {
+        self.learned.legacy_endpoint.is_some()
+    }
+
+    /// Sets the negotiated revision, sent as `MCP-Protocol-Version` on every later request.
+    pub fn set_protocol_version(&mut self, version: &'static str) {
+        self.learned.protocol_version = Some(version);
+    }
+
+    /// Sends a message of the session's: a request gets a POST of its own and its reply is
+    /// read until the session settles it; notifications and responses are POSTed one at a
+    /// time, in order. A `barrier` message (`notifications/initialized`) holds everything
+    /// after it until it is delivered.
+    pub fn send(
+        &mut self,
+        message: Message<'static>,
+        limits: RequestLimits,
+        barrier: bool,
+        now: Instant,
+    ) {
+        if self.closing != Closing::Open {
+            self.log(|| format!("dropped a message sent after close: {:?}", message.method()));
+            return;
+        }
+        if self.barrier_pending {
+            self.held.push_back(Held::Message(message, limits, barrier));
+            return;
+        }
+        self.dispatch(message, limits, barrier, now);
+    }
+
+    /// Opens the standalone GET stream, when the config asks for it
+    /// ([`HttpConfig::server_stream`]) and the session is not a legacy one (whose event stream
+    /// is already open). Called once the session is initialized; a second call does nothing.
+    pub fn open_server_stream(&mut self, now: Instant) {
+        if !self.config.server_stream
+            || self.server_stream_opened
+            || self.is_legacy()
+            || self.closing != Closing::Open
+        {
+            return;
+        }
+        if self.barrier_pending {
+            self.held.push_back(Held::ServerStream);
+            return;
+        }
+        self.server_stream_opened = true;
+        let op = Op::ServerStream(Box::new((
+            sse::Decoder::new(self.config.limits.sse),
+            Resumption::reopening(self.config.resume),
+        )));
+        self.reopen(op, now);
+    }
+
+    /// The session settled request `id`: `answered` when a response came (its stream is read
+    /// on briefly, so its connection can be reused), otherwise (timeout, cancel, close) its
+    /// stream is closed at once; on HTTP, closing the stream is how a request is abandoned.
+    pub fn finish(&mut self, id: &Id, answered: bool, now: Instant) {
+        self.waiting
+            .retain(|(_, op)| !matches!(op, Op::Request(r) if &r.id == id));
+        let Some(stream) = self
+            .flights
+            .iter()
+            .find_map(|(stream, flight)| match &flight.op {
+                Op::Request(r) if &r.id == id => Some(*stream),
+                Op::Legacy(legacy) if legacy.1.as_ref() == Some(id) => Some(*stream),
+                _ => None,
+            })
+        else {
+            return;
+        };
+        let Some(flight) = self.flights.get_mut(&stream) else {
+            return;
+        };
+        match (&flight.read, answered) {
+            // A legacy POST's reply is a small acknowledgement: let it end by itself.
+            (Read::Prefix(..), _) if !matches!(flight.op, Op::Legacy(_)) => {}
+            (Read::Events, true) => {
+                flight.read = Read::Drain {
+                    read: 0,
+                    deadline: now + DRAIN_TIMEOUT,
+                };
+            }
+            _ => self.abort(stream),
+        }
+    }
+
+    /// Ends the session: the standalone and legacy streams close, the one-way messages still
+    /// queued go out (bounded by the close timeout), then a `DELETE` ends a session the server
+    /// gave an id. [`Output::Closed`] says when it is over.
+    pub fn close(&mut self, now: Instant) {
+        if self.closing != Closing::Open {
+            return;
+        }
+        self.held.clear();
+        self.barrier_pending = false;
+        self.waiting.clear();
+        let streams: Vec<StreamId> = self
+            .flights
+            .iter()
+            .filter(|(_, f)| !matches!(f.op, Op::OneWay { .. }))
+            .map(|(stream, _)| *stream)
+            .collect();
+        for stream in streams {
+            self.abort(stream);
+        }
+        let deadline = now + self.config.close_timeout;
+        for flight in self.flights.values_mut() {
+            if let Op::OneWay { deadline: d, .. } = &mut flight.op {
+                *d = (*d).min(deadline);
+            }
+        }
+        let deleting = !self.is_legacy() && self.learned.session_id.is_some();
+        self.closing = Closing::Flushing {
+            deadline,
+            deleting,
+            status: None,
+        };
+        if deleting {
+            self.send_delete(1, now);
+        }
+        self.advance_close(now);
+    }
+
+    /// The next instant at which [`handle_timeout`](Exchange::handle_timeout) has work to do.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let flights = self
+            .flights
+            .values()
+            .filter_map(|flight| match (&flight.op, &flight.read) {
+                (_, Read::Drain { deadline, .. }) => Some(*deadline),
+                (Op::OneWay { deadline, .. } | Op::Delete { deadline, .. }, _) => Some(*deadline),
+                _ => None,
+            });
+        let waiting = self.waiting.iter().map(|(at, _)| *at);
+        let closing = match self.closing {
+            Closing::Flushing { deadline, .. } => Some(deadline),
+            _ => None,
+        };
+        flights.chain(waiting).chain(closing).min()
+    }
+
+    /// Does what is due at `now`: resumes streams whose wait is over, gives up on one-way
+    /// POSTs, drains and `DELETE`s that took too long.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let expired: Vec<StreamId> = self
+            .flights
+            .iter()
+            .filter(|(_, flight)| match (&flight.op, &flight.read) {
+                (_, Read::Drain { deadline, .. }) => *deadline <= now,
+                (Op::OneWay { deadline, .. } | Op::Delete { deadline, .. }, _) => *deadline <= now,
+                _ => false,
+            })
+            .map(|(stream, _)| *stream)
+            .collect();
+        for stream in expired {
+            let Some(flight) = self.flights.remove(&stream) else {
+                continue;
+            };
+            self.outputs.push_back(Output::Abort(stream));
+            match flight.op {
+                _ if matches!(flight.read, Read::Drain { .. }) => {}
+                Op::OneWay { barrier, .. } => {
+                    self.log(|| "< timed out".to_owned());
+                    self.one_way_done(stream, barrier, now);
+                }
+                Op::Delete { .. } => {
+                    self.log(|| "< DELETE None".to_owned());
+                    self.delete_done(None, now);
+                }
+                _ => {}
+            }
+        }
+        let (due, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.waiting)
+            .into_iter()
+            .partition(|(at, _)| *at <= now);
+        self.waiting = later;
+        for (_, op) in due {
+            self.reopen(op, now);
+        }
+        if let Closing::Flushing {
+            deadline, status, ..
+        } = self.closing
+            && deadline <= now
+        {
+            self.one_way.clear();
+            self.closed(status);
+        }
+    }
+
+    /// The next thing for the driver to do.
+    pub fn poll_output(&mut self) -> Option<Output> {
+        self.outputs.pop_front()
+    }
+
+    /// The response head of `stream` arrived.
+    pub fn handle_head(
+        &mut self,
+        stream: StreamId,
+        status: StatusCode,
+        headers: &HeaderMap,
+        now: Instant,
+    ) {
+        let Some(mut flight) = self.flights.remove(&stream) else {
+            return;
+        };
+        if !matches!(flight.read, Read::Head) {
+            self.flights.insert(stream, flight);
+            return;
+        }
+        // One-way replies and the DELETE are logged once their body is read, the legacy
+        // stream by its endpoint event.
+        let quiet = matches!(
+            flight.op,
+            Op::OneWay { .. } | Op::Delete { .. } | Op::Legacy(_)
+        );
+        if !quiet {
+            self.log_head(status, headers);
+        }
+        match flight.op {
+            Op::Request(op) => self.request_head(stream, op, status, headers, now),
+            Op::OneWay { barrier, .. } => {
+                flight.read = Read::Prefix(Vec::new(), PrefixUse::OneWay { status, barrier });
+                self.flights.insert(stream, flight);
+            }
+            Op::ServerStream(mut state) => {
+                if status.is_success() && classify_reply(status, headers) == Reply::EventStream {
+                    state.0.reset_stream();
+                    self.flights.insert(
+                        stream,
+                        Flight {
+                            op: Op::ServerStream(state),
+                            read: Read::Events,
+                        },
+                    );
+                } else if status.is_server_error() || status == StatusCode::TOO_MANY_REQUESTS {
+                    self.outputs.push_back(Output::Abort(stream));
+                    self.schedule_reopen(Op::ServerStream(state), "was refused", now);
+                } else {
+                    // 405: the server offers no such stream; 404: the session is gone; 409: it
+                    // allows one stream and has it; 401/403: not ours to fix.
+                    self.log(|| format!("< no server stream ({status})"));
+                    self.outputs.push_back(Output::Abort(stream));
+                }
+            }
+            Op::Legacy(state) => {
+                let Some(id) = state.1.clone() else {
+                    return;
+                };
+                if status.is_success() && classify_reply(status, headers) == Reply::EventStream {
+                    self.flights.insert(
+                        stream,
+                        Flight {
+                            op: Op::Legacy(state),
+                            read: Read::Events,
+                        },
+                    );
+                } else {
+                    let failure = self
+                        .status_failure(status, headers, true)
+                        .unwrap_or_else(|| {
+                            Failure::new(
+                                FailureKind::Protocol,
+                                Delivery::Refused,
+                                format!(
+                                    "the server refused the initialize POST and its GET answered \
+                                 {status} without an event stream: neither Streamable HTTP nor \
+                                 the legacy HTTP+SSE transport"
+                                ),
+                            )
+                        });
+                    self.outputs.push_back(Output::Abort(stream));
+                    self.fail(id, failure);
+                }
+            }
+            Op::Delete { .. } => {
+                flight.read = Read::Prefix(Vec::new(), PrefixUse::Delete { status });
+                self.flights.insert(stream, flight);
+            }
+        }
+    }
+
+    /// A chunk of `stream`'s body arrived.
+    pub fn handle_body(&mut self, stream: StreamId, chunk: &[u8], now: Instant) {
+        let Some(mut flight) = self.flights.remove(&stream) else {
+            return;
+        };
+        match (&mut flight.op, &mut flight.read) {
+            (_, Read::Head) => {}
+            (_, Read::Drain { read, .. }) => {
+                *read += chunk.len();
+                if *read > DRAIN_BYTES {
+                    self.outputs.push_back(Output::Abort(stream));
+                    return;
+                }
+            }
+            (_, Read::Prefix(collected, _)) => {
+                let room = ERROR_BODY_BYTES - collected.len();
+                collected.extend_from_slice(&chunk[..chunk.len().min(room)]);
+                if collected.len() >= ERROR_BODY_BYTES {
+                    self.outputs.push_back(Output::Abort(stream));
+                    self.use_prefix(stream, flight.read, now);
+                    return;
+                }
+            }
+            (Op::Request(op), Read::Json(collected)) => {
+                let limit = self.config.limits.max_body_bytes;
+                let failure = match op.budget.take(chunk.len()) {
+                    Err(failure) => Some(failure),
+                    Ok(()) if collected.len() + chunk.len() > limit => Some(Failure::new(
+                        FailureKind::LimitExceeded,
+                        Delivery::MayHaveReached,
+                        format!("the reply body is larger than the {limit}-byte limit"),
+                    )),
+                    Ok(()) => None,
+                };
+                if let Some(failure) = failure {
+                    self.outputs.push_back(Output::Abort(stream));
+                    self.fail(op.id.clone(), failure);
+                    return;
+                }
+                collected.extend_from_slice(chunk);
+            }
+            (Op::Request(op), Read::Events) => {
+                if let Err(failure) = self.request_events(op, chunk) {
+                    self.outputs.push_back(Output::Abort(stream));
+                    self.fail(op.id.clone(), failure);
+                    return;
+                }
+            }
+            (Op::ServerStream(state), Read::Events) => {
+                let (decoder, resumption) = &mut **state;
+                let mut messages = Vec::new();
+                let mut events = false;
+                let decoded = decoder.decode(chunk, |event| {
+                    events = true;
+                    self.take_message(&event, &mut messages);
+                });
+                resumption.observe(decoder.last_event_id(), decoder.retry_ms());
+                if events {
+                    resumption.heard();
+                }
+                self.deliver(messages);
+                if let Err(error) = decoded {
+                    self.log(|| {
+                        format!("< server stream stopped: the stream was refused: {error}")
+                    });
+                    self.outputs.push_back(Output::Abort(stream));
+                    return;
+                }
+            }
+            (Op::Legacy(state), Read::Events) => {
+                if let Err(failure) = self.legacy_events(state, chunk) {
+                    self.outputs.push_back(Output::Abort(stream));
+                    match state.1.take() {
+                        Some(id) => self.fail(id, failure),
+                        None => self.outputs.push_back(Output::Down(failure)),
+                    }
+                    return;
+                }
+            }
+            _ => {}
+        }
+        self.flights.insert(stream, flight);
+    }
+
+    /// `stream`'s body ended.
+    pub fn handle_end(&mut self, stream: StreamId, now: Instant) {
+        self.stream_over(stream, None, now);
+    }
+
+    /// `stream` failed: no response came (`Connect`: nothing was sent), or its body broke off.
+    pub fn handle_error(&mut self, stream: StreamId, error: TransportError, now: Instant) {
+        self.stream_over(stream, Some(error), now);
+    }
+
+    fn stream_over(&mut self, stream: StreamId, error: Option<TransportError>, now: Instant) {
+        let Some(flight) = self.flights.remove(&stream) else {
+            return;
+        };
+        let why = match &error {
+            None => "ended".to_owned(),
+            Some(TransportError::Connect(e) | TransportError::Lost(e)) => format!("broke ({e})"),
+        };
+        match (flight.op, flight.read) {
+            (_, Read::Drain { .. }) => {}
+            (op, Read::Prefix(collected, use_)) => {
+                self.use_prefix(stream, Read::Prefix(collected, use_), now);
+                drop(op);
+            }
+            (Op::Request(op), Read::Head) => {
+                let error = error.unwrap_or_else(|| TransportError::Lost("no response".into()));
+                if op.resuming {
+                    self.log(|| format!("< resume failed: {}", transport_detail(&error)));
+                    self.schedule_resume(op, "ended", now);
+                } else {
+                    self.fail(op.id.clone(), send_failure(&error));
+                }
+            }
+            (Op::Request(op), Read::Json(body)) => {
+                if let Some(error) = error {
+                    let failure = Failure::new(
+                        FailureKind::ConnectionLost,
+                        Delivery::MayHaveReached,
+                        format!("the reply body broke off: {}", transport_detail(&error)),
+                    );
+                    self.fail(op.id.clone(), failure);
+                    return;
+                }
+                match jsonrpc::decode(&body) {
+                    Ok(packet) => {
+                        let messages = packet
+                            .into_messages()
+                            .into_iter()
+                            .map(Message::into_owned)
+                            .collect();
+                        self.deliver(messages);
+                        // Ignored by the session when one of those messages answered it.
+                        self.fail(
+                            op.id.clone(),
+                            Failure::new(
+                                FailureKind::Protocol,
+                                Delivery::Answered,
+                                "the JSON reply does not contain the response",
+                            ),
+                        );
+                    }
+                    Err(e) => self.fail(
+                        op.id.clone(),
+                        Failure::new(
+                            FailureKind::Protocol,
+                            Delivery::Answered,
+                            format!("the JSON reply is not JSON-RPC: {e}"),
+                        ),
+                    ),
+                }
+            }
+            (Op::Request(op), Read::Events) => self.schedule_resume(op, &why, now),
+            (Op::OneWay { barrier, .. }, _) => {
+                if let Some(error) = &error {
+                    self.log(|| format!("< error: {}", transport_detail(error)));
+                }
+                self.one_way_done(stream, barrier, now);
+            }
+            (Op::ServerStream(state), read) => {
+                if let (Read::Head, Some(error)) = (&read, &error) {
+                    self.log(|| format!("< server stream: {}", transport_detail(error)));
+                }
+                self.schedule_reopen(Op::ServerStream(state), &why, now);
+            }
+            (Op::Legacy(state), read) => {
+                let (_, initialize) = *state;
+                let failure = match (&read, &error, initialize) {
+                    (Read::Head, Some(error), Some(id)) => {
+                        self.fail(id, send_failure(error));
+                        return;
+                    }
+                    (_, _, Some(id)) => {
+                        self.fail(
+                            id,
+                            Failure::new(
+                                FailureKind::Protocol,
+                                Delivery::Refused,
+                                "the legacy event stream ended before its endpoint event",
+                            ),
+                        );
+                        return;
+                    }
+                    (_, None, None) => "the legacy event stream ended".to_owned(),
+                    (_, Some(error), None) => format!(
+                        "the legacy event stream broke ({})",
+                        transport_detail(error)
+                    ),
+                };
+                self.outputs.push_back(Output::Down(Failure::new(
+                    FailureKind::ConnectionLost,
+                    Delivery::MayHaveReached,
+                    failure,
+                )));
+            }
+            (Op::Delete { attempt, .. }, Read::Head) => {
+                let detail = error.as_ref().map_or("no response", transport_detail);
+                self.log(|| format!("< DELETE attempt {attempt} failed: {detail}"));
+                if attempt < 2 {
+                    // DELETE is idempotent, so a second try is safe when the first got no
+                    // answer (typically a pooled connection the server had just closed).
+                    self.send_delete(attempt + 1, now);
+                } else {
+                    self.log(|| "< DELETE None".to_owned());
+                    self.delete_done(None, now);
+                }
+            }
+            (_, _) => {}
+        }
+    }
+
+    // --- requests -------------------------------------------------------------------------
+
+    fn dispatch(
+        &mut self,
+        message: Message<'static>,
+        limits: RequestLimits,
+        barrier: bool,
+        now: Instant,
+    ) {
+        let Message::Request(request) = &message else {
+            if self.one_way.len() >= ONE_WAY_QUEUE {
+                self.log(|| "dropped a one-way message: the queue is full".to_owned());
+                return;
+            }
+            if barrier {
+                self.barrier_pending = true;
+            }
+            self.one_way.push_back((message, barrier));
+            self.pump_one_way(now);
+            return;
+        };
+        let id = request.id.clone();
+        let is_initialize = request.method == crate::mcp::methods::INITIALIZE;
+        let body = message.encode().into_bytes();
+        let uri = self.message_uri();
+        self.log(|| format!("> POST {uri} {}", String::from_utf8_lossy(&body)));
+        let legacy = self.is_legacy();
+        let op = RequestOp {
+            id,
+            is_initialize,
+            budget: ByteBudget::new(limits.max_response_bytes),
+            resumption: Resumption::new(self.config.resume),
+            decoder: None,
+            resuming: false,
+            legacy,
+        };
+        let request = self.build(Method::POST, uri, body, ACCEPT_BOTH);
+        self.issue(Op::Request(Box::new(op)), request);
+    }
+
+    fn request_head(
+        &mut self,
+        stream: StreamId,
+        mut op: Box<RequestOp>,
+        status: StatusCode,
+        headers: &HeaderMap,
+        now: Instant,
+    ) {
+        if op.resuming {
+            let reply = classify_reply(status, headers);
+            if status.is_success() && reply == Reply::EventStream {
+                if let Some(decoder) = &mut op.decoder {
+                    decoder.reset_stream();
+                }
+                self.flights.insert(
+                    stream,
+                    Flight {
+                        op: Op::Request(op),
+                        read: Read::Events,
+                    },
+                );
+                return;
+            }
+            self.outputs.push_back(Output::Abort(stream));
+            if status == StatusCode::NOT_FOUND && self.learned.session_id.is_some() {
+                self.fail(
+                    op.id.clone(),
+                    Failure::new(
+                        FailureKind::SessionExpired,
+                        Delivery::MayHaveReached,
+                        "the session expired while resuming the response stream",
+                    ),
+                );
+            } else if status == StatusCode::METHOD_NOT_ALLOWED {
+                self.fail(
+                    op.id.clone(),
+                    lost(
+                        "the response stream ended before the response, and the server does \
+                         not allow resuming it (GET answered 405)"
+                            .to_owned(),
+                    ),
+                );
+            } else {
+                self.schedule_resume(op, "ended", now);
+            }
+            return;
+        }
+        if op.is_initialize
+            && self.config.legacy_fallback
+            && !self.is_legacy()
+            && matches!(status.as_u16(), 400 | 404 | 405)
+        {
+            self.outputs.push_back(Output::Abort(stream));
+            self.open_legacy(op.id.clone());
+            return;
+        }
+        if let Some(failure) = self.status_failure(status, headers, op.is_initialize) {
+            self.outputs.push_back(Output::Abort(stream));
+            self.fail(op.id.clone(), failure);
+            return;
+        }
+        if op.is_initialize
+            && let Err(failure) = self.capture_session_id(headers)
+        {
+            self.outputs.push_back(Output::Abort(stream));
+            self.fail(op.id.clone(), failure);
+            return;
+        }
+        if op.legacy {
+            // Legacy transport: the answer arrives on the event stream, not here.
+            self.flights.insert(
+                stream,
+                Flight {
+                    op: Op::Request(op),
+                    read: Read::Prefix(Vec::new(), PrefixUse::Nothing),
+                },
+            );
+            return;
+        }
+        let read = match classify_reply(status, headers) {
+            Reply::Empty => {
+                self.outputs.push_back(Output::Abort(stream));
+                self.fail(
+                    op.id.clone(),
+                    Failure::new(
+                        FailureKind::Protocol,
+                        Delivery::MayHaveReached,
+                        format!(
+                            "the server answered {status} with no body to a request; a request \
+                             needs a JSON or event-stream reply"
+                        ),
+                    ),
+                );
+                return;
+            }
+            Reply::Json => Read::Json(Vec::new()),
+            Reply::EventStream => {
+                op.decoder = Some(sse::Decoder::new(self.config.limits.sse));
+                Read::Events
+            }
+            Reply::Other(media_type) => Read::Prefix(
+                Vec::new(),
+                PrefixUse::Unusable {
+                    id: op.id.clone(),
+                    status,
+                    media_type,
+                },
+            ),
+        };
+        self.flights.insert(
+            stream,
+            Flight {
+                op: Op::Request(op),
+                read,
+            },
+        );
+    }
+
+    /// Decodes a chunk of a request's response stream and delivers its messages.
+    fn request_events(&mut self, op: &mut RequestOp, chunk: &[u8]) -> Result<(), Failure> {
+        op.budget.take(chunk.len())?;
+        let Some(decoder) = &mut op.decoder else {
+            return Ok(());
+        };
+        let mut messages = Vec::new();
+        let mut refused = None;
+        // `decode` reads the events that lie wholly inside the chunk where they are.
+        let decoded = decoder.decode(chunk, |event| {
+            if refused.is_some() || event.data().is_empty() || event.event_type() != "message" {
+                // After a refusal nothing more is taken; otherwise this is a priming event,
+                // or an event type MCP does not use.
+                return;
+            }
+            self.log(|| format!("< event {}", event.data()));
+            match jsonrpc::decode(event.data().as_bytes()) {
+                Ok(packet) => {
+                    messages.extend(packet.into_messages().into_iter().map(Message::into_owned))
+                }
+                Err(error) => {
+                    refused = Some(Failure::new(
+                        FailureKind::Protocol,
+                        Delivery::MayHaveReached,
+                        format!("an event on the response stream is not JSON-RPC: {error}"),
+                    ));
+                }
+            }
+        });
+        if let Err(error) = decoded {
+            refused.get_or_insert_with(|| {
+                Failure::new(
+                    FailureKind::LimitExceeded,
+                    Delivery::MayHaveReached,
+                    format!("the response stream was refused: {error}"),
+                )
+            });
+        }
+        op.resumption
+            .observe(decoder.last_event_id(), decoder.retry_ms());
+        self.deliver(messages);
+        refused.map_or(Ok(()), Err)
+    }
+
+    /// The request's stream ended before the session settled it: resume it after the wait
+    /// the policy gives, or fail it.
+    fn schedule_resume(&mut self, mut op: Box<RequestOp>, why: &str, now: Instant) {
+        let jitter = self.next_jitter();
+        match op.resumption.next_attempt(now, jitter) {
+            Some(at) => {
+                self.log(|| {
+                    format!(
+                        "< the response stream {why} before the response; resuming in {} ms",
+                        at.saturating_duration_since(now).as_millis()
+                    )
+                });
+                self.waiting.push((at, Op::Request(op)));
+            }
+            None => {
+                let detail = format!(
+                    "the response stream {why} before the response{}",
+                    if op.resumption.last_event_id().is_empty() {
+                        " (no event id to resume from)"
+                    } else {
+                        ", and resuming it failed"
+                    }
+                );
+                self.fail(op.id.clone(), lost(detail));
+            }
+        }
+    }
+
+    /// The standalone stream ended: reopen it after the wait the policy gives, or give up.
+    fn schedule_reopen(&mut self, mut op: Op, why: &str, now: Instant) {
+        let jitter = self.next_jitter();
+        let Op::ServerStream(state) = &mut op else {
+            return;
+        };
+        match state.1.next_attempt(now, jitter) {
+            Some(at) if self.closing == Closing::Open => {
+                self.log(|| {
+                    format!(
+                        "< server stream {why}; reopening in {} ms",
+                        at.saturating_duration_since(now).as_millis()
+                    )
+                });
+                self.waiting.push((at, op));
+            }
+            Some(_) => {}
+            None => self.log(|| "< server stream given up after quiet tries".to_owned()),
+        }
+    }
+
+    /// Issues the GET that resumes a request's stream or reopens the standalone one.
+    fn reopen(&mut self, mut op: Op, _now: Instant) {
+        let (last_event_id, what) = match &mut op {
+            Op::Request(request) => {
+                request.resuming = true;
+                (request.resumption.last_event_id().to_owned(), "")
+            }
+            Op::ServerStream(state) => (state.0.last_event_id().to_owned(), "server stream, "),
+            _ => return,
+        };
+        let mut request = self.build(
+            Method::GET,
+            self.config.url.clone(),
+            Vec::new(),
+            EVENT_STREAM,
+        );
+        if !last_event_id.is_empty()
+            && let Ok(value) = HeaderValue::from_str(&last_event_id)
+        {
+            request.headers.insert(LAST_EVENT_ID, value);
+        }
+        self.log(|| {
+            format!(
+                "> GET {} ({what}Last-Event-ID: {})",
+                self.config.url,
+                self.snippet(last_event_id.as_bytes())
+            )
+        });
+        self.issue(op, request);
+    }
+
+    // --- one-way messages -----------------------------------------------------------------
+
+    fn pump_one_way(&mut self, now: Instant) {
+        if self.one_way_in_flight.is_some() {
+            return;
+        }
+        let Some((message, barrier)) = self.one_way.pop_front() else {
+            return;
+        };
+        let body = message.encode().into_bytes();
+        let uri = self.message_uri();
+        self.log(|| format!("> POST {uri} {}", String::from_utf8_lossy(&body)));
+        let request = self.build(Method::POST, uri, body, ACCEPT_BOTH);
+        let deadline = match self.closing {
+            Closing::Flushing { deadline, .. } => deadline.min(now + self.config.post_timeout),
+            _ => now + self.config.post_timeout,
+        };
+        let stream = self.issue(Op::OneWay { deadline, barrier }, request);
+        self.one_way_in_flight = Some(stream);
+    }
+
+    /// A one-way POST is over (answered, failed or timed out): the next goes out, and a
+    /// delivered barrier releases what it held.
+    fn one_way_done(&mut self, stream: StreamId, barrier: bool, now: Instant) {
+        if self.one_way_in_flight == Some(stream) {
+            self.one_way_in_flight = None;
+        }
+        if barrier {
+            self.barrier_pending = false;
+            while !self.barrier_pending
+                && let Some(held) = self.held.pop_front()
+            {
+                match held {
+                    Held::Message(message, limits, barrier) => {
+                        self.dispatch(message, limits, barrier, now);
+                    }
+                    Held::ServerStream => self.open_server_stream(now),
+                }
+            }
+        }
+        self.pump_one_way(now);
+        self.advance_close(now);
+    }
+
+    fn use_prefix(&mut self, stream: StreamId, read: Read, now: Instant) {
+        let Read::Prefix(collected, use_) = read else {
+            return;
+        };
+        match use_ {
+            PrefixUse::OneWay { status, barrier } => {
+                self.log(|| format!("< {status} {}", String::from_utf8_lossy(&collected)));
+                self.one_way_done(stream, barrier, now);
+            }
+            PrefixUse::Unusable {
+                id,
+                status,
+                media_type,
+            } => {
+                let detail = format!(
+                    "the server answered {status} with content type {media_type:?}, not JSON or \
+                     an event stream: {}",
+                    self.snippet(&collected)
+                );
+                self.fail(
+                    id,
+                    Failure::new(FailureKind::Protocol, Delivery::Answered, detail),
+                );
+            }
+            PrefixUse::Nothing => {}
+            PrefixUse::Delete { status } => {
+                self.log(|| format!("< DELETE {:?}", Some(status)));
+                self.delete_done(Some(status), now);
+            }
+        }
+    }
+
+    // --- legacy HTTP+SSE ------------------------------------------------------------------
+
+    /// The server does not speak Streamable HTTP: open the legacy event stream and wait for its
+    /// `endpoint` event (the initialize request is sent again there, by the session).
+    fn open_legacy(&mut self, initialize: Id) {
+        let request = self.build(
+            Method::GET,
+            self.config.url.clone(),
+            Vec::new(),
+            EVENT_STREAM,
+        );
+        self.log(|| format!("> GET {} (legacy HTTP+SSE)", self.config.url));
+        let decoder = sse::Decoder::new(self.config.limits.sse);
+        self.issue(Op::Legacy(Box::new((decoder, Some(initialize)))), request);
+    }
+
+    /// Decodes a chunk of the legacy event stream: the `endpoint` event first, then messages.
+    fn legacy_events(
+        &mut self,
+        state: &mut (sse::Decoder, Option<Id>),
+        chunk: &[u8],
+    ) -> Result<(), Failure> {
+        let (decoder, initialize) = state;
+        let mut messages = Vec::new();
+        let mut endpoint = None;
+        let mut refused = None;
+        let waiting = initialize.is_some();
+        let decoded = decoder.decode(chunk, |event| {
+            if waiting && endpoint.is_none() {
+                // Before the endpoint event nothing else is taken.
+                if event.event_type() == "endpoint" {
+                    endpoint = Some(event.data().trim().to_owned());
+                }
+                return;
+            }
+            if refused.is_none() {
+                self.take_message(&event, &mut messages);
+            }
+        });
+        if let Some(reference) = endpoint {
+            match resolve_same_origin(&self.config.url, &reference) {
+                Ok(uri) => {
+                    self.log(|| format!("< legacy endpoint {uri}"));
+                    self.learned.legacy_endpoint = Some(uri);
+                    *initialize = None;
+                    self.outputs.push_back(Output::LegacyTransport);
+                }
+                Err(detail) => {
+                    refused = Some(Failure::new(
+                        FailureKind::Protocol,
+                        Delivery::Refused,
+                        detail,
+                    ));
+                }
+            }
+        }
+        self.deliver(messages);
+        if let Err(error) = decoded {
+            let detail = format!("the legacy event stream was refused: {error}");
+            refused.get_or_insert_with(|| match initialize {
+                Some(_) => Failure::new(FailureKind::Protocol, Delivery::Refused, detail),
+                None => lost(detail),
+            });
+        }
+        refused.map_or(Ok(()), Err)
+    }
+
+    // --- closing --------------------------------------------------------------------------
+
+    /// Closing is over once the `DELETE` (if any) is done and the one-way queue is empty.
+    fn advance_close(&mut self, _now: Instant) {
+        if let Closing::Flushing {
+            deleting: false,
+            status,
+            ..
+        } = self.closing
+            && self.one_way_in_flight.is_none()
+            && self.one_way.is_empty()
+        {
+            self.closed(status);
+        }
+    }
+
+    fn delete_done(&mut self, answer: Option<StatusCode>, now: Instant) {
+        if let Closing::Flushing {
+            deleting, status, ..
+        } = &mut self.closing
+        {
+            *deleting = false;
+            *status = answer;
+        }
+        self.advance_close(now);
+    }
+
+    fn send_delete(&mut self, attempt: u8, now: Instant) {
+        let request = self.build(
+            Method::DELETE,
+            self.config.url.clone(),
+            Vec::new(),
+            ACCEPT_BOTH,
+        );
+        self.log(|| format!("> DELETE {}", self.config.url));
+        let deadline = now + self.config.close_timeout;
+        self.issue(Op::Delete { attempt, deadline }, request);
+    }
+
+    fn closed(&mut self, status: Option<StatusCode>) {
+        if self.closing == Closing::Done {
+            return;
+        }
+        self.closing = Closing::Done;
+        for stream in self.flights.keys() {
+            self.outputs.push_back(Output::Abort(*stream));
+        }
+        self.flights.clear();
+        self.outputs.push_back(Output::Closed { status });
+    }
+
+    // --- helpers --------------------------------------------------------------------------
+
+    fn issue(&mut self, op: Op, request: HttpRequest) -> StreamId {
+        let stream = StreamId(self.next_stream);
+        self.next_stream += 1;
+        self.flights.insert(
+            stream,
+            Flight {
+                op,
+                read: Read::Head,
+            },
+        );
+        self.outputs.push_back(Output::Send { stream, request });
+        stream
+    }
+
+    fn abort(&mut self, stream: StreamId) {
+        if self.flights.remove(&stream).is_some() {
+            self.outputs.push_back(Output::Abort(stream));
+        }
+    }
+
+    fn fail(&mut self, id: Id, failure: Failure) {
+        self.outputs
+            .push_back(Output::RequestFailed { id, failure });
+    }
+
+    fn deliver(&mut self, messages: Vec<Message<'static>>) {
+        self.outputs
+            .extend(messages.into_iter().map(Output::Message));
+    }
+
+    /// Takes the JSON-RPC messages of a `message` event on a stream that carries no request's
+    /// response (the standalone stream, the legacy one). Events that are not JSON-RPC are
+    /// skipped: nobody waits on them.
+    fn take_message(&self, event: &sse::Event<'_>, messages: &mut Vec<Message<'static>>) {
+        if event.event_type() == "message" && !event.data().is_empty() {
+            self.log(|| format!("< event {}", event.data()));
+            if let Ok(packet) = jsonrpc::decode(event.data().as_bytes()) {
+                messages.extend(packet.into_messages().into_iter().map(Message::into_owned));
+            }
+        }
+    }
+
+    fn message_uri(&self) -> Uri {
+        self.learned
+            .legacy_endpoint
+            .clone()
+            .unwrap_or_else(|| self.config.url.clone())
+    }
+
+    /// A request to the endpoint (or the legacy message endpoint) with every header this
+    /// session needs.
+    fn build(&self, method: Method, uri: Uri, body: Vec<u8>, accept: &'static str) -> HttpRequest {
+        let mut headers = HeaderMap::new();
+        headers.insert(ACCEPT, HeaderValue::from_static(accept));
+        if method == Method::POST {
+            headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        }
+        if let Some(token) = &self.config.bearer_token
+            && let Ok(mut value) = HeaderValue::from_str(&format!("Bearer {}", token.expose()))
+        {
+            value.set_sensitive(true);
+            headers.insert(AUTHORIZATION, value);
+        }
+        if let Some(session_id) = &self.learned.session_id
+            && let Ok(value) = HeaderValue::from_str(session_id)
+        {
+            headers.insert(SESSION_ID, value);
+        }
+        if let Some(version) = self.learned.protocol_version {
+            headers.insert(PROTOCOL_VERSION, HeaderValue::from_static(version));
+        }
+        HttpRequest {
+            method,
+            uri,
+            headers,
+            body,
+        }
+    }
+
+    /// The failure a status that is not a usable reply means, or `None` for a 2xx.
+    fn status_failure(
+        &self,
+        status: StatusCode,
+        headers: &HeaderMap,
+        is_initialize: bool,
+    ) -> Option<Failure> {
+        if status.is_success() {
+            return None;
+        }
+        let has_session = self.learned.session_id.is_some();
+        let code = status.as_u16();
+        Some(match code {
+            300..=399 => Failure::new(
+                FailureKind::HttpStatus { status: code },
+                Delivery::Refused,
+                format!(
+                    "the server answered {status} (a redirect{}); redirects are not followed",
+                    headers
+                        .get(http::header::LOCATION)
+                        .map(|l| format!(" to {}", self.snippet(l.as_bytes())))
+                        .unwrap_or_default()
+                ),
+            ),
+            401 | 403 => Failure::new(
+                FailureKind::Unauthorized { status: code },
+                Delivery::Refused,
+                describe_challenge(status, headers, &|text| self.redact(text)),
+            ),
+            404 if has_session && !is_initialize => Failure::new(
+                FailureKind::SessionExpired,
+                Delivery::Refused,
+                "the server no longer knows this session (404)",
+            ),
+            400..=499 => Failure::new(
+                FailureKind::HttpStatus { status: code },
+                Delivery::Refused,
+                format!("the server refused the request with {status}"),
+            ),
+            _ => Failure::new(
+                FailureKind::HttpStatus { status: code },
+                Delivery::MayHaveReached,
+                format!("the server failed with {status}"),
+            ),
+        })
+    }
+
+    fn capture_session_id(&mut self, headers: &HeaderMap) -> Result<(), Failure> {
+        let Some(value) = headers.get(&SESSION_ID) else {
+            return Ok(());
+        };
+        let valid = value.len() <= MAX_SESSION_ID_BYTES
+            && value.as_bytes().iter().all(|b| (0x21..=0x7E).contains(b));
+        let session_id = value.to_str().ok().filter(|_| valid).ok_or_else(|| {
+            Failure::new(
+                FailureKind::Protocol,
+                Delivery::Answered,
+                "the server sent an invalid Mcp-Session-Id (it must be visible ASCII)",
+            )
+        })?;
+        self.learned.session_id = Some(session_id.to_owned());
+        Ok(())
+    }
+
+    fn next_jitter(&mut self) -> f64 {
+        let mut x = self.jitter;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.jitter = x;
+        (x >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    fn log_head(&self, status: StatusCode, headers: &HeaderMap) {
+        self.log(|| {
+            format!(
+                "< {status} {}",
+                content_type(headers).map_or_else(String::new, |ct| self.snippet(ct.as_bytes()))
+            )
+        });
+    }
+
+    fn log(&self, line: impl FnOnce() -> String) {
+        if let Some(log) = &self.config.wire_log {
+            let line = line();
+            // A line may end in an excerpt cut from a longer body.
+            let line = match &self.config.bearer_token {
+                Some(token) => token.redact_cut(&line),
+                None => line,
+            };
+            log(&line);
+        }
+    }
+
+    /// `text` with the bearer token, if any, replaced.
+    fn redact(&self, text: &str) -> String {
+        match &self.config.bearer_token {
+            Some(token) => token.redact(text),
+            None => text.to_owned(),
+        }
+    }
+
+    /// A bounded, printable, redacted excerpt of server-sent bytes for an error message.
+    fn snippet(&self, bytes: &[u8]) -> String {
+        let text: String = String::from_utf8_lossy(&bytes[..bytes.len().min(ERROR_BODY_BYTES)])
+            .chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect();
+        match &self.config.bearer_token {
+            Some(token) => token.redact_cut(text.trim()),
+            None => text.trim().to_owned(),
+        }
+    }
+}
+
+fn lost(detail: String) -> Failure {
+    Failure::new(
+        FailureKind::ConnectionLost,
+        Delivery::MayHaveReached,
+        detail,
+    )
+}
+
+fn transport_detail(error: &TransportError) -> &str {
+    match error {
+        TransportError::Connect(detail) | TransportError::Lost(detail) => detail,
+    }
+}
+
+/// The failure of a request that got no response head.
+fn send_failure(error: &TransportError) -> Failure {
+    match error {
+        TransportError::Connect(detail) => Failure::new(
+            FailureKind::Connect,
+            Delivery::NotSent,
+            format!("could not connect: {detail}"),
+        ),
+        TransportError::Lost(detail) => Failure::new(
+            FailureKind::ConnectionLost,
+            Delivery::MayHaveReached,
+            format!("the connection failed: {detail}"),
+        ),
+    }
+}
+
+fn content_type(headers: &HeaderMap) -> Option<&str> {
+    headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok())
+}
+
+/// Media types are compared without parameters and case-insensitively
+/// (`text/event-stream; charset=utf-8` is an event stream).
+fn classify_reply(status: StatusCode, headers: &HeaderMap) -> Reply {
+    let declared_empty = headers
+        .get(CONTENT_LENGTH)
+        .is_some_and(|v| v.as_bytes() == b"0");
+    if status == StatusCode::ACCEPTED || status == StatusCode::NO_CONTENT || declared_empty {
+        return Reply::Empty;
+    }
+    let Some(value) = content_type(headers) else {
+        return Reply::Other(String::new());
+    };
+    let media_type = value.split(';').next().unwrap_or("").trim();
+    if media_type.eq_ignore_ascii_case("application/json") {
+        Reply::Json
+    } else if media_type.eq_ignore_ascii_case(EVENT_STREAM) {
+        Reply::EventStream
+    } else {
+        Reply::Other(media_type.chars().take(100).collect())
+    }
+}
+
+/// Names the `WWW-Authenticate` challenge of a 401 or 403: scheme, `resource_metadata`,
+/// `scope`, `error`. Each challenge goes through `redact` whole, before its parameters are
+/// cut to length: a cut could split an echoed credential so that it no longer matches.
+fn describe_challenge(
+    status: StatusCode,
+    headers: &HeaderMap,
+    redact: &dyn Fn(&str) -> String,
+) -> String {
+    let challenges: Vec<String> = headers
+        .get_all(http::header::WWW_AUTHENTICATE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .map(redact)
+        .collect();
+    if challenges.is_empty() {
+        return format!(
+            "the server refused the credentials with {status} and sent no WWW-Authenticate challenge"
+        );
+    }
+    let mut described = Vec::new();
+    for challenge in &challenges {
+        let scheme = challenge.split_whitespace().next().unwrap_or("");
+        let mut parts = vec![format!("scheme {scheme}")];
+        for key in [
+            "resource_metadata",
+            "scope",
+            "error",
+            "error_description",
+            "realm",
+        ] {
+            if let Some(value) = auth_param(challenge, key) {
+                parts.push(format!("{key}={value:?}"));
+            }
+        }
+        described.push(parts.join(", "));
+    }
+    format!(
+        "the server refused the credentials with {status}; WWW-Authenticate: {}",
+        described.join("; ")
+    )
+}
+
+/// The value of one `key=value` or `key="value"` parameter of an auth challenge.
+fn auth_param(challenge: &str, key: &str) -> Option<String> {
+    let mut rest = challenge;
+    while let Some(position) = rest.find(key) {
+        let before_ok =
+            position == 0 || matches!(rest.as_bytes()[position - 1], b' ' | b',' | b'\t');
+        let after = rest[position + key.len()..].trim_start();
+        if before_ok && let Some(value) = after.strip_prefix('=') {
+            let value = value.trim_start();
+            let value = if let Some(quoted) = value.strip_prefix('"') {
+                quoted.split('"').next().unwrap_or("")
+            } else {
+                value.split([',', ' ']).next().unwrap_or("")
+            };
+            return Some(value.chars().take(256).collect());
+        }
+        rest = &rest[position + key.len()..];
+    }
+    None
+}
+
+/// Resolves the legacy `endpoint` event's URI against the base URL, refusing another origin
+/// (the bearer token must never go there).
+fn resolve_same_origin(base: &Uri, reference: &str) -> Result<Uri, String> {
+    let resolved: Uri = if reference.starts_with("http://") || reference.starts_with("https://") {
+        reference
+            .parse()
+            .map_err(|e| format!("the legacy endpoint {reference:?} is not a URI: {e}"))?
+    } else {
+        let path = if reference.starts_with('/') {
+            reference.to_owned()
+        } else {
+            let base_path = base.path();
+            let directory = &base_path[..base_path.rfind('/').map_or(0, |i| i + 1)];
+            format!("{directory}{reference}")
+        };
+        let scheme = base.scheme_str().unwrap_or("http");
+        let authority = base.authority().map(|a| a.as_str()).unwrap_or("");
+        format!("{scheme}://{authority}{path}")
+            .parse()
+            .map_err(|e| format!("the legacy endpoint {reference:?} is not a URI: {e}"))?
+    };
+    let same_origin = resolved.scheme() == base.scheme()
+        && resolved.host() == base.host()
+        && resolved.port_u16().or(default_port(&resolved))
+            == base.port_u16().or(default_port(base));
+    if same_origin {
+        Ok(resolved)
+    } else {
+        Err(format!(
+            "the legacy endpoint {reference:?} is on another origin than {base}; refusing to \
+             send messages (and credentials) there"
+        ))
+    }
+}
+
+fn default_port(uri: &Uri) -> Option<u16> {
+    match uri.scheme_str() {
+        Some("https") => Some(443),
+        Some("http") => Some(80),
+        _ => None,
+    }
+}
+
+/// The failure of a request whose reply passed its byte budget (`max_response_bytes`).
+pub(crate) fn over_budget(limit: u64) -> Failure {
+    Failure::new(
+        FailureKind::ReplyOverBudget { limit },
+        Delivery::MayHaveReached,
+        format!("the reply is larger than the {limit}-byte output limit"),
+    )
+}
+
+/// Counts reply bytes against a request's limit, across resumptions.
+#[derive(Debug)]
+struct ByteBudget {
+    remaining: Option<u64>,
+    limit: u64,
+}
+
+impl ByteBudget {
+    fn new(limit: Option<u64>) -> Self {
+        ByteBudget {
+            remaining: limit,
+            limit: limit.unwrap_or(u64::MAX),
+        }
+    }
+
+    fn take(&mut self, bytes: usize) -> Result<(), Failure> {
+        let Some(remaining) = &mut self.remaining else {
+            return Ok(());
+        };
+        *remaining = remaining
+            .checked_sub(bytes as u64)
+            .ok_or_else(|| over_budget(self.limit))?;
+        Ok(())
+    }
+}
