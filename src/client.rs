@@ -34,19 +34,21 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::Poll;
 use std::time::Duration;
 
+use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use crate::error::Error;
-use crate::exchange::{Output as ExchangeOutput, RequestLimits, StreamId};
+use crate::exchange::{Output as ExchangeOutput, SendOptions, StreamId, decode_result_as};
 use crate::jsonrpc::{Id, Notification};
 use crate::mcp::{
     CallToolRequestParams, CallToolResult, InitializeResult, JsonObject, ListToolsRequestParams,
     ListToolsResult, ProgressNotificationParams, ProgressToken, ProtocolVersion, Tool, methods,
 };
 use crate::session::{
-    self, Delivery, Failure, FailureKind, Output, Ready, RequestError, RequestOptions, Session,
+    self, Delivery, Failure, FailureKind, Output, Payload, Ready, RequestError, RequestOptions,
+    Session,
 };
 use crate::transport::http::{Frame, HttpConfig, HttpLink, HttpPool};
 use crate::transport::stdio::{StdioConfig, StdioLink};
@@ -193,7 +195,7 @@ enum CallError {
     Failed(Failure),
 }
 
-type Reply = oneshot::Sender<Result<Box<RawValue>, CallError>>;
+type Reply = oneshot::Sender<Result<Payload, CallError>>;
 
 /// The handshake's outcome for `connect`: the server's answer and the session id.
 type ConnectReply = oneshot::Sender<Result<(Ready, Option<String>), CallError>>;
@@ -207,7 +209,7 @@ enum Command {
         method: &'static str,
         params: Option<Box<RawValue>>,
         options: RequestOptions,
-        limits: RequestLimits,
+        limits: SendOptions,
         progress: Option<mpsc::Sender<ProgressNotificationParams>>,
         reply: Reply,
     },
@@ -319,23 +321,21 @@ impl Client {
                 ..ListToolsRequestParams::default()
             };
             let params = serde_json::value::to_raw_value(&params).map_err(Error::internal)?;
-            let raw = self
+            let send = SendOptions {
+                decode_result: Some(decode_result_as::<ListToolsResult>),
+                ..SendOptions::default()
+            };
+            let payload = self
                 .request(
                     methods::TOOLS_LIST,
                     Some(params),
                     RequestOptions::with_timeout(self.options.request_timeout),
-                    RequestLimits::default(),
+                    send,
                     None,
                     None,
                 )
                 .await?;
-            let page: ListToolsResult = serde_json::from_str(raw.get()).map_err(|e| {
-                Error::from_failure(Failure::new(
-                    FailureKind::Protocol,
-                    Delivery::Answered,
-                    format!("the tools/list result is malformed: {e}"),
-                ))
-            })?;
+            let page: ListToolsResult = typed(payload, methods::TOOLS_LIST)?;
             tools.extend(page.tools);
             if tools.len() > self.options.max_tools {
                 return Err(Error::from_failure(Failure::new(
@@ -400,10 +400,11 @@ impl Client {
             idle_timeout: options.idle_timeout,
             progress_token: Some(token),
         };
-        let limits = RequestLimits {
+        let limits = SendOptions {
             max_response_bytes: options.max_response_bytes,
+            decode_result: Some(decode_result_as::<CallToolResult>),
         };
-        let raw = self
+        let payload = self
             .request(
                 methods::TOOLS_CALL,
                 Some(params),
@@ -413,13 +414,7 @@ impl Client {
                 options.cancel.take(),
             )
             .await?;
-        serde_json::from_str(raw.get()).map_err(|e| {
-            Error::from_failure(Failure::new(
-                FailureKind::Protocol,
-                Delivery::Answered,
-                format!("the tools/call result is malformed: {e}"),
-            ))
-        })
+        typed(payload, methods::TOOLS_CALL)
     }
 
     /// Sends `ping` and waits for the answer.
@@ -428,7 +423,7 @@ impl Client {
             methods::PING,
             None,
             RequestOptions::with_timeout(self.options.request_timeout),
-            RequestLimits::default(),
+            SendOptions::default(),
             None,
             None,
         )
@@ -454,10 +449,10 @@ impl Client {
         method: &'static str,
         params: Option<Box<RawValue>>,
         options: RequestOptions,
-        limits: RequestLimits,
+        limits: SendOptions,
         mut on_progress: Option<ProgressSink>,
         cancel: Option<CancelToken>,
-    ) -> Result<Box<RawValue>, Error> {
+    ) -> Result<Payload, Error> {
         let key = self.next_key.fetch_add(1, Ordering::Relaxed);
         let (reply, mut answer) = oneshot::channel();
         let (progress_tx, mut progress_rx) = match on_progress {
@@ -534,7 +529,9 @@ impl Client {
             }
         }
         match outcome {
-            Ok(Ok(raw)) => redact_result(raw, &self.secrets),
+            Ok(Ok(Payload::Raw(raw))) => redact_result(raw, &self.secrets).map(Payload::Raw),
+            // Decoded only when the reply echoed no credential (the exchange checks).
+            Ok(Ok(decoded)) => Ok(decoded),
             Ok(Err(error)) => Err(redact(call_error(error), &self.secrets)),
             Err(_) => Err(Error::closed()),
         }
@@ -581,6 +578,24 @@ fn redact(error: Error, secrets: &[Secret]) -> Error {
     secrets
         .iter()
         .fold(error, |error, secret| error.redacted(secret))
+}
+
+/// A request's result as `T`: decoded already by the exchange, or parsed from the raw JSON.
+fn typed<T: DeserializeOwned + 'static>(payload: Payload, method: &str) -> Result<T, Error> {
+    let malformed = |e: &dyn std::fmt::Display| {
+        Error::from_failure(Failure::new(
+            FailureKind::Protocol,
+            Delivery::Answered,
+            format!("the {method} result is malformed: {e}"),
+        ))
+    };
+    match payload {
+        Payload::Raw(raw) => serde_json::from_str(raw.get()).map_err(|e| malformed(&e)),
+        Payload::Decoded(decoded) => decoded
+            .downcast::<T>()
+            .map(|result| *result)
+            .map_err(|_| malformed(&"decoded as another type")),
+    }
 }
 
 /// A server may echo a credential in what it returns (a tool's output quoting the request's
@@ -647,7 +662,7 @@ struct Entry {
     key: u64,
     reply: Reply,
     progress: Option<mpsc::Sender<ProgressNotificationParams>>,
-    limits: RequestLimits,
+    limits: SendOptions,
 }
 
 struct Driver {
@@ -848,6 +863,10 @@ impl Driver {
     fn on_exchange_output(&mut self, output: ExchangeOutput, now: std::time::Instant) {
         match output {
             ExchangeOutput::Message(message) => self.session.handle_message(message, now),
+            ExchangeOutput::Decoded { id, result } => {
+                self.session.handle_decoded_response(id, result);
+            }
+            ExchangeOutput::Progress(params) => self.session.handle_progress(params, now),
             ExchangeOutput::RequestFailed { id, failure } => {
                 self.session.fail_request(&id, failure);
             }
@@ -877,11 +896,15 @@ impl Driver {
                 }
             }
             Output::Transmit(transmit) => {
-                let limits = transmit
-                    .request_id()
-                    .and_then(|id| self.entries.get(id))
-                    .map(|entry| entry.limits)
-                    .unwrap_or_default();
+                let id = transmit.request_id();
+                let limits = match id.and_then(|id| self.entries.get(id)) {
+                    Some(entry) => entry.limits,
+                    None if id.is_some() && id == self.session.initialize_id() => SendOptions {
+                        decode_result: Some(decode_result_as::<InitializeResult>),
+                        ..SendOptions::default()
+                    },
+                    None => SendOptions::default(),
+                };
                 match &mut self.link {
                     Link::Http(link) => link.send(transmit.message, limits, transmit.barrier, now),
                     // One writer task writes stdin in order: queued is as good as sent.

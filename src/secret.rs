@@ -38,6 +38,11 @@ impl Secret {
         self.0.len() >= 4 && text.contains(&self.0)
     }
 
+    /// Whether `bytes` hold the credential (as [`appears_in`](Secret::appears_in) for text).
+    pub(crate) fn appears_in_bytes(&self, bytes: &[u8]) -> bool {
+        self.0.len() >= 4 && memchr::memmem::find(bytes, self.0.as_bytes()).is_some()
+    }
+
     /// Like [`redact`](Secret::redact), for text cut short from a longer one (an excerpt of a
     /// server's body or header): also hides a start of the credential at the very end, where
     /// the cut may have split an echoed credential whose whole no longer matches.

@@ -43,6 +43,7 @@
 #[cfg(test)]
 mod tests;
 
+use std::any::Any;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -50,7 +51,10 @@ use std::time::{Duration, Instant};
 use http::header::{ACCEPT, AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, HeaderName, HeaderValue};
 use http::{HeaderMap, Method, StatusCode, Uri};
 
-use crate::jsonrpc::{self, Id, Message};
+use serde::de::DeserializeOwned;
+
+use crate::jsonrpc::{self, ErrorObject, Id, Message, Response, TypedDecodeError};
+use crate::mcp::{ProgressNotificationParams, methods};
 use crate::secret::Secret;
 use crate::session::{Delivery, Failure, FailureKind, ResumePolicy, Resumption};
 use crate::sse;
@@ -166,12 +170,46 @@ impl HttpConfig {
     }
 }
 
-/// Per-request options.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RequestLimits {
+/// How a request is sent and its reply read.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SendOptions {
     /// Bytes of reply (bodies and streams, resumptions included) the request may receive.
     pub max_response_bytes: Option<u64>,
+    /// Decodes the response with its result in the type the caller wants, in the same pass as
+    /// the envelope ([`decode_result_as`]); `None` leaves the result raw.
+    pub decode_result: Option<ResultDecoder>,
 }
+
+/// A response whose result was decoded in the same pass as its envelope.
+pub struct DecodedResponse {
+    /// The id of the request it answers.
+    pub id: Option<Id>,
+    /// The decoded result, or the error object.
+    pub outcome: Result<Box<dyn Any + Send>, ErrorObject<'static>>,
+}
+
+/// Decodes one message that is probably a request's response (see [`decode_result_as`]).
+pub type ResultDecoder =
+    for<'a> fn(&'a [u8]) -> Result<DecodedResponse, jsonrpc::TypedDecodeError<'a>>;
+
+/// A [`ResultDecoder`] for results of type `R`: [`jsonrpc::decode_response_as`], boxed.
+pub fn decode_result_as<R: DeserializeOwned + Send + 'static>(
+    input: &[u8],
+) -> Result<DecodedResponse, jsonrpc::TypedDecodeError<'_>> {
+    let response = jsonrpc::decode_response_as::<R>(input)?;
+    Ok(DecodedResponse {
+        id: response.id,
+        outcome: match response.outcome {
+            Ok(result) => Ok(Box::new(result)),
+            Err(error) => Err(error.into_owned()),
+        },
+    })
+}
+
+/// A message at most this long is decoded by the hand-written envelope reader, cheaply
+/// enough to try it first as a progress notification (what most small messages on a call's
+/// stream are); a longer one is most likely the response itself.
+const SMALL_MESSAGE_BYTES: usize = 16 * 1024;
 
 /// Names one HTTP request the exchange asked for, and its response.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -200,7 +238,6 @@ pub enum TransportError {
 }
 
 /// What the exchange asks of its driver.
-#[derive(Debug)]
 #[non_exhaustive]
 pub enum Output {
     /// Issue this request, and report what comes of it under `stream`.
@@ -214,6 +251,21 @@ pub enum Output {
     Abort(StreamId),
     /// A message from the server, for the session.
     Message(Message<'static>),
+    /// A response whose result was decoded by the request's [`SendOptions::decode_result`],
+    /// for the session ([`Session::handle_decoded_response`]).
+    ///
+    /// [`Session::handle_decoded_response`]: crate::session::Session::handle_decoded_response
+    Decoded {
+        /// The request it answers.
+        id: Id,
+        /// The result, of the type the decoder produces.
+        result: Box<dyn Any + Send>,
+    },
+    /// A progress notification decoded in one pass, for the session
+    /// ([`Session::handle_progress`]).
+    ///
+    /// [`Session::handle_progress`]: crate::session::Session::handle_progress
+    Progress(ProgressNotificationParams),
     /// The transport could not deliver a request of the session's or read its answer. A
     /// request the session has already settled ignores this.
     RequestFailed {
@@ -236,6 +288,33 @@ pub enum Output {
         /// The `DELETE`'s status, if one was sent and answered.
         status: Option<StatusCode>,
     },
+}
+
+impl std::fmt::Debug for Output {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Output::Send { stream, request } => f
+                .debug_struct("Send")
+                .field("stream", stream)
+                .field("request", request)
+                .finish(),
+            Output::Abort(stream) => f.debug_tuple("Abort").field(stream).finish(),
+            Output::Message(message) => f.debug_tuple("Message").field(message).finish(),
+            Output::Decoded { id, .. } => f
+                .debug_struct("Decoded")
+                .field("id", id)
+                .finish_non_exhaustive(),
+            Output::Progress(params) => f.debug_tuple("Progress").field(params).finish(),
+            Output::RequestFailed { id, failure } => f
+                .debug_struct("RequestFailed")
+                .field("id", id)
+                .field("failure", failure)
+                .finish(),
+            Output::LegacyTransport => f.write_str("LegacyTransport"),
+            Output::Down(failure) => f.debug_tuple("Down").field(failure).finish(),
+            Output::Closed { status } => f.debug_struct("Closed").field("status", status).finish(),
+        }
+    }
 }
 
 /// What kind of reply a response is, by status and content type.
@@ -284,6 +363,7 @@ enum Read {
 struct RequestOp {
     id: Id,
     is_initialize: bool,
+    decode_result: Option<ResultDecoder>,
     budget: ByteBudget,
     resumption: Resumption,
     decoder: Option<sse::Decoder>,
@@ -324,7 +404,7 @@ struct Flight {
 /// A message waiting to go out.
 #[derive(Debug)]
 enum Held {
-    Message(Message<'static>, RequestLimits, bool),
+    Message(Message<'static>, SendOptions, bool),
     ServerStream,
 }
 
@@ -430,7 +510,7 @@ impl Exchange {
     pub fn send(
         &mut self,
         message: Message<'static>,
-        limits: RequestLimits,
+        limits: SendOptions,
         barrier: bool,
         now: Instant,
     ) {
@@ -823,14 +903,10 @@ impl Exchange {
                     self.fail(op.id.clone(), failure);
                     return;
                 }
-                match jsonrpc::decode(&body) {
-                    Ok(packet) => {
-                        let messages = packet
-                            .into_messages()
-                            .into_iter()
-                            .map(Message::into_owned)
-                            .collect();
-                        self.deliver(messages);
+                let mut decoded = Vec::new();
+                match self.decode_reply(&body, op.decode_result, &mut decoded) {
+                    Ok(()) => {
+                        self.outputs.extend(decoded);
                         // Ignored by the session when one of those messages answered it.
                         self.fail(
                             op.id.clone(),
@@ -915,7 +991,7 @@ impl Exchange {
     fn dispatch(
         &mut self,
         message: Message<'static>,
-        limits: RequestLimits,
+        limits: SendOptions,
         barrier: bool,
         now: Instant,
     ) {
@@ -940,6 +1016,7 @@ impl Exchange {
         let op = RequestOp {
             id,
             is_initialize,
+            decode_result: limits.decode_result,
             budget: ByteBudget::new(limits.max_response_bytes),
             resumption: Resumption::new(self.config.resume),
             decoder: None,
@@ -1076,6 +1153,7 @@ impl Exchange {
         };
         let mut messages = Vec::new();
         let mut refused = None;
+        let decode_result = op.decode_result;
         // `decode` reads the events that lie wholly inside the chunk where they are.
         let decoded = decoder.decode(chunk, |event| {
             if refused.is_some() || event.data().is_empty() || event.event_type() != "message" {
@@ -1084,10 +1162,8 @@ impl Exchange {
                 return;
             }
             self.log(|| format!("< event {}", event.data()));
-            match jsonrpc::decode(event.data().as_bytes()) {
-                Ok(packet) => {
-                    messages.extend(packet.into_messages().into_iter().map(Message::into_owned))
-                }
+            match self.decode_reply(event.data().as_bytes(), decode_result, &mut messages) {
+                Ok(()) => {}
                 Err(error) => {
                     refused = Some(Failure::new(
                         FailureKind::Protocol,
@@ -1108,8 +1184,85 @@ impl Exchange {
         }
         op.resumption
             .observe(decoder.last_event_id(), decoder.retry_ms());
-        self.deliver(messages);
+        self.outputs.extend(messages);
         refused.map_or(Ok(()), Err)
+    }
+
+    /// Decodes one message of a request's reply in one pass where it can: a small message is
+    /// read first as a progress notification, a response straight into the request's result
+    /// type ([`SendOptions::decode_result`]). Anything else, and anything those readers do not
+    /// take, goes through the raw decoder, whose messages and errors are the reference.
+    fn decode_reply(
+        &self,
+        data: &[u8],
+        decode_result: Option<ResultDecoder>,
+        out: &mut Vec<Output>,
+    ) -> Result<(), jsonrpc::DecodeError> {
+        // A reply that echoes the bearer token stays raw: the client takes credentials out of
+        // raw results.
+        let decode_result = decode_result.filter(|_| !self.echoes_token(data));
+        let batch = data.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[');
+        if !batch && data.len() <= SMALL_MESSAGE_BYTES {
+            match jsonrpc::decode_notification_as::<ProgressNotificationParams>(data) {
+                Ok(notification) if notification.method == methods::PROGRESS => {
+                    // Progress without params names no request: nothing to route.
+                    out.extend(notification.params.map(Output::Progress));
+                    return Ok(());
+                }
+                Err(TypedDecodeError::Unexpected(message))
+                    if decode_result.is_none() || !matches!(message, Message::Response(_)) =>
+                {
+                    out.push(Output::Message(message.into_owned()));
+                    return Ok(());
+                }
+                // A response (decoded below), another notification whose params fit, params
+                // that do not fit, or an input for the raw decoder to judge.
+                _ => {}
+            }
+        }
+        if !batch && let Some(decode) = decode_result {
+            match decode(data) {
+                Ok(DecodedResponse {
+                    id: Some(id),
+                    outcome: Ok(result),
+                }) => {
+                    out.push(Output::Decoded { id, result });
+                    return Ok(());
+                }
+                Ok(DecodedResponse {
+                    id,
+                    outcome: Err(error),
+                }) => {
+                    out.push(Output::Message(Message::Response(Response::error(
+                        id, error,
+                    ))));
+                    return Ok(());
+                }
+                Err(TypedDecodeError::Unexpected(message)) => {
+                    out.push(Output::Message(message.into_owned()));
+                    return Ok(());
+                }
+                // A result that does not fit its type (the caller's own reading of the raw
+                // result says why), or an input for the raw decoder to judge.
+                _ => {}
+            }
+        }
+        let packet = jsonrpc::decode(data)?;
+        out.extend(
+            packet
+                .into_messages()
+                .into_iter()
+                .map(|message| Output::Message(message.into_owned())),
+        );
+        Ok(())
+    }
+
+    /// Whether the server echoed the bearer token in these bytes.
+    fn echoes_token(&self, data: &[u8]) -> bool {
+        self.config
+            .bearer_token
+            .as_ref()
+            .is_some_and(|token| token.appears_in_bytes(data))
     }
 
     /// The request's stream ended before the session settled it: resume it after the wait

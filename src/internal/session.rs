@@ -502,7 +502,7 @@ impl Model {
         }
     }
 
-    fn settled(&mut self, id: &Id, outcome: &Result<Box<serde_json::value::RawValue>, Failure>) {
+    fn settled(&mut self, id: &Id, outcome: &Result<crate::session::Payload, Failure>) {
         let made = self
             .made
             .get_mut(id)

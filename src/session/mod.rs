@@ -40,6 +40,7 @@ mod resume;
 #[cfg(test)]
 mod tests;
 
+use std::any::Any;
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
@@ -172,8 +173,37 @@ pub struct Settled {
     pub id: Id,
     /// The request's method.
     pub method: String,
-    /// The raw `result`, or why there is none.
-    pub outcome: Result<Box<RawValue>, Failure>,
+    /// The `result`, or why there is none.
+    pub outcome: Result<Payload, Failure>,
+}
+
+/// A request's `result`: the raw JSON, or already decoded, in the same pass as its envelope,
+/// into the type the request's caller asked the transport for
+/// ([`Session::handle_decoded_response`]).
+pub enum Payload {
+    /// The result as the server sent it.
+    Raw(Box<RawValue>),
+    /// The result decoded; the caller who asked for the type downcasts it.
+    Decoded(Box<dyn Any + Send>),
+}
+
+impl Payload {
+    /// The raw result, if it was not decoded.
+    pub fn raw(&self) -> Option<&RawValue> {
+        match self {
+            Payload::Raw(raw) => Some(raw),
+            Payload::Decoded(_) => None,
+        }
+    }
+}
+
+impl std::fmt::Debug for Payload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Payload::Raw(raw) => f.debug_tuple("Raw").field(raw).finish(),
+            Payload::Decoded(_) => f.write_str("Decoded(..)"),
+        }
+    }
 }
 
 /// Where the session is in its life.
@@ -526,12 +556,41 @@ impl Session {
         }
     }
 
+    /// Handles a response whose result the transport decoded, in the same pass as its
+    /// envelope, into the type the request's caller asked for (see [`Payload::Decoded`]). The
+    /// same rules as for a response in [`handle_message`](Session::handle_message) apply.
+    pub fn handle_decoded_response(&mut self, id: Id, result: Box<dyn Any + Send>) {
+        self.accept_response(id, Ok(Payload::Decoded(result)));
+    }
+
+    /// Handles a progress notification the transport decoded in one pass (the same as a
+    /// `notifications/progress` message in [`handle_message`](Session::handle_message)).
+    pub fn handle_progress(&mut self, params: ProgressNotificationParams, now: Instant) {
+        let Some(id) = self.progress_routes.get(&params.progress_token).cloned() else {
+            return;
+        };
+        if let Some(pending) = self.pending.get_mut(&id) {
+            if let Some((idle, deadline)) = &mut pending.idle {
+                *deadline = now + *idle;
+            }
+            self.outputs.push_back(Output::Progress { id, params });
+        }
+    }
+
     fn handle_response(&mut self, response: Response<'_>) {
         let Some(id) = response.id else {
             // An error about something unparseable we sent; nothing to settle.
             self.dropped_responses += 1;
             return;
         };
+        let outcome = match response.outcome {
+            Ok(result) => Ok(Payload::Raw(result.into_owned())),
+            Err(error) => Err(Failure::from_error_object(&error)),
+        };
+        self.accept_response(id, outcome);
+    }
+
+    fn accept_response(&mut self, id: Id, outcome: Result<Payload, Failure>) {
         // A request still waiting in the output queue has not reached the server, so a
         // response naming it (a guessed or stale id) cannot be its answer: dropped, and the
         // request goes out and waits for its own.
@@ -547,10 +606,6 @@ impl Session {
             return;
         };
         self.forget_route(&pending);
-        let outcome = match response.outcome {
-            Ok(result) => Ok(result.into_owned()),
-            Err(error) => Err(Failure::from_error_object(&error)),
-        };
         if self.initialize_id.as_ref() == Some(&id) {
             self.finish_handshake(id, pending.method, outcome);
         } else {
@@ -558,20 +613,27 @@ impl Session {
         }
     }
 
-    fn finish_handshake(
-        &mut self,
-        id: Id,
-        method: String,
-        outcome: Result<Box<RawValue>, Failure>,
-    ) {
-        let outcome = outcome.and_then(|raw| {
-            let result: InitializeResult = serde_json::from_str(raw.get()).map_err(|e| {
+    fn finish_handshake(&mut self, id: Id, method: String, outcome: Result<Payload, Failure>) {
+        let outcome = outcome.and_then(|payload| {
+            let malformed = |e: &dyn std::fmt::Display| {
                 Failure::new(
                     FailureKind::Protocol,
                     Delivery::Answered,
                     format!("the initialize result is malformed: {e}"),
                 )
-            })?;
+            };
+            let (result, payload): (InitializeResult, Payload) = match payload {
+                Payload::Raw(raw) => (
+                    serde_json::from_str(raw.get()).map_err(|e| malformed(&e))?,
+                    Payload::Raw(raw),
+                ),
+                Payload::Decoded(decoded) => {
+                    let result = *decoded
+                        .downcast::<InitializeResult>()
+                        .map_err(|_| malformed(&"decoded as another type"))?;
+                    (result.clone(), Payload::Decoded(Box::new(result)))
+                }
+            };
             let version = result
                 .protocol_version()
                 .filter(|v| self.config.accepted_versions.contains(v))
@@ -592,10 +654,10 @@ impl Session {
                         ),
                     )
                 })?;
-            Ok((raw, result, version))
+            Ok((payload, result, version))
         });
         match outcome {
-            Ok((raw, result, version)) => {
+            Ok((payload, result, version)) => {
                 self.phase = Phase::Ready { version };
                 self.outputs.push_back(Output::Ready(Box::new(Ready {
                     version,
@@ -606,7 +668,7 @@ impl Session {
                     message: Message::notification(methods::INITIALIZED.to_owned(), None),
                     barrier: true,
                 }));
-                self.settle(id, method, Ok(raw));
+                self.settle(id, method, Ok(payload));
             }
             Err(failure) => {
                 self.settle(id, method, Err(failure));
@@ -650,19 +712,10 @@ impl Session {
     fn handle_notification(&mut self, notification: Notification<'_>, now: Instant) {
         match notification.method.as_ref() {
             methods::PROGRESS => {
-                let Some(params) = notification.params.as_deref().and_then(|raw| {
+                if let Some(params) = notification.params.as_deref().and_then(|raw| {
                     serde_json::from_str::<ProgressNotificationParams>(raw.get()).ok()
-                }) else {
-                    return;
-                };
-                let Some(id) = self.progress_routes.get(&params.progress_token).cloned() else {
-                    return;
-                };
-                if let Some(pending) = self.pending.get_mut(&id) {
-                    if let Some((idle, deadline)) = &mut pending.idle {
-                        *deadline = now + *idle;
-                    }
-                    self.outputs.push_back(Output::Progress { id, params });
+                }) {
+                    self.handle_progress(params, now);
                 }
             }
             methods::LOGGING_MESSAGE
@@ -750,7 +803,7 @@ impl Session {
         }));
     }
 
-    fn settle(&mut self, id: Id, method: String, outcome: Result<Box<RawValue>, Failure>) {
+    fn settle(&mut self, id: Id, method: String, outcome: Result<Payload, Failure>) {
         self.outputs.push_back(Output::Settled(Settled {
             id,
             method,

@@ -28,7 +28,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinHandle;
 
 pub(crate) use crate::exchange::over_budget;
-use crate::exchange::{Exchange, HttpRequest, Output, RequestLimits, StreamId, TransportError};
+use crate::exchange::{Exchange, HttpRequest, Output, SendOptions, StreamId, TransportError};
 pub use crate::exchange::{HttpConfig, HttpLimits};
 use crate::jsonrpc::Message;
 
@@ -208,7 +208,7 @@ impl HttpLink {
     pub(crate) fn send(
         &mut self,
         message: Message<'static>,
-        limits: RequestLimits,
+        limits: SendOptions,
         barrier: bool,
         now: Instant,
     ) {
