@@ -3,7 +3,13 @@
 
 use std::path::Path;
 
-const PURE_MODULES: &[&str] = &["src/sse", "src/jsonrpc", "src/mcp", "src/session"];
+const PURE_MODULES: &[&str] = &[
+    "src/sse",
+    "src/jsonrpc",
+    "src/mcp",
+    "src/session",
+    "src/exchange",
+];
 const FORBIDDEN: &[&str] = &[
     "tokio",
     "hyper",
@@ -14,6 +20,9 @@ const FORBIDDEN: &[&str] = &[
     "std::fs",
     "Instant::now",
     "SystemTime::now",
+    // Reading the clock by the back door.
+    ".elapsed()",
+    "UNIX_EPOCH",
 ];
 
 fn sources(dir: &Path, found: &mut Vec<std::path::PathBuf>) {
@@ -53,5 +62,5 @@ fn pure_layers_do_no_io() {
             checked += 1;
         }
     }
-    assert!(checked >= 10, "only {checked} files checked");
+    assert!(checked >= 11, "only {checked} files checked");
 }
