@@ -5,6 +5,10 @@
 //!
 //! ```text
 //!  bytes in ─> sse::Decoder ─> jsonrpc::Message ─> mcp types ─> session ─> send / settle / event / timeout
+//!                   ^                                              ^  |
+//!  HTTP frames ─> exchange::Exchange (Streamable HTTP rules) ──────┘  |   (sans-IO: time is an input)
+//!                   ^                                                 v
+//!  transport::{http, stdio}: hyper tasks, processes ─ client::Client's driver owns the clock
 //! ```
 //!
 //! | module | owns | needs |
@@ -12,10 +16,15 @@
 //! | [`sse`] | WHATWG event-stream decoding with memory limits | std, memchr |
 //! | [`jsonrpc`] | the JSON-RPC 2.0 message model and its strict codec, batches | serde, serde_json |
 //! | [`mcp`] | MCP message types, protocol versions, content blocks | serde, `jsonrpc` |
+//! | `session` | the client state machine: ids, pending requests, deadlines, the handshake | `mcp` |
+//! | `exchange` | the Streamable HTTP exchange: requests to issue, replies, resumption, fallback | `session`, `sse`, http's types |
+//! | `transport` | the drivers: hyper with a pooled connection set and rustls; stdio processes | tokio, hyper, rustls |
+//! | `client` | the async API: connect, list tools, call a tool, ping, close | `transport` |
 //!
-//! The parser modules never touch sockets, threads or clocks: bytes go in, values come out, and
-//! every buffer has a documented limit. A build with only the parser features
-//! (`--no-default-features --features parsers`) pulls neither tokio, hyper nor rustls.
+//! The parser modules, the session and the exchange never touch sockets, threads or clocks:
+//! bytes and the time go in, values and deadlines come out, and every buffer has a documented
+//! limit. A build with only the parser features (`--no-default-features --features parsers`)
+//! pulls neither tokio, hyper nor rustls.
 //!
 //! ## Decoding a server-sent event stream
 //!

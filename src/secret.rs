@@ -34,6 +34,7 @@ impl Secret {
     }
 
     /// Whether `text` holds the credential (as [`redact`](Secret::redact) would find it).
+    #[cfg_attr(not(feature = "client"), allow(dead_code))]
     pub(crate) fn appears_in(&self, text: &str) -> bool {
         self.0.len() >= 4 && text.contains(&self.0)
     }
@@ -65,6 +66,7 @@ impl Secret {
 }
 
 /// `text` with every one of `secrets` redacted (see [`Secret::redact`]).
+#[cfg_attr(not(feature = "client"), allow(dead_code))]
 pub(crate) fn redact_all(secrets: &[Secret], text: &str) -> String {
     secrets
         .iter()

@@ -3,7 +3,7 @@
 //! protocol says (what to send, how to read each reply, resumption, the legacy fallback).
 //!
 //! The driver only moves bytes: each [`Output::Send`] becomes a hyper request on a task of its
-//! own, whose response head, body chunks and end come back as [`Frame`]s on one bounded channel
+//! own, whose response head, body chunks and end come back as frames on one bounded channel
 //! (so a server that floods is slowed by backpressure instead of filling memory); an
 //! [`Output::Abort`] drops the task, and with it the response. The client driver owns the
 //! clock and passes the time in.
