@@ -478,7 +478,14 @@ impl Exchange {
             server_stream_opened: false,
             closing: Closing::Open,
             next_stream: 0,
-            jitter: seed | 1,
+            // One splitmix64 step spreads a small seed over all the bits, so that seeds 1, 2,
+            // 3... do not all start the xorshift sequence near zero.
+            jitter: {
+                let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
+                z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+                z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+                (z ^ (z >> 31)) | 1
+            },
             outputs: VecDeque::new(),
         }
     }
@@ -569,8 +576,6 @@ impl Exchange {
             return;
         };
         match (&flight.read, answered) {
-            // A legacy POST's reply is a small acknowledgement: let it end by itself.
-            (Read::Prefix(..), _) if !matches!(flight.op, Op::Legacy(_)) => {}
             (Read::Events, true) => {
                 flight.read = Read::Drain {
                     read: 0,
@@ -639,6 +644,15 @@ impl Exchange {
     /// Does what is due at `now`: resumes streams whose wait is over, gives up on one-way
     /// POSTs, drains and `DELETE`s that took too long.
     pub fn handle_timeout(&mut self, now: Instant) {
+        // Closing's deadline first: nothing more goes out once it has passed.
+        if let Closing::Flushing {
+            deadline, status, ..
+        } = self.closing
+            && deadline <= now
+        {
+            self.one_way.clear();
+            self.closed(status);
+        }
         let expired: Vec<StreamId> = self
             .flights
             .iter()
@@ -673,14 +687,6 @@ impl Exchange {
         self.waiting = later;
         for (_, op) in due {
             self.reopen(op, now);
-        }
-        if let Closing::Flushing {
-            deadline, status, ..
-        } = self.closing
-            && deadline <= now
-        {
-            self.one_way.clear();
-            self.closed(status);
         }
     }
 
@@ -1154,8 +1160,10 @@ impl Exchange {
         let mut messages = Vec::new();
         let mut refused = None;
         let decode_result = op.decode_result;
+        let mut events = false;
         // `decode` reads the events that lie wholly inside the chunk where they are.
         let decoded = decoder.decode(chunk, |event| {
+            events = true;
             if refused.is_some() || event.data().is_empty() || event.event_type() != "message" {
                 // After a refusal nothing more is taken; otherwise this is a priming event,
                 // or an event type MCP does not use.
@@ -1184,6 +1192,9 @@ impl Exchange {
         }
         op.resumption
             .observe(decoder.last_event_id(), decoder.retry_ms());
+        if events {
+            op.resumption.heard();
+        }
         self.outputs.extend(messages);
         refused.map_or(Ok(()), Err)
     }
@@ -1404,8 +1415,9 @@ impl Exchange {
                 media_type,
             } => {
                 let detail = format!(
-                    "the server answered {status} with content type {media_type:?}, not JSON or \
-                     an event stream: {}",
+                    "the server answered {status} with content type {:?}, not JSON or an event \
+                     stream: {}",
+                    self.redact(&media_type),
                     self.snippet(&collected)
                 );
                 self.fail(
@@ -1472,7 +1484,7 @@ impl Exchange {
                     refused = Some(Failure::new(
                         FailureKind::Protocol,
                         Delivery::Refused,
-                        detail,
+                        self.redact(&detail),
                     ));
                 }
             }
