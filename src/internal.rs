@@ -9,6 +9,11 @@ mod binding;
 #[cfg(feature = "bindings")]
 pub use self::binding::{fuzz_binding_config, fuzz_call_result};
 
+#[cfg(feature = "mcp")]
+mod headers;
+#[cfg(feature = "mcp")]
+pub use self::headers::fuzz_mcp_headers;
+
 #[cfg(feature = "session")]
 mod session;
 #[cfg(feature = "session")]

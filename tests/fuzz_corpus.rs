@@ -40,6 +40,11 @@ fn binding_config_corpus() {
     replay("binding_config", mcpwire::internal::fuzz_binding_config);
 }
 
+#[test]
+fn mcp_headers_corpus() {
+    replay("mcp_headers", mcpwire::internal::fuzz_mcp_headers);
+}
+
 #[cfg(feature = "session")]
 #[test]
 fn session_corpus() {

@@ -60,6 +60,7 @@ mod common;
 mod content;
 mod de;
 pub mod error_code;
+pub mod headers;
 mod lifecycle;
 mod messages;
 pub mod methods;
