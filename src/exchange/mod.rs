@@ -526,6 +526,17 @@ impl Exchange {
             return;
         }
         if self.barrier_pending {
+            // Requests are bounded by the session's limit on requests in flight; one-way
+            // messages (answers to a flooding server) by the one-way queue's.
+            let held_one_way = self
+                .held
+                .iter()
+                .filter(|held| !matches!(held, Held::Message(Message::Request(_), ..)))
+                .count();
+            if !matches!(message, Message::Request(_)) && held_one_way >= ONE_WAY_QUEUE {
+                self.log(|| "dropped a one-way message: the queue is full".to_owned());
+                return;
+            }
             self.held.push_back(Held::Message(message, limits, barrier));
             return;
         }

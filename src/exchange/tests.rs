@@ -1633,6 +1633,63 @@ fn a_barrier_holds_later_messages_until_it_is_delivered() {
     }
 }
 
+#[test]
+fn what_a_barrier_holds_is_bounded_too() {
+    let mut h = Harness::new();
+    let barrier = h
+        .send(
+            notification("notifications/initialized"),
+            SendOptions::default(),
+            true,
+        )
+        .unwrap();
+    // A server flooding us with requests while `initialized` is in flight: our answers are
+    // held, up to the one-way queue's bound; requests are bounded by the session instead.
+    for n in 0..1030 {
+        let params = raw(&format!(r#"{{"n":{n}}}"#));
+        h.send(
+            Message::notification("notifications/n", Some(params)),
+            SendOptions::default(),
+            false,
+        );
+    }
+    assert_eq!(
+        h.send(request(1, "tools/list"), Default::default(), false),
+        None
+    );
+    assert!(
+        h.log_lines()
+            .iter()
+            .any(|line| line.contains("the queue is full")),
+        "the drop is logged"
+    );
+    h.head(barrier, 202, &[]);
+    h.end(barrier);
+    let sent = h.sent();
+    // The barrier, the request (dispatched at once), and the first one-way message; the
+    // other 1023 held ones wait in the one-way queue behind it.
+    let methods: Vec<_> = sent.iter().map(|s| s.json()["method"].clone()).collect();
+    assert_eq!(methods.len(), 3, "{methods:?}");
+    assert!(methods.contains(&serde_json::json!("tools/list")));
+    let mut posted = Vec::new();
+    while let Some(stream) = h
+        .sent()
+        .iter()
+        .rev()
+        .find(|s| s.json()["method"] == "notifications/n")
+        .map(|s| s.stream)
+        .filter(|stream| posted.last() != Some(stream))
+    {
+        posted.push(stream);
+        h.accept(stream);
+    }
+    assert_eq!(
+        posted.len(),
+        1024,
+        "held one-way messages past the bound were dropped"
+    );
+}
+
 // --- the legacy HTTP+SSE fallback ---------------------------------------------------------
 
 #[test]
