@@ -62,6 +62,67 @@ pub fn typed(kind: Kind, input: &[u8]) -> u64 {
     }
 }
 
+/// What mcpwire's client runs on a reply now: the exchange's `decode_reply` with the decoder
+/// the client gives each request (`decode_result_as::<T>`), the outcome downcast as the
+/// client does it.
+pub fn client_path(kind: Kind, input: &[u8]) -> u64 {
+    use mcpwire::exchange::{Output, decode_reply, decode_result_as};
+    let decoder: mcpwire::exchange::ResultDecoder = match kind {
+        Kind::Progress | Kind::TextResult | Kind::ImageResult => decode_result_as::<CallToolResult>,
+        Kind::ToolsList => decode_result_as::<mcpwire::mcp::ListToolsResult>,
+    };
+    let mut out = Vec::with_capacity(1);
+    decode_reply(black_box(input), Some(decoder), &mut out).expect("mcpwire: decode_reply");
+    let output = out.pop().expect("one output");
+    black_box(&output);
+    match (kind, output) {
+        (Kind::Progress, Output::Progress(p)) => p.progress as u64,
+        (Kind::ToolsList, Output::Decoded { result, .. }) => result
+            .downcast::<mcpwire::mcp::ListToolsResult>()
+            .expect("a ListToolsResult")
+            .tools
+            .len() as u64,
+        (Kind::TextResult | Kind::ImageResult, Output::Decoded { result, .. }) => content_len(
+            &result
+                .downcast::<CallToolResult>()
+                .expect("a CallToolResult"),
+        ),
+        (_, other) => panic!("unexpected output {other:?}"),
+    }
+}
+
+/// What mcpwire's client did before its decode path went typed (and what it still does for a
+/// reply it cannot decode in one pass): the raw decoder (`jsonrpc::decode`), the message made
+/// owned, then the params or result parsed again with serde_json.
+pub fn raw_then_parse(kind: Kind, input: &[u8]) -> u64 {
+    let packet = mcpwire::jsonrpc::decode(black_box(input)).expect("mcpwire: decode");
+    let message = packet
+        .into_messages()
+        .pop()
+        .expect("one message")
+        .into_owned();
+    let raw = payload(&message);
+    match kind {
+        Kind::Progress => {
+            let p: mcpwire::mcp::ProgressNotificationParams =
+                serde_json::from_str(raw.get()).expect("progress params");
+            black_box(&p);
+            p.progress as u64
+        }
+        Kind::ToolsList => {
+            let r: mcpwire::mcp::ListToolsResult =
+                serde_json::from_str(raw.get()).expect("tools/list result");
+            black_box(&r);
+            r.tools.len() as u64
+        }
+        Kind::TextResult | Kind::ImageResult => {
+            let r: CallToolResult = serde_json::from_str(raw.get()).expect("tools/call result");
+            black_box(&r);
+            content_len(&r)
+        }
+    }
+}
+
 /// mcpwire envelope only: `decode_message`; params/result stay raw. Check value: raw length.
 pub fn envelope(input: &[u8]) -> u64 {
     let msg = decode_message(black_box(input)).expect("mcpwire: decode_message");

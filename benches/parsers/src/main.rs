@@ -80,7 +80,7 @@ fn args() -> Args {
                 );
                 println!("  FEED: whole | 16k | 1-64 (SSE only; anything for JSON)");
                 println!(
-                    "  CONTENDER: mcpwire | sse02 | sse03 | eventsource | typed | envelope | value"
+                    "  CONTENDER: mcpwire | sse02 | sse03 | eventsource | typed | client-path | envelope | raw-then-parse | value"
                 );
                 std::process::exit(0);
             }
@@ -474,6 +474,8 @@ fn add_copy_target(what: &str, results: &[Measured], targets: &mut Vec<Target>) 
 
 const TYPED: &str = "mcpwire typed";
 const ENVELOPE: &str = "mcpwire envelope only";
+const RAW_THEN_PARSE: &str = "mcpwire raw, then parse";
+const CLIENT_PATH: &str = "mcpwire client path";
 const VALUE: &str = "serde_json::Value";
 
 fn json_section(cfg: Config, targets: &mut Vec<Target>) {
@@ -503,6 +505,22 @@ fn json_section(cfg: Config, targets: &mut Vec<Target>) {
                 bytes,
                 per_run,
             ),
+            json_contender(
+                CLIENT_PATH,
+                Role::Mcpwire,
+                jsonrpc::client_path,
+                kind,
+                bytes,
+                per_run,
+            ),
+            json_contender(
+                RAW_THEN_PARSE,
+                Role::Baseline,
+                jsonrpc::raw_then_parse,
+                kind,
+                bytes,
+                per_run,
+            ),
             json_contender(VALUE, Role::Rival, jsonrpc::value, kind, bytes, per_run),
         ];
         let results = harness::measure(cfg, contenders, |name, _, v| match name {
@@ -514,6 +532,17 @@ fn json_section(cfg: Config, targets: &mut Vec<Target>) {
         });
         let label = format!("{} ({})", input.name, fmt_bytes(bytes.len()));
         print_rows(&label, 38, &results, bytes.len());
+        if let (Some(now), Some(before)) = (
+            find(&results, CLIENT_PATH).timing.time(),
+            find(&results, RAW_THEN_PARSE).timing.time(),
+        ) {
+            println!(
+                "{:<38} the client's decode now takes {:.2}x the time of raw-then-parse ({:.2}x faster)",
+                "",
+                now.as_secs_f64() / before.as_secs_f64(),
+                before.as_secs_f64() / now.as_secs_f64()
+            );
+        }
         if matches!(kind, Kind::Progress) {
             let typed = find(&results, TYPED).timing.time();
             let value = find(&results, VALUE).timing.time();
@@ -584,6 +613,8 @@ fn profile([workload, feed, contender, n]: &[String; 4]) {
         let f: fn(Kind, &[u8]) -> u64 = match contender.as_str() {
             "typed" => jsonrpc::typed,
             "envelope" => |_, b| jsonrpc::envelope(b),
+            "raw-then-parse" => jsonrpc::raw_then_parse,
+            "client-path" => jsonrpc::client_path,
             "value" => jsonrpc::value,
             other => panic!("unknown JSON contender {other}"),
         };
