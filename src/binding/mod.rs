@@ -6,4 +6,5 @@ pub mod call;
 pub mod config;
 pub mod discover;
 pub mod mapping;
+pub mod probe;
 pub mod schema;
