@@ -256,10 +256,12 @@ pub(crate) fn messages(kind: &BodyKind, body: &[u8]) -> (Vec<Value>, usize) {
     (values, not_json)
 }
 
-/// Whether `message` is a response (it has `result` or `error` and no `method`).
+/// Whether `message` is a JSON-RPC response: `result` or `error`, no `method`, and `jsonrpc`
+/// or `id` (an OAuth error body, `{"error": "invalid_token"}`, is none).
 pub(crate) fn is_response(message: &Value) -> bool {
     message.get("method").is_none()
         && (message.get("result").is_some() || message.get("error").is_some())
+        && (message.get("jsonrpc").is_some() || message.get("id").is_some())
 }
 
 /// The response among `messages` that answers the request `id`: the one with that id, else an

@@ -361,7 +361,7 @@ impl Run<'_> {
                 Some(reply)
             }
             Err(TransportError::Connect(detail) | TransportError::Lost(detail)) => {
-                let detail = self.redact(&cut(&detail, 200));
+                let detail = cut(&self.redact(&detail), 200);
                 self.report.notes.push(format!("{label}: {detail}"));
                 None
             }
@@ -377,10 +377,13 @@ impl Run<'_> {
         let sse = (kind == BodyKind::EventStream).then(|| check::sse_framing(&reply.body));
         let (messages, _) = check::messages(&kind, &reply.body);
         let response = id.and_then(|id| check::find_response(&messages, id).cloned());
-        let excerpt = self.redact(&cut(
-            &String::from_utf8_lossy(&reply.body[..reply.body.len().min(400)]),
+        // Redacted before it is cut, so a cut cannot split an echoed token past recognition.
+        let excerpt = cut(
+            &self.redact(&String::from_utf8_lossy(
+                &reply.body[..reply.body.len().min(4096)],
+            )),
             160,
-        ));
+        );
         let evidence = format!(
             "{label}: {} {}{}",
             status.as_u16(),
@@ -430,7 +433,9 @@ impl Run<'_> {
                 )),
             }
         }
-        if let (Some(id), Some(response)) = (id, &response) {
+        // A refusal's body belongs to HTTP authentication (RFC 6750), not to JSON-RPC.
+        let refused = matches!(status.as_u16(), 401 | 403);
+        if let (Some(id), Some(response), false) = (id, &response, refused) {
             for deviation in check::check_response(response, id, modern, &evidence) {
                 self.report.deviate(deviation);
             }
@@ -440,7 +445,7 @@ impl Run<'_> {
                 self.report.deviate(deviation);
             }
         }
-        if matches!(status.as_u16(), 401 | 403) {
+        if refused {
             self.refused(status, &reply.headers, &evidence);
         }
         self.report.replies.push(ReplySeen {
@@ -680,9 +685,9 @@ impl Run<'_> {
                 Some(client)
             }
             Ok(Err(error)) => {
-                era.connect_error = Some(redact_with(
-                    &self.options.token,
-                    &format!("{}: {}", error.kind(), cut(&error.to_string(), 200)),
+                era.connect_error = Some(cut(
+                    &redact_with(&self.options.token, &format!("{}: {error}", error.kind())),
+                    200,
                 ));
                 era.legacy_fallback = legacy;
                 None
@@ -779,9 +784,9 @@ impl Run<'_> {
                 self.analyse_tools(&tools);
             }
             Ok(Err(error)) => {
-                self.report.tools.error = Some(redact_with(
-                    &self.options.token,
-                    &format!("{}: {}", error.kind(), cut(&error.to_string(), 200)),
+                self.report.tools.error = Some(cut(
+                    &redact_with(&self.options.token, &format!("{}: {error}", error.kind())),
+                    200,
                 ));
             }
             Err(_) => {

@@ -485,6 +485,9 @@ impl ProbeReport {
                     .to_owned(),
             ];
         }
+        if sessions.session_id.is_none() && sessions.unknown_session.is_none() {
+            return vec!["not checked".to_owned()];
+        }
         match &sessions.session_id {
             Some(id) => lines.push(format!(
                 "Mcp-Session-Id: {} bytes, {}, {}",

@@ -128,6 +128,10 @@ fn find_response_prefers_the_request_id_then_an_id_less_error() {
         "error -32000 \"m\""
     );
     assert_eq!(check::answer_line(None), "no JSON-RPC response");
+    // An OAuth error body (RFC 6750) is no JSON-RPC response.
+    let oauth = vec![json!({"error": "invalid_token", "error_description": "d"})];
+    assert!(!check::is_response(&oauth[0]));
+    assert!(find_response(&oauth, "x").is_none());
 }
 
 // --- JSON-RPC members -----------------------------------------------------------------------
