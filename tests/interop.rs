@@ -843,6 +843,7 @@ python_tests!(
     probe_default_mode,
     probe_stateless_json_mode,
     probe_event_store_mode,
+    probe_legacy_sse_transport,
 );
 
 async fn sse_initialize_and_content(sdk: Sdk) {
@@ -1737,4 +1738,26 @@ async fn probe_event_store_mode(sdk: Sdk) {
         "{}",
         report.render()
     );
+}
+
+async fn probe_legacy_sse_transport(sdk: Sdk) {
+    let server = PeerServer::python(sdk, &["--transport", "sse"]);
+    let report = probe_peer(&server.url).await;
+    let text = report.render();
+    let legacy = &report.eras.legacy;
+    assert!(legacy.legacy_fallback, "{text}");
+    assert_eq!(legacy.negotiated.as_deref(), Some("2024-11-05"));
+    // Starlette answers a POST to the event-stream route 405.
+    for offer in &legacy.offers {
+        assert_eq!(
+            (offer.status, offer.answered.as_deref()),
+            (Some(405), None),
+            "{offer:?}"
+        );
+    }
+    let stream = probed(&report, "GET (HTTP+SSE event stream)");
+    assert_eq!(framing(stream).0, "CRLF");
+    assert_eq!(stream.answer, "an endpoint event first");
+    assert_eq!(probed_tools(&report), py_tools());
+    assert!(report.deviations.is_empty(), "{text}");
 }
