@@ -287,8 +287,8 @@ impl Run<'_> {
         })
     }
 
-    /// A request to `uri` with the bearer token when it is the endpoint's origin (it always is:
-    /// other origins are fetched by [`Run::get_metadata`], without one).
+    /// A request to the endpoint, carrying the bearer token if one was given. (Only the
+    /// endpoint gets it: the metadata documents are fetched by [`Run::get_metadata`], without.)
     fn request(
         &self,
         method: Method,
