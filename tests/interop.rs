@@ -17,6 +17,7 @@ use std::net::TcpStream;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use mcpwire::binding::probe::{Deviation, ProbeOptions, ProbeReport, ReplySeen, probe};
 use mcpwire::client::{CallOptions, CancelToken, Client, ClientOptions, ProgressSink};
 use mcpwire::jsonrpc::Notification;
 use mcpwire::mcp::{
@@ -839,6 +840,10 @@ python_tests!(
     downgrade,
     json_response_connections_are_reused,
     sse_connections_are_reused,
+    probe_default_mode,
+    probe_stateless_json_mode,
+    probe_event_store_mode,
+    probe_legacy_sse_transport,
 );
 
 async fn sse_initialize_and_content(sdk: Sdk) {
@@ -1452,4 +1457,307 @@ async fn sse_connections_are_reused(sdk: Sdk) {
         opened <= MAX_CONNECTIONS,
         "{opened} connections for 8 sequential requests"
     );
+}
+
+// --- mcpwire probe against every real server ---------------------------------------------------
+
+/// The token the probes send: the peers ignore it, and it must not show in a report.
+const PROBE_TOKEN: &str = "interop-probe-token-5150";
+
+/// Probes `url`; the probe must reach the server, finish, and keep the token out of its report.
+/// `MCPWIRE_INTEROP_TRACE=1` prints the report.
+async fn probe_peer(url: &str) -> ProbeReport {
+    let mut options = ProbeOptions::new(url);
+    options.request_timeout = STEP;
+    options.token = Some(Secret::new(PROBE_TOKEN));
+    let report = probe(&pool(), &options).await.expect("a valid URL");
+    let text = report.render();
+    if std::env::var("MCPWIRE_INTEROP_TRACE").as_deref() == Ok("1") {
+        eprintln!("{text}");
+    }
+    assert!(report.reachable && report.completed, "{text}");
+    assert!(!text.contains(PROBE_TOKEN) && !report.to_json().contains(PROBE_TOKEN));
+    assert!(!report.auth.required, "{text}");
+    report
+}
+
+#[track_caller]
+fn probed<'a>(report: &'a ProbeReport, request: &str) -> &'a ReplySeen {
+    report
+        .replies
+        .iter()
+        .find(|r| r.request == request)
+        .unwrap_or_else(|| panic!("no reply to {request:?}:\n{}", report.render()))
+}
+
+/// The deviations, each as the part of its rule before the first colon.
+fn deviation_rules(report: &ProbeReport) -> Vec<String> {
+    report
+        .deviations
+        .iter()
+        .map(|d: &Deviation| d.rule.split(':').next().unwrap_or("").to_owned())
+        .collect()
+}
+
+/// `(line endings, events, priming events, events with an id)` of an event-stream reply.
+#[track_caller]
+fn framing(reply: &ReplySeen) -> (&str, usize, usize, usize) {
+    let sse = reply
+        .sse
+        .as_ref()
+        .unwrap_or_else(|| panic!("not an event stream: {reply:?}"));
+    (
+        sse.line_endings.as_str(),
+        sse.events,
+        sse.priming_events,
+        sse.events_with_id,
+    )
+}
+
+fn probed_tools(report: &ProbeReport) -> BTreeSet<String> {
+    assert!(report.tools.listed, "{}", report.render());
+    for tool in &report.tools.tools {
+        assert!(tool.problems.is_empty(), "{tool:?}");
+        assert_eq!(tool.input_schema, "ok", "{tool:?}");
+    }
+    report.tools.tools.iter().map(|t| t.name.clone()).collect()
+}
+
+fn declares_output_schema(report: &ProbeReport, tool: &str) -> bool {
+    report
+        .tools
+        .tools
+        .iter()
+        .find(|t| t.name == tool)
+        .unwrap_or_else(|| panic!("no tool {tool}"))
+        .declares_output_schema
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn everything_http_probe() {
+    if !peers::require(Peer::Everything) {
+        return;
+    }
+    let server = PeerServer::everything("streamableHttp");
+    let report = probe_peer(&server.url).await;
+    let text = report.render();
+    // A 2025-era server: TypeScript SDK 1.x knows no server/discover.
+    assert_eq!(report.eras.modern.speaks_2026_07_28, Some(false), "{text}");
+    assert!(report.eras.modern.verdict.contains("-32000"), "{text}");
+    assert_eq!(report.eras.legacy.negotiated.as_deref(), Some("2025-11-25"));
+    assert_eq!(
+        report.eras.legacy.transport.as_deref(),
+        Some("streamable-http")
+    );
+    assert_eq!(
+        report.eras.legacy.accepted(),
+        ["2025-11-25", "2025-06-18", "2025-03-26"]
+    );
+    assert_eq!(
+        report.server.as_ref().unwrap().name,
+        "mcp-servers/everything"
+    );
+    // Always SSE, LF; a priming event only on streams of 2025-11-25 (id on every event).
+    let init = probed(&report, "POST initialize 2025-11-25");
+    assert_eq!(init.content_type.as_deref(), Some("text/event-stream"));
+    assert_eq!(framing(init), ("LF", 2, 1, 2));
+    assert_eq!(
+        framing(probed(&report, "POST initialize 2025-06-18")),
+        ("LF", 1, 0, 1)
+    );
+    assert_eq!(
+        framing(probed(&report, "POST tools/list (in the session)")),
+        ("LF", 2, 1, 2)
+    );
+    let session = report.sessions.session_id.as_ref().expect("a session id");
+    assert_eq!(
+        (session.shape.as_str(), session.visible_ascii),
+        ("uuid", true)
+    );
+    // The Express wrapper answers an unknown session 400, not the spec's 404.
+    assert_eq!(
+        report.sessions.unknown_session.as_ref().unwrap().status,
+        400
+    );
+    assert_eq!(
+        report.sessions.missing_session.as_ref().unwrap().status,
+        400
+    );
+    assert_eq!(
+        deviation_rules(&report),
+        ["basic/transports.mdx (2025-11-25), Session Management, 3"],
+        "{text}"
+    );
+    let tools = probed_tools(&report);
+    assert!(
+        tools.contains("echo") && tools.contains("get-sum"),
+        "{tools:?}"
+    );
+    assert!(declares_output_schema(&report, "get-structured-content"));
+    assert!(!declares_output_schema(&report, "echo"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn everything_legacy_sse_probe() {
+    if !peers::require(Peer::Everything) {
+        return;
+    }
+    let server = PeerServer::everything("sse");
+    let report = probe_peer(&server.url).await;
+    let text = report.render();
+    assert_eq!(report.eras.modern.speaks_2026_07_28, Some(false), "{text}");
+    let legacy = &report.eras.legacy;
+    assert!(legacy.legacy_fallback, "{text}");
+    assert_eq!(legacy.negotiated.as_deref(), Some("2024-11-05"));
+    assert_eq!(legacy.transport.as_deref(), Some("http+sse"));
+    // Every Streamable HTTP initialize POST to /sse is a 404 page.
+    assert_eq!(legacy.offers.len(), 3);
+    for offer in &legacy.offers {
+        assert_eq!(
+            (offer.status, offer.answered.as_deref()),
+            (Some(404), None),
+            "{offer:?}"
+        );
+    }
+    let stream = probed(&report, "GET (HTTP+SSE event stream)");
+    assert_eq!(framing(stream).0, "LF");
+    assert_eq!(stream.answer, "an endpoint event first");
+    assert!(report.sessions.unknown_session.is_none(), "{text}");
+    assert!(text.contains("HTTP+SSE transport"), "{text}");
+    assert!(probed_tools(&report).contains("echo"));
+    assert!(report.deviations.is_empty(), "{text}");
+}
+
+/// The Python server as the kit runs it: SSE replies, sessions.
+async fn probe_default_mode(sdk: Sdk) {
+    let server = PeerServer::python(sdk, &[]);
+    let report = probe_peer(&server.url).await;
+    let text = report.render();
+    let modern = &report.eras.modern;
+    match sdk {
+        // mcp 2.x speaks 2026-07-28 next to the initialize revisions.
+        Sdk::V2 => {
+            assert_eq!(modern.speaks_2026_07_28, Some(true), "{text}");
+            assert_eq!(modern.supported_versions, ["2026-07-28"]);
+            let listed = probed(&report, "POST tools/list (2026-07-28)");
+            assert_eq!((listed.status, listed.body.as_str()), (200, "json"));
+            assert_eq!(listed.answer, "result");
+        }
+        Sdk::V1 => {
+            assert_eq!(modern.speaks_2026_07_28, Some(false), "{text}");
+            assert!(modern.verdict.contains("Missing session ID"), "{text}");
+        }
+    }
+    assert_eq!(report.eras.legacy.negotiated.as_deref(), Some("2025-11-25"));
+    assert_eq!(
+        report.eras.legacy.accepted(),
+        ["2025-11-25", "2025-06-18", "2025-03-26"]
+    );
+    // SSE with CRLF line endings, no ids and no priming without an event store.
+    for request in [
+        "POST initialize 2025-11-25",
+        "POST tools/list (in the session)",
+    ] {
+        let reply = probed(&report, request);
+        assert_eq!(reply.content_type.as_deref(), Some("text/event-stream"));
+        assert_eq!(framing(reply), ("CRLF", 1, 0, 0), "{request}");
+    }
+    let session = report.sessions.session_id.as_ref().expect("a session id");
+    assert_eq!((session.length, session.shape.as_str()), (32, "hex"));
+    // 404 for an unknown session, 400 for none: as the spec says.
+    assert_eq!(
+        report.sessions.unknown_session.as_ref().unwrap().status,
+        404
+    );
+    assert_eq!(
+        report.sessions.missing_session.as_ref().unwrap().status,
+        400
+    );
+    match sdk {
+        Sdk::V2 => assert!(report.deviations.is_empty(), "{text}"),
+        // mcp 1.x answers errors it raises before reading the request with id "server-error".
+        Sdk::V1 => {
+            assert_eq!(
+                deviation_rules(&report),
+                ["JSON-RPC 2.0, 5 Response object"],
+                "{text}"
+            );
+            assert!(
+                report.deviations[0].what.contains("\"server-error\""),
+                "{text}"
+            );
+            assert_eq!(report.deviations[0].occurrences, 3, "{text}");
+        }
+    }
+    assert_eq!(probed_tools(&report), py_tools());
+    assert!(declares_output_schema(&report, "weather"));
+    assert!(!declares_output_schema(&report, "echo_text"));
+}
+
+async fn probe_stateless_json_mode(sdk: Sdk) {
+    let server = PeerServer::python(sdk, &["--stateless", "--json-response"]);
+    let report = probe_peer(&server.url).await;
+    let text = report.render();
+    assert_eq!(
+        report.eras.modern.speaks_2026_07_28,
+        Some(sdk == Sdk::V2),
+        "{text}"
+    );
+    for reply in report.replies.iter().filter(|r| r.status == 200) {
+        assert_eq!(reply.body, "json", "{reply:?}");
+        assert!(!reply.session_id, "{reply:?}");
+    }
+    // No sessions: a made-up session id is ignored, and that is no deviation.
+    assert!(report.sessions.session_id.is_none(), "{text}");
+    assert_eq!(
+        report.sessions.unknown_session.as_ref().unwrap().status,
+        200
+    );
+    assert!(report.sessions.missing_session.is_none());
+    assert!(
+        !deviation_rules(&report)
+            .iter()
+            .any(|r| r.contains("Session Management")),
+        "{text}"
+    );
+    assert_eq!(probed_tools(&report), py_tools());
+}
+
+async fn probe_event_store_mode(sdk: Sdk) {
+    let server = PeerServer::python(sdk, &["--event-store", "--retry-ms", "1500"]);
+    let report = probe_peer(&server.url).await;
+    let init = probed(&report, "POST initialize 2025-11-25");
+    // A priming event with an id and `retry`, then the response with its id.
+    assert_eq!(framing(init), ("CRLF", 2, 1, 2));
+    assert_eq!(init.sse.as_ref().unwrap().retry_ms, Some(1500));
+    assert!(
+        !report
+            .deviations
+            .iter()
+            .any(|d| d.rule.contains("Sending Messages")),
+        "{}",
+        report.render()
+    );
+}
+
+async fn probe_legacy_sse_transport(sdk: Sdk) {
+    let server = PeerServer::python(sdk, &["--transport", "sse"]);
+    let report = probe_peer(&server.url).await;
+    let text = report.render();
+    let legacy = &report.eras.legacy;
+    assert!(legacy.legacy_fallback, "{text}");
+    assert_eq!(legacy.negotiated.as_deref(), Some("2024-11-05"));
+    // Starlette answers a POST to the event-stream route 405.
+    for offer in &legacy.offers {
+        assert_eq!(
+            (offer.status, offer.answered.as_deref()),
+            (Some(405), None),
+            "{offer:?}"
+        );
+    }
+    let stream = probed(&report, "GET (HTTP+SSE event stream)");
+    assert_eq!(framing(stream).0, "CRLF");
+    assert_eq!(stream.answer, "an endpoint event first");
+    assert_eq!(probed_tools(&report), py_tools());
+    assert!(report.deviations.is_empty(), "{text}");
 }

@@ -30,6 +30,7 @@ USAGE:
                    [--notes TEXT] [--idle-ms N] [--once] [--drop-after N]
     mcpwire replay --fixtures DIR [--listen ADDR] [--speed X] [--split recorded|bytes]
                    [--once] [--idle-ms N]
+    mcpwire probe URL [--json] [--token-env VAR] [--timeout-seconds N]
     mcpwire --help | --version
 
 COMMANDS:
@@ -77,9 +78,25 @@ COMMANDS:
             N of silence, or with --once when every exchange was served and no connection is
             open; then prints a report and exits 1 if any request mismatched or any recorded
             exchange was never requested.
+    probe   Connect to a server as discovery would and report what to know before binding
+            it: the protocol eras and revisions it speaks (server/discover for 2026-07-28,
+            initialize offering 2025-11-25, 2025-06-18 and 2025-03-26, the HTTP+SSE
+            fallback), how its replies are framed (JSON or SSE, line endings, priming
+            events, retry), how it answers a made-up or missing session id (the spec says
+            404 and 400), whether it needs credentials (the WWW-Authenticate challenge and
+            the protected-resource metadata, fetched without the token), its tools with any
+            schema problem (a schema that does not compile, no outputSchema, an invalid
+            x-mcp-header annotation, a name breaking the name rule), and every deviation
+            from the spec seen on the wire with the rule it breaks. Never calls a tool.
+            --json prints the report as JSON. --token-env VAR sends $VAR as a bearer token
+            (to the endpoint's origin only; it never appears in the output).
+            --timeout-seconds N bounds the whole probe (default 30). Exits 0 when the probe
+            completed, deviations or not; 1 when the server could not be reached or the
+            deadline cut the probe short.
 
 EXIT CODES:
-    0 success   1 the call failed or the input was bad   2 usage or config error
+    0 success   1 the call failed, the input was bad, or the server could not be probed
+    2 usage or config error
 ";
 
 fn main() -> ExitCode {
@@ -99,6 +116,7 @@ fn main() -> ExitCode {
         Some("demo-server") => demo_server_command(),
         Some("record") => record_command(&args[1..]),
         Some("replay") => replay_command(&args[1..]),
+        Some("probe") => probe_command(&args[1..]),
         Some(other) => Err(Failure::Usage(format!("unknown command `{other}`"))),
     };
     match result {
@@ -751,5 +769,117 @@ fn replay_command(args: &[String]) -> Result<(), Failure> {
         Ok(())
     } else {
         Err(Failure::Input("the replay failed (see above)".into()))
+    }
+}
+
+/// Options of `mcpwire probe`.
+struct ProbeArgs {
+    url: String,
+    json: bool,
+    token_env: Option<String>,
+    timeout: Duration,
+}
+
+fn parse_probe_args(args: &[String]) -> Result<ProbeArgs, Failure> {
+    let (mut url, mut json, mut token_env, mut timeout) = (None, false, None, 30.0);
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        // `-flag` and `--flag`, as mcp-tools takes them.
+        let Some(flag) = arg.strip_prefix("--").or_else(|| arg.strip_prefix('-')) else {
+            if url.is_some() {
+                return Err(Failure::Usage(format!(
+                    "unexpected argument `{arg}` for probe"
+                )));
+            }
+            url = Some(arg.clone());
+            continue;
+        };
+        let (flag, inline) = match flag.split_once('=') {
+            Some((flag, value)) => (flag, Some(value.to_owned())),
+            None => (flag, None),
+        };
+        let mut value = || {
+            inline
+                .clone()
+                .or_else(|| args.next().cloned())
+                .ok_or_else(|| Failure::Usage(format!("--{flag} needs a value")))
+        };
+        match flag {
+            "h" | "help" => {
+                print!("{USAGE}");
+                std::process::exit(0);
+            }
+            "json" => json = true,
+            "token-env" => token_env = Some(value()?),
+            "timeout-seconds" => {
+                let text = value()?;
+                timeout = text
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|s| *s > 0.0 && s.is_finite() && *s <= 86_400.0)
+                    .ok_or_else(|| {
+                        Failure::Usage(format!(
+                            "--timeout-seconds must be a positive number of seconds, not `{text}`"
+                        ))
+                    })?;
+            }
+            other => {
+                return Err(Failure::Usage(format!(
+                    "unknown option `-{other}` for probe"
+                )));
+            }
+        }
+    }
+    Ok(ProbeArgs {
+        url: url.ok_or_else(|| Failure::Usage("probe needs a URL".to_owned()))?,
+        json,
+        token_env,
+        timeout: Duration::from_secs_f64(timeout),
+    })
+}
+
+fn probe_command(args: &[String]) -> Result<(), Failure> {
+    use mcpwire::binding::probe::{ProbeOptions, probe};
+    use mcpwire::transport::Secret;
+
+    let args = parse_probe_args(args)?;
+    let mut options = ProbeOptions::new(&args.url);
+    options.timeout = args.timeout;
+    options.request_timeout = options.request_timeout.min(args.timeout);
+    if let Some(name) = &args.token_env {
+        let token = std::env::var(name).map_err(|_| {
+            Failure::Usage(format!(
+                "--token-env {name}: the variable is not set (or not UTF-8)"
+            ))
+        })?;
+        if token.is_empty() {
+            return Err(Failure::Usage(format!(
+                "--token-env {name}: the variable is empty"
+            )));
+        }
+        options.token = Some(Secret::new(token));
+    }
+    let report = runtime()?.block_on(async {
+        let pool = HttpPool::new(&TlsOptions::default()).map_err(Failure::Input)?;
+        probe(&pool, &options).await.map_err(Failure::Usage)
+    })?;
+    let text = if args.json {
+        report.to_json() + "\n"
+    } else {
+        report.render()
+    };
+    let mut out = io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {}
+        other => other?,
+    }
+    if !report.reachable {
+        Err(Failure::Input(format!("{} could not be probed", args.url)))
+    } else if !report.completed {
+        Err(Failure::Input(
+            "the probe did not finish (see Notes)".to_owned(),
+        ))
+    } else {
+        Ok(())
     }
 }

@@ -1871,7 +1871,7 @@ fn describe_challenge(
 }
 
 /// The value of one `key=value` or `key="value"` parameter of an auth challenge.
-fn auth_param(challenge: &str, key: &str) -> Option<String> {
+pub(crate) fn auth_param(challenge: &str, key: &str) -> Option<String> {
     let mut rest = challenge;
     while let Some(position) = rest.find(key) {
         let before_ok =

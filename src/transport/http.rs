@@ -1,6 +1,6 @@
 //! The Streamable HTTP driver: hyper with a pooled, keep-alive connection set and rustls,
-//! under the sans-IO [`Exchange`], which decides everything the
-//! protocol says (what to send, how to read each reply, resumption, the legacy fallback).
+//! under the sans-IO [`Exchange`], which decides everything the protocol says (what to send,
+//! how to read each reply, resumption, the legacy fallback).
 //!
 //! The driver only moves bytes: each [`Output::Send`] becomes a hyper request on a task of its
 //! own, whose response head, body chunks and end come back as frames on one bounded channel
@@ -98,6 +98,97 @@ impl HttpPool {
     /// How many connections this pool has opened (a measure of keep-alive reuse).
     pub fn connections_opened(&self) -> u64 {
         self.opened.load(Ordering::Relaxed)
+    }
+}
+
+/// A reply read by [`HttpPool::fetch`]: the head, and the body up to a limit.
+#[derive(Debug)]
+pub(crate) struct RawReply {
+    pub(crate) status: StatusCode,
+    pub(crate) headers: HeaderMap,
+    /// The body bytes read, at most the limit given.
+    pub(crate) body: Vec<u8>,
+    /// Why reading stopped.
+    pub(crate) end: RawEnd,
+}
+
+/// Why [`HttpPool::fetch`] stopped reading a body.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum RawEnd {
+    /// The body ended.
+    Complete,
+    /// The body reached the byte limit; the rest was not read.
+    Limit,
+    /// The deadline passed while the body was still coming.
+    Deadline,
+    /// The caller's `stop` said it had seen enough (an endless event stream).
+    Stopped,
+    /// The body broke off.
+    Broke(String),
+}
+
+impl HttpPool {
+    /// Sends one request as it is and reads its reply: the head, then the body until it ends,
+    /// `max_body_bytes` were read, `stop(body so far)` says enough, or `timeout` (for head and
+    /// body together) passes. Redirects are not followed. For the probe, which must see the
+    /// bytes a server sends; sessions go through the exchange machine instead.
+    pub(crate) async fn fetch(
+        &self,
+        request: Request<Full<Bytes>>,
+        max_body_bytes: usize,
+        timeout: Duration,
+        stop: &(dyn Fn(&[u8]) -> bool + Sync),
+    ) -> Result<RawReply, TransportError> {
+        let mut head: Option<(StatusCode, HeaderMap)> = None;
+        let mut body = Vec::new();
+        let reading = async {
+            let response = self.client.request(request).await.map_err(|error| {
+                let detail = error_chain(&error);
+                if error.is_connect() {
+                    TransportError::Connect(detail)
+                } else {
+                    TransportError::Lost(detail)
+                }
+            })?;
+            let (parts, mut incoming) = response.into_parts();
+            head = Some((parts.status, parts.headers));
+            loop {
+                match incoming.frame().await {
+                    None => return Ok(RawEnd::Complete),
+                    Some(Err(error)) => return Ok(RawEnd::Broke(error_chain(&error))),
+                    Some(Ok(frame)) => {
+                        let Ok(data) = frame.into_data() else {
+                            continue;
+                        };
+                        let room = max_body_bytes - body.len();
+                        body.extend_from_slice(&data[..data.len().min(room)]);
+                        if data.len() > room {
+                            return Ok(RawEnd::Limit);
+                        }
+                        if stop(&body) {
+                            return Ok(RawEnd::Stopped);
+                        }
+                    }
+                }
+            }
+        };
+        let end = match tokio::time::timeout(timeout, reading).await {
+            Ok(Ok(end)) => end,
+            Ok(Err(error)) => return Err(error),
+            Err(_) => RawEnd::Deadline,
+        };
+        let Some((status, headers)) = head else {
+            return Err(TransportError::Lost(format!(
+                "no response within {} ms",
+                timeout.as_millis()
+            )));
+        };
+        Ok(RawReply {
+            status,
+            headers,
+            body,
+            end,
+        })
     }
 }
 
