@@ -198,7 +198,7 @@ async fn replay_fixture(dir: PathBuf, mode: Mode) -> Result<(), String> {
         .as_array()
         .filter(|s| !s.is_empty())
         .ok_or("expect.json has no steps")?;
-    let pool = HttpPool::new(&TlsOptions::default())?;
+    let pool = HttpPool::new(&TlsOptions::default()).map_err(|e| e.to_string())?;
     for (number, step) in steps.iter().enumerate() {
         run_step(&pool, &url, step)
             .await

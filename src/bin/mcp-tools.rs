@@ -197,7 +197,8 @@ fn run(args: &[String]) -> Result<(), Failure> {
         .build()
         .map_err(|e| Failure::Failed(format!("cannot start the runtime: {e}")))?;
     let bindings = runtime.block_on(async {
-        let pool = HttpPool::new(&TlsOptions::default()).map_err(Failure::Failed)?;
+        let pool =
+            HttpPool::new(&TlsOptions::default()).map_err(|e| Failure::Failed(e.to_string()))?;
         discover(&pool, &discovery)
             .await
             .map_err(|e| Failure::Failed(format!("{} ({})", e, e.kind())))

@@ -342,7 +342,8 @@ fn call_command(args: &[String]) -> ExitCode {
             load_config(&text).map_err(|e| Failure::Usage(format!("{}: {e}", args.bindings)))?;
         let runtime = runtime()?;
         runtime.block_on(async move {
-            let pool = HttpPool::new(&TlsOptions::default()).map_err(Failure::Input)?;
+            let pool =
+                HttpPool::new(&TlsOptions::default()).map_err(|e| Failure::Input(e.to_string()))?;
             let mut caller = Caller::new(pool, bindings, Arc::new(EnvTokens))
                 .map_err(|e| Failure::Usage(format!("{}: {e}", args.bindings)))?;
             if args.verbose {
@@ -423,7 +424,8 @@ fn demo_command() -> Result<(), Failure> {
             .await
             .map_err(|e| Failure::Input(format!("cannot start the demo server: {e}")))?;
         let url = server.url();
-        let pool = HttpPool::new(&TlsOptions::default()).map_err(Failure::Input)?;
+        let pool =
+            HttpPool::new(&TlsOptions::default()).map_err(|e| Failure::Input(e.to_string()))?;
         let tools = ["progress_report", "tiny_image", "weather"];
         eprintln!("# an MCP server is listening on {url} (loopback, inside this process)");
         eprintln!(

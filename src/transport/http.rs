@@ -7,11 +7,14 @@
 //! (so a server that floods is slowed by backpressure instead of filling memory); an
 //! [`Output::Abort`] drops the task, and with it the response. The client driver owns the
 //! clock and passes the time in.
+//!
+//! A pool's TLS settings ([`TlsOptions`]: roots, client certificate) are fixed when it is
+//! made; the types are defined in the private `transport::tls` module and exported here.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -22,8 +25,6 @@ use hyper::body::Incoming;
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
-use rustls::RootCertStore;
-use rustls::pki_types::CertificateDer;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinHandle;
 
@@ -32,46 +33,40 @@ use crate::exchange::{Exchange, HttpRequest, Output, SendOptions, StreamId, Tran
 pub use crate::exchange::{HttpConfig, HttpLimits};
 use crate::jsonrpc::Message;
 
-/// TLS settings for a pool.
-#[derive(Clone, Debug, Default)]
-pub struct TlsOptions {
-    /// Certificates trusted in addition to the webpki roots (for tests and private CAs).
-    pub extra_roots: Vec<CertificateDer<'static>>,
-}
+use super::tls;
+pub use super::tls::{ClientCert, Roots, TlsError, TlsOptions};
 
 type Connector = hyper_rustls::HttpsConnector<CountingConnector>;
 
 /// A pool of keep-alive HTTP/1.1 and HTTP/2 connections (ALPN decides), shared by every
 /// session made with it. Cheap to clone. Create one per tokio runtime: its connections live
-/// on the runtime that opened them.
+/// on the runtime that opened them. Its TLS settings are fixed when it is made; sessions that
+/// need others need a pool of their own.
 #[derive(Clone)]
 pub struct HttpPool {
     client: HyperClient<Connector, Full<Bytes>>,
     opened: Arc<AtomicU64>,
+    tls: Arc<TlsOptions>,
 }
 
 impl std::fmt::Debug for HttpPool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HttpPool")
             .field("connections_opened", &self.connections_opened())
+            .field("roots", &self.tls.roots)
+            .field("client_cert", &self.tls.client_cert.is_some())
             .finish()
     }
 }
 
 impl HttpPool {
-    /// A pool trusting the webpki roots (loaded once per process) and `tls.extra_roots`.
-    pub fn new(tls: &TlsOptions) -> Result<Self, String> {
-        let mut roots = webpki_root_store().clone();
-        for cert in &tls.extra_roots {
-            roots
-                .add(cert.clone())
-                .map_err(|e| format!("an extra root certificate is invalid: {e}"))?;
-        }
-        let tls_config = rustls::ClientConfig::builder_with_provider(Arc::new(crypto_provider()))
-            .with_safe_default_protocol_versions()
-            .map_err(|e| format!("TLS setup failed: {e}"))?
-            .with_root_certificates(roots)
-            .with_no_client_auth();
+    /// A pool with these TLS settings.
+    ///
+    /// # Errors
+    ///
+    /// A file named in `tls` that cannot be read or used, or a root rustls refuses.
+    pub fn new(tls: &TlsOptions) -> Result<Self, TlsError> {
+        let tls_config = tls::client_config(tls, crypto_provider())?;
         let mut http = HttpConnector::new();
         http.enforce_http(false);
         http.set_nodelay(true);
@@ -92,21 +87,22 @@ impl HttpPool {
             .pool_timer(TokioTimer::new())
             .timer(TokioTimer::new())
             .build(connector);
-        Ok(HttpPool { client, opened })
+        Ok(HttpPool {
+            client,
+            opened,
+            tls: Arc::new(tls.clone()),
+        })
     }
 
     /// How many connections this pool has opened (a measure of keep-alive reuse).
     pub fn connections_opened(&self) -> u64 {
         self.opened.load(Ordering::Relaxed)
     }
-}
 
-/// The webpki roots, parsed once per process.
-fn webpki_root_store() -> &'static RootCertStore {
-    static ROOTS: OnceLock<RootCertStore> = OnceLock::new();
-    ROOTS.get_or_init(|| RootCertStore {
-        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-    })
+    /// The TLS settings the pool was made with.
+    pub fn tls(&self) -> &TlsOptions {
+        &self.tls
+    }
 }
 
 #[cfg(not(feature = "aws-lc-rs"))]
@@ -300,6 +296,11 @@ async fn carry(
             let detail = error_chain(&error);
             let error = if error.is_connect() {
                 TransportError::Connect(detail)
+            } else if let Some(alert) = handshake_refusal(&error) {
+                TransportError::Connect(format!(
+                    "the server refused the TLS handshake ({alert:?}; it may require a client \
+                     certificate it trusts): {detail}"
+                ))
             } else {
                 TransportError::Lost(detail)
             };
@@ -333,6 +334,45 @@ async fn carry(
             return;
         }
     }
+}
+
+/// The alert of a server that refused the TLS handshake after the client's side of it ended.
+///
+/// In TLS 1.3 the client's handshake ends with its Finished, and it sends the request at
+/// once; the server checks the client's certificate only then, and refuses it with an alert
+/// that arrives as the answer. The server's TLS layer never passed the request on, so nothing
+/// was delivered: a connect failure, not a lost connection.
+fn handshake_refusal(
+    error: &(dyn std::error::Error + 'static),
+) -> Option<rustls::AlertDescription> {
+    use rustls::AlertDescription as A;
+    let mut next = Some(error);
+    while let Some(cause) = next {
+        let tls = cause.downcast_ref::<rustls::Error>().or_else(|| {
+            cause
+                .downcast_ref::<std::io::Error>()
+                .and_then(std::io::Error::get_ref)
+                .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+        });
+        if let Some(rustls::Error::AlertReceived(alert)) = tls
+            && matches!(
+                alert,
+                A::CertificateRequired
+                    | A::BadCertificate
+                    | A::UnsupportedCertificate
+                    | A::CertificateRevoked
+                    | A::CertificateExpired
+                    | A::CertificateUnknown
+                    | A::UnknownCA
+                    | A::AccessDenied
+                    | A::HandshakeFailure
+            )
+        {
+            return Some(*alert);
+        }
+        next = cause.source();
+    }
+    None
 }
 
 fn error_chain(error: &dyn std::error::Error) -> String {
