@@ -94,6 +94,14 @@ impl From<crate::transport::http::TlsError> for Error {
     }
 }
 
+/// A proxy setting that cannot be used: a [`Config`](ErrorKind::Config) error.
+#[cfg(feature = "client")]
+impl From<crate::transport::http::ProxyError> for Error {
+    fn from(error: crate::transport::http::ProxyError) -> Self {
+        Error::config(error.to_string())
+    }
+}
+
 impl Error {
     /// An error of `kind` with a message.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {

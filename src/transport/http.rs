@@ -8,8 +8,9 @@
 //! [`Output::Abort`] drops the task, and with it the response. The client driver owns the
 //! clock and passes the time in.
 //!
-//! A pool's TLS settings ([`TlsOptions`]: roots, client certificate) are fixed when it is
-//! made; the types are defined in the private `transport::tls` module and exported here.
+//! A pool's TLS settings ([`TlsOptions`]: roots, client certificate) and proxy
+//! ([`ProxyConfig`]: CONNECT tunnels) are fixed when it is made; the types are defined in the
+//! private `transport::tls` and `transport::proxy` modules and exported here.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
@@ -24,7 +25,8 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::{TokioExecutor, TokioTimer};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use tokio::net::TcpStream;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinHandle;
 
@@ -33,20 +35,23 @@ use crate::exchange::{Exchange, HttpRequest, Output, SendOptions, StreamId, Tran
 pub use crate::exchange::{HttpConfig, HttpLimits};
 use crate::jsonrpc::Message;
 
+use super::proxy;
+pub use super::proxy::{ProxyConfig, ProxyError};
 use super::tls;
 pub use super::tls::{ClientCert, Roots, TlsError, TlsOptions};
 
-type Connector = hyper_rustls::HttpsConnector<CountingConnector>;
+type Connector = hyper_rustls::HttpsConnector<RoutingConnector>;
 
 /// A pool of keep-alive HTTP/1.1 and HTTP/2 connections (ALPN decides), shared by every
 /// session made with it. Cheap to clone. Create one per tokio runtime: its connections live
-/// on the runtime that opened them. Its TLS settings are fixed when it is made; sessions that
-/// need others need a pool of their own.
+/// on the runtime that opened them. Its TLS settings and proxy are fixed when it is made;
+/// sessions that need others need a pool of their own.
 #[derive(Clone)]
 pub struct HttpPool {
     client: HyperClient<Connector, Full<Bytes>>,
     opened: Arc<AtomicU64>,
     tls: Arc<TlsOptions>,
+    proxy: Arc<ProxyConfig>,
 }
 
 impl std::fmt::Debug for HttpPool {
@@ -55,25 +60,38 @@ impl std::fmt::Debug for HttpPool {
             .field("connections_opened", &self.connections_opened())
             .field("roots", &self.tls.roots)
             .field("client_cert", &self.tls.client_cert.is_some())
+            .field("proxy", &self.proxy)
             .finish()
     }
 }
 
 impl HttpPool {
-    /// A pool with these TLS settings.
+    /// A pool with these TLS settings that connects directly (no proxy).
     ///
     /// # Errors
     ///
     /// A file named in `tls` that cannot be read or used, or a root rustls refuses.
     pub fn new(tls: &TlsOptions) -> Result<Self, TlsError> {
+        Self::with_proxy(tls, ProxyConfig::none())
+    }
+
+    /// A pool with these TLS settings whose connections go through `proxy` (a CONNECT tunnel
+    /// for `http` and `https` targets alike; see [`ProxyConfig`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`new`](Self::new).
+    pub fn with_proxy(tls: &TlsOptions, proxy: ProxyConfig) -> Result<Self, TlsError> {
         let tls_config = tls::client_config(tls, crypto_provider())?;
         let mut http = HttpConnector::new();
         http.enforce_http(false);
         http.set_nodelay(true);
         http.set_connect_timeout(Some(Duration::from_secs(10)));
         let opened = Arc::new(AtomicU64::new(0));
-        let counting = CountingConnector {
+        let proxy = Arc::new(proxy);
+        let routing = RoutingConnector {
             inner: http,
+            proxy: proxy.clone(),
             opened: opened.clone(),
         };
         let connector = hyper_rustls::HttpsConnectorBuilder::new()
@@ -81,7 +99,7 @@ impl HttpPool {
             .https_or_http()
             .enable_http1()
             .enable_http2()
-            .wrap_connector(counting);
+            .wrap_connector(routing);
         let client = HyperClient::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(30))
             .pool_timer(TokioTimer::new())
@@ -91,10 +109,12 @@ impl HttpPool {
             client,
             opened,
             tls: Arc::new(tls.clone()),
+            proxy,
         })
     }
 
-    /// How many connections this pool has opened (a measure of keep-alive reuse).
+    /// How many connections this pool has opened (a measure of keep-alive reuse). Through a
+    /// proxy, each is a connection to the proxy carrying one tunnel.
     pub fn connections_opened(&self) -> u64 {
         self.opened.load(Ordering::Relaxed)
     }
@@ -102,6 +122,11 @@ impl HttpPool {
     /// The TLS settings the pool was made with.
     pub fn tls(&self) -> &TlsOptions {
         &self.tls
+    }
+
+    /// The proxy settings the pool was made with.
+    pub fn proxy(&self) -> &ProxyConfig {
+        &self.proxy
     }
 }
 
@@ -115,35 +140,48 @@ fn crypto_provider() -> rustls::crypto::CryptoProvider {
     rustls::crypto::aws_lc_rs::default_provider()
 }
 
-/// Counts the TCP connections the pool opens.
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Opens the pool's TCP connections, direct or through a CONNECT tunnel as the proxy settings
+/// say for each target, and counts them.
 #[derive(Clone)]
-struct CountingConnector {
+struct RoutingConnector {
     inner: HttpConnector,
+    proxy: Arc<ProxyConfig>,
     opened: Arc<AtomicU64>,
 }
 
-impl tower_service::Service<Uri> for CountingConnector {
-    type Response = <HttpConnector as tower_service::Service<Uri>>::Response;
-    type Error = <HttpConnector as tower_service::Service<Uri>>::Error;
+impl tower_service::Service<Uri> for RoutingConnector {
+    type Response = TokioIo<TcpStream>;
+    type Error = BoxError;
     type Future = std::pin::Pin<
         Box<dyn std::future::Future<Output = Result<Self::Response, Self::Error>> + Send>,
     >;
 
-    fn poll_ready(
-        &mut self,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
     }
 
     fn call(&mut self, uri: Uri) -> Self::Future {
         let opened = self.opened.clone();
-        let connecting = self.inner.call(uri);
-        Box::pin(async move {
-            let connection = connecting.await?;
-            opened.fetch_add(1, Ordering::Relaxed);
-            Ok(connection)
-        })
+        match self.proxy.route(&uri).cloned() {
+            None => {
+                let connecting = self.inner.call(uri);
+                Box::pin(async move {
+                    let connection = connecting.await?;
+                    opened.fetch_add(1, Ordering::Relaxed);
+                    Ok(connection)
+                })
+            }
+            Some(proxy) => {
+                let connector = self.inner.clone();
+                Box::pin(async move {
+                    let connection = proxy::tunnel(connector, &proxy, &uri).await?;
+                    opened.fetch_add(1, Ordering::Relaxed);
+                    Ok(connection)
+                })
+            }
+        }
     }
 }
 
