@@ -1,18 +1,23 @@
 //! Proxies: the client through a loopback CONNECT proxy that the tests start. Every connection
 //! is a `CONNECT host:port` tunnel, for https and http targets alike: the proxy reads only the
 //! CONNECT head (which never holds the bearer token), the token goes to the server inside the
-//! tunnel (ciphertext for an https target), proxy credentials go on the CONNECT only, and a
-//! proxy that refuses (407, 403) is a connect failure with nothing sent to the server.
+//! tunnel (ciphertext for an https target), proxy credentials go on the CONNECT only, a proxy
+//! that refuses (407, 403) is a connect failure with nothing sent to the server, and
+//! `NO_PROXY` (given through `ProxyConfig::from_lookup`, never the process environment)
+//! bypasses the proxy; bindings choose their proxy (`proxy`) and TLS (`tls`).
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcpwire::ErrorKind;
+use mcpwire::binding::call::{CallContext, Caller, TokenSource};
+use mcpwire::binding::config::load_config;
 use mcpwire::client::{Client, ClientOptions};
 use mcpwire::demo::DemoServer;
 use mcpwire::transport::Secret;
 use mcpwire::transport::http::{HttpConfig, HttpPool, ProxyConfig, TlsOptions};
+use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::{JoinHandle, JoinSet};
@@ -23,12 +28,23 @@ use crate::tls::{TlsFront, echo, test_ca};
 const STEP: Duration = Duration::from_secs(10);
 /// The bearer token: it must reach the server and never the proxy.
 const TOKEN: &str = "tok-PROXY-TEST-BEARER-5b1d7f";
+/// The variable [`Tokens`] knows.
+const TOKEN_ENV: &str = "MCPWIRE_PROXY_TEST_TOKEN";
 /// The proxy's password, which must never appear in errors, `Debug` or the tunnel.
 const PROXY_PASSWORD: &str = "pr0xy-PASS-word-91c";
 /// The longest CONNECT head the test proxy reads.
 const MAX_HEAD: usize = 8 * 1024;
 /// The most tunnel bytes the test proxy records per connection.
 const MAX_RECORDED: usize = 4 * 1024 * 1024;
+
+/// Hands out [`TOKEN`] for [`TOKEN_ENV`].
+struct Tokens;
+
+impl TokenSource for Tokens {
+    fn token(&self, name: &str) -> Option<Secret> {
+        (name == TOKEN_ENV).then(|| Secret::new(TOKEN))
+    }
+}
 
 /// How the test proxy answers a CONNECT.
 #[derive(Clone)]
@@ -411,6 +427,66 @@ async fn proxy_refusals_are_connect_failures_with_a_known_outcome() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn proxy_refusals_fail_before_anything_reaches_the_server() {
+    let demo = DemoServer::start_with_token(Some(TOKEN.to_owned()))
+        .await
+        .expect("demo server");
+    let front = TlsFront::start("server.pem", "server.key", demo.addr()).await;
+    for (status, fragment) in [
+        (
+            407,
+            "the proxy requires credentials (407 Proxy Authentication Required)",
+        ),
+        (403, "the proxy refused the CONNECT (403 Forbidden)"),
+        (502, "the proxy refused the CONNECT (502 Bad Gateway)"),
+    ] {
+        let proxy = ConnectProxy::start(Answer::Refuse(status)).await;
+        // Through a binding, as a host calls a tool.
+        let ca = crate::tls::data("ca.pem").display().to_string();
+        let config = json!([{
+            "name": "echo", "description": "", "input_schema": {"type": "object"},
+            "url": front.url(), "mcp_tool": "echo", "tenants": ["acme"],
+            "token_env": TOKEN_ENV, "timeout_seconds": 20,
+            "tls": {"ca_file": ca}, "proxy": proxy.url(),
+        }]);
+        let caller = Caller::with_default_proxy(
+            HttpPool::new(&TlsOptions::default()).expect("pool"),
+            load_config(&config.to_string()).expect("bindings"),
+            Arc::new(Tokens),
+            ProxyConfig::none(),
+        )
+        .expect("caller");
+        let result = tokio::time::timeout(
+            STEP,
+            caller.call("echo", &context(), &json!({"message": "hi"}), |_| {}, None),
+        )
+        .await
+        .expect("the call took too long");
+        let line = result.to_json_line();
+        assert!(result.is_error, "{line}");
+        assert_eq!(result.unknown_outcome, Some(false), "{line}");
+        let error = result.error.expect("an error");
+        assert_eq!(error.kind, "connect", "{line}");
+        assert!(error.message.contains(fragment), "{status}: {line}");
+        assert!(error.message.contains(&proxy.addr.to_string()), "{line}");
+        assert!(!error.message.contains(TOKEN), "{line}");
+        let seen = assert_tunnels_to(&proxy, front.addr);
+        assert!(seen.iter().all(|s| s.status == status), "{seen:?}");
+        assert!(seen.iter().all(|s| s.tunnel_bytes().is_empty()), "{seen:?}");
+    }
+    assert_eq!(demo.stats().requests, 0, "{:?}", demo.stats());
+    assert_eq!(front.handshakes().len(), 0);
+}
+
+fn context() -> CallContext {
+    CallContext {
+        tenant_id: "acme".to_owned(),
+        session_id: "s".to_owned(),
+        call_id: "c1".to_owned(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn proxy_unreachable_is_a_connect_failure() {
     let demo = DemoServer::start().await.expect("demo server");
     // A port nobody listens on: bound, then closed.
@@ -434,4 +510,91 @@ async fn proxy_unreachable_is_a_connect_failure() {
     assert!(text.contains(&closed.to_string()), "{text}");
     assert!(!text.contains(PROXY_PASSWORD), "{text}");
     assert_eq!(demo.stats().requests, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn proxy_environment_no_proxy_and_binding_settings() {
+    let demo = DemoServer::start_with_token(Some(TOKEN.to_owned()))
+        .await
+        .expect("demo server");
+    let proxy = ConnectProxy::start(Answer::Open).await;
+    let proxy_url = proxy.url();
+    let environment = |no_proxy: &'static str| {
+        let proxy_url = proxy_url.clone();
+        ProxyConfig::from_lookup(move |name| match name {
+            "http_proxy" => Some(proxy_url.clone()),
+            "NO_PROXY" => Some(no_proxy.to_owned()),
+            _ => None,
+        })
+        .expect("proxy variables")
+    };
+    let binding = |name: &str, proxy: Option<&str>| {
+        let mut binding = json!({
+            "name": name, "description": "", "input_schema": {"type": "object"},
+            "url": demo.url(), "mcp_tool": "echo", "tenants": ["acme"],
+            "token_env": TOKEN_ENV, "timeout_seconds": 20,
+        });
+        if let Some(proxy) = proxy {
+            binding["proxy"] = json!(proxy);
+        }
+        binding
+    };
+    let other_proxy = ConnectProxy::start(Answer::Open).await;
+    let config = json!([
+        binding("from_env", None),
+        binding("direct", Some("none")),
+        binding("own_proxy", Some(&other_proxy.url())),
+    ]);
+    let bindings = load_config(&config.to_string()).expect("bindings");
+    let call = |caller: Caller, name: &'static str| async move {
+        let result = tokio::time::timeout(
+            STEP,
+            caller.call(name, &context(), &json!({"message": "hi"}), |_| {}, None),
+        )
+        .await
+        .expect("the call took too long");
+        assert!(!result.is_error, "{name}: {}", result.to_json_line());
+        caller
+    };
+    let pool = || HttpPool::new(&TlsOptions::default()).expect("pool");
+
+    // `localhost` does not cover 127.0.0.1 (names are not resolved): proxied.
+    let caller = Caller::with_default_proxy(
+        pool(),
+        bindings.clone(),
+        Arc::new(Tokens),
+        environment("localhost,.example.com"),
+    )
+    .expect("caller");
+    let caller = call(caller, "from_env").await;
+    assert_tunnels_to(&proxy, demo.addr());
+    let through = proxy.seen().len();
+    // `"proxy": "none"` goes direct whatever the environment says.
+    let caller = call(caller, "direct").await;
+    assert_eq!(proxy.seen().len(), through);
+    // A binding's own proxy.
+    let caller = call(caller, "own_proxy").await;
+    assert_tunnels_to(&other_proxy, demo.addr());
+    assert_eq!(proxy.seen().len(), through);
+    drop(caller);
+
+    // NO_PROXY naming the address (or its port, or a network) bypasses the proxy.
+    for no_proxy in ["127.0.0.1", "other.example, 127.0.0.0/8", "*"] {
+        let caller = Caller::with_default_proxy(
+            pool(),
+            bindings.clone(),
+            Arc::new(Tokens),
+            environment(no_proxy),
+        )
+        .expect("caller");
+        call(caller, "from_env").await;
+        assert_eq!(proxy.seen().len(), through, "NO_PROXY={no_proxy}");
+    }
+    let port_only = format!("127.0.0.1:{}", demo.addr().port());
+    let port_only: &'static str = Box::leak(port_only.into_boxed_str());
+    let caller =
+        Caller::with_default_proxy(pool(), bindings, Arc::new(Tokens), environment(port_only))
+            .expect("caller");
+    call(caller, "from_env").await;
+    assert_eq!(proxy.seen().len(), through, "NO_PROXY={port_only}");
 }

@@ -1,7 +1,7 @@
 //! Streamable HTTP over TLS: the client against a loopback HTTPS front (tokio-rustls) that
 //! terminates TLS and pipes the bytes to a [`DemoServer`]. Certificates are verified: a
 //! private CA works only when trusted (`TlsOptions::extra_roots`, `Roots::CaFile`,
-//! `extra_ca_file`), and a certificate for another name is refused. A front
+//! `extra_ca_file`, a binding's `tls`), and a certificate for another name is refused. A front
 //! that requires client certificates (mutual TLS) accepts the pool's client certificate and
 //! refuses a pool without one. PEM files that cannot be used are typed errors naming the file,
 //! never quoting it. The platform's roots can only be shown to load: a loopback test cannot
@@ -14,9 +14,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcpwire::ErrorKind;
+use mcpwire::binding::call::{CallContext, Caller, EnvTokens};
+use mcpwire::binding::config::load_config;
 use mcpwire::client::{CallOptions, Client, ClientOptions};
 use mcpwire::demo::DemoServer;
-use mcpwire::transport::http::{ClientCert, HttpConfig, HttpPool, Roots, TlsError, TlsOptions};
+use mcpwire::transport::http::{
+    ClientCert, HttpConfig, HttpPool, ProxyConfig, Roots, TlsError, TlsOptions,
+};
 use serde_json::json;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::{JoinHandle, JoinSet};
@@ -658,4 +662,124 @@ AAAA
     assert!(matches!(&error, TlsError::Missing { .. }), "{error:?}");
     assert!(error.to_string().contains("certificate"), "{error}");
     check(&error, &empty.0);
+}
+
+/// A binding for the demo server's `echo` at `url`, with `extra` members.
+fn echo_binding(url: &str, extra: serde_json::Value) -> serde_json::Value {
+    let mut binding = json!({
+        "name": "echo", "description": "", "input_schema": {"type": "object"},
+        "url": url, "mcp_tool": "echo", "tenants": ["acme"], "timeout_seconds": 20
+    });
+    for (key, value) in extra.as_object().expect("an object") {
+        binding[key] = value.clone();
+    }
+    binding
+}
+
+pub(crate) fn call_context() -> CallContext {
+    CallContext {
+        tenant_id: "acme".to_owned(),
+        session_id: "s".to_owned(),
+        call_id: "c1".to_owned(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_binding_settings_choose_the_pool() {
+    let demo = DemoServer::start().await.expect("demo server");
+    let front = TlsFront::start_with(
+        "server.pem",
+        "server.key",
+        demo.addr(),
+        Some("client-ca.pem"),
+    )
+    .await;
+    let path = |name: &str| data(name).display().to_string();
+    let config = json!([
+        echo_binding(
+            &front.url(),
+            json!({"name": "mutual", "tls": {
+                "ca_file": path("ca.pem"),
+                "client_cert_file": path("client.pem"),
+                "client_key_file": path("client.key"),
+            }})
+        ),
+        echo_binding(
+            &front.url(),
+            json!({"name": "no_cert", "tls": {"ca_file": path("ca.pem")}})
+        ),
+        echo_binding(&front.url(), json!({"name": "webpki"})),
+    ]);
+    let bindings = load_config(&config.to_string()).expect("bindings");
+    let caller = Caller::with_default_proxy(
+        HttpPool::new(&TlsOptions::default()).expect("pool"),
+        bindings,
+        Arc::new(EnvTokens),
+        ProxyConfig::none(),
+    )
+    .expect("caller");
+    let call = |name: &'static str| {
+        let caller = &caller;
+        async move {
+            tokio::time::timeout(
+                STEP,
+                caller.call(
+                    name,
+                    &call_context(),
+                    &json!({"message": "hi"}),
+                    |_| {},
+                    None,
+                ),
+            )
+            .await
+            .expect("the call took too long")
+        }
+    };
+    let result = call("mutual").await;
+    assert!(!result.is_error, "{}", result.to_json_line());
+    for name in ["no_cert", "webpki"] {
+        let result = call(name).await;
+        assert!(result.is_error, "{name}: {}", result.to_json_line());
+        assert_eq!(
+            result.unknown_outcome,
+            Some(false),
+            "{}",
+            result.to_json_line()
+        );
+        let error = result.error.expect("an error");
+        assert_eq!(error.kind, "connect", "{name}: {error:?}");
+        assert!(
+            error.message.to_lowercase().contains("certificate"),
+            "{name}: {error:?}"
+        );
+    }
+    // The binding without `tls` shares the caller's pool; the other two have their own.
+    let shared = caller.pool_for("webpki").expect("a pool");
+    assert_eq!(shared.tls(), caller.pool().tls());
+    assert_ne!(
+        caller.pool_for("mutual").expect("a pool").tls(),
+        shared.tls()
+    );
+
+    // A file that cannot be used stops the caller from being built, naming binding and field.
+    let bad = load_config(
+        &json!([echo_binding(
+            &front.url(),
+            json!({"name": "bad", "tls": {
+                "extra_ca_file": path("missing.pem"),
+            }})
+        )])
+        .to_string(),
+    )
+    .expect("valid JSON");
+    let error = Caller::with_default_proxy(
+        HttpPool::new(&TlsOptions::default()).expect("pool"),
+        bad,
+        Arc::new(EnvTokens),
+        ProxyConfig::none(),
+    )
+    .expect_err("a missing file");
+    assert_eq!(error.binding.as_deref(), Some("bad"), "{error}");
+    assert_eq!(error.field.as_deref(), Some("tls.extra_ca_file"), "{error}");
+    assert!(error.message.contains("missing.pem"), "{error}");
 }

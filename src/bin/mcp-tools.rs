@@ -170,6 +170,8 @@ fn run(args: &[String]) -> Result<(), Failure> {
             Server::Http {
                 url: url.clone(),
                 token_env: options.token_env.clone(),
+                tls: None,
+                proxy: None,
             }
         }
         (None, Some(command)) => {

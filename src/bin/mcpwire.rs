@@ -15,7 +15,7 @@ use mcpwire::binding::discover::{Discovery, discover};
 use mcpwire::client::CancelToken;
 use mcpwire::demo::DemoServer;
 use mcpwire::sse;
-use mcpwire::transport::http::{HttpPool, TlsOptions};
+use mcpwire::transport::http::{HttpPool, ProxyConfig, TlsOptions};
 
 const USAGE: &str = "\
 mcpwire: a hand-written Model Context Protocol client
@@ -436,6 +436,8 @@ fn demo_command() -> Result<(), Failure> {
             server: Server::Http {
                 url: url.clone(),
                 token_env: None,
+                tls: None,
+                proxy: None,
             },
             token: None,
             tenant: "local".to_owned(),
@@ -449,8 +451,15 @@ fn demo_command() -> Result<(), Failure> {
             "{}",
             serde_json::to_string_pretty(&bindings).map_err(|e| Failure::Input(e.to_string()))?
         );
-        let caller = Caller::new(pool.clone(), bindings, Arc::new(EnvTokens))
-            .map_err(|e| Failure::Input(format!("the discovered bindings are invalid: {e}")))?;
+        // The demo server is on loopback, inside this process: no proxy, whatever the
+        // environment says (Caller::new would read HTTPS_PROXY and HTTP_PROXY).
+        let caller = Caller::with_default_proxy(
+            pool.clone(),
+            bindings,
+            Arc::new(EnvTokens),
+            ProxyConfig::none(),
+        )
+        .map_err(|e| Failure::Input(format!("the discovered bindings are invalid: {e}")))?;
         let calls = [
             (
                 "progress_report",
