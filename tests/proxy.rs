@@ -4,7 +4,7 @@
 //! tunnel (ciphertext for an https target), proxy credentials go on the CONNECT only, a proxy
 //! that refuses (407, 403) is a connect failure with nothing sent to the server, and
 //! `NO_PROXY` (given through `ProxyConfig::from_lookup`, never the process environment)
-//! bypasses the proxy; bindings choose their proxy (`proxy`) and TLS (`tls`).
+//! bypasses the proxy.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
@@ -597,4 +597,136 @@ async fn proxy_environment_no_proxy_and_binding_settings() {
             .expect("caller");
     call(caller, "from_env").await;
     assert_eq!(proxy.seen().len(), through, "NO_PROXY={port_only}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn proxy_and_mutual_tls_from_the_command_line() {
+    use crate::cli_tools::{assert_exit, mcp_tools, mcpwire};
+    let demo = DemoServer::start_with_token(Some(TOKEN.to_owned()))
+        .await
+        .expect("demo server");
+    let front = crate::tls::TlsFront::start_with(
+        "server.pem",
+        "server.key",
+        demo.addr(),
+        Some("client-ca.pem"),
+    )
+    .await;
+    let proxy = ConnectProxy::start(Answer::Open).await;
+    let path = |name: &str| crate::tls::data(name).display().to_string();
+    let (ca, cert, key) = (path("ca.pem"), path("client.pem"), path("client.key"));
+    let url = front.url();
+    let proxy_url = proxy.url();
+    let env = [
+        ("HTTPS_PROXY", proxy_url.as_str()),
+        ("https_proxy", ""),
+        ("NO_PROXY", ""),
+        ("no_proxy", ""),
+        (TOKEN_ENV, TOKEN),
+    ];
+    let env: Vec<(String, String)> = env
+        .iter()
+        .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+        .collect();
+    let owned = env.clone();
+    let discovered = tokio::task::spawn_blocking(move || {
+        let env: Vec<(&str, &str)> = owned
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.as_str()))
+            .collect();
+        #[rustfmt::skip]
+        let args = [
+            "-url", &url, "-token-env", TOKEN_ENV, "-tenant", "acme", "-tools", "echo",
+            "-ca-file", &ca, "-client-cert", &cert, "-client-key", &key,
+        ];
+        mcp_tools(&args, &env)
+    })
+    .await
+    .expect("mcp-tools");
+    assert_exit(&discovered, 0);
+    let bindings = load_config(&discovered.stdout).expect("printed bindings");
+    let printed: serde_json::Value = serde_json::from_str(&discovered.stdout).expect("JSON");
+    assert_eq!(
+        printed[0]["tls"],
+        json!({"ca_file": path("ca.pem"), "client_cert_file": path("client.pem"),
+               "client_key_file": path("client.key")}),
+        "{}",
+        discovered.stdout
+    );
+    assert!(printed[0].get("proxy").is_none(), "{}", discovered.stdout);
+    assert_eq!(bindings.len(), 1);
+    let through = assert_tunnels_to(&proxy, front.addr).len();
+
+    let file = std::env::temp_dir().join(format!("mcpwire-proxy-{}.json", std::process::id()));
+    std::fs::write(&file, &discovered.stdout).expect("write the bindings");
+    let file_arg = file.display().to_string();
+    let called = tokio::task::spawn_blocking(move || {
+        let env: Vec<(&str, &str)> = env.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+        #[rustfmt::skip]
+        let args = [
+            "call", "--bindings", &file_arg, "--tool", "echo", "--tenant", "acme",
+            "--args", r#"{"message":"hi"}"#,
+        ];
+        mcpwire(&args, &env)
+    })
+    .await
+    .expect("mcpwire call");
+    let _ = std::fs::remove_file(&file);
+    assert_exit(&called, 0);
+    assert!(called.stdout.contains("Echo: hi"), "{called:#?}");
+    assert!(assert_tunnels_to(&proxy, front.addr).len() > through);
+    assert!(!called.stdout.contains(TOKEN) && !called.stderr.contains(TOKEN));
+
+    // Flags that mean nothing for a stdio server, or break the bindings' rules, are usage
+    // errors.
+    for args in [
+        vec![
+            "-command", "srv", "-tenant", "a", "-tools", "t", "-proxy", "none",
+        ],
+        vec![
+            "-url",
+            "http://127.0.0.1:9/mcp",
+            "-tenant",
+            "a",
+            "-tools",
+            "t",
+            "-ca-file",
+            "/x",
+        ],
+        vec![
+            "-url",
+            "https://h/mcp",
+            "-tenant",
+            "a",
+            "-tools",
+            "t",
+            "-client-cert",
+            "/x",
+        ],
+        vec![
+            "-url",
+            "https://h/mcp",
+            "-tenant",
+            "a",
+            "-tools",
+            "t",
+            "-roots",
+            "system",
+        ],
+        vec![
+            "-url",
+            "https://h/mcp",
+            "-tenant",
+            "a",
+            "-tools",
+            "t",
+            "-proxy",
+            "https://p:1",
+        ],
+    ] {
+        let run = tokio::task::spawn_blocking(move || mcp_tools(&args, &[]))
+            .await
+            .expect("mcp-tools");
+        assert_exit(&run, 2);
+    }
 }

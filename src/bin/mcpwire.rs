@@ -50,7 +50,10 @@ COMMANDS:
             session and closes it. Ctrl-C cancels the call on the wire. When stderr is a
             terminal a live progress line is drawn there. -v logs the wire conversation to
             stderr, with tokens redacted. Call ids default to a fresh unique id; the session
-            id (the caller's, sent in _meta) defaults to \"cli\".
+            id (the caller's, sent in _meta) defaults to \"cli\". HTTPS_PROXY, HTTP_PROXY
+            and NO_PROXY apply to bindings without a `proxy` of their own (CONNECT tunnels;
+            the bearer token never goes to the proxy); a binding's `tls` names its CA file
+            or client certificate.
     sse     Decode a raw text/event-stream body (FILE, or stdin when FILE is absent or -),
             feeding the decoder N bytes at a time (default 65536). Prints one JSON object
             per dispatched event, {\"event\":TYPE,\"data\":DATA,\"id\":LAST_EVENT_ID} (id is \"\"
@@ -342,8 +345,11 @@ fn call_command(args: &[String]) -> ExitCode {
             load_config(&text).map_err(|e| Failure::Usage(format!("{}: {e}", args.bindings)))?;
         let runtime = runtime()?;
         runtime.block_on(async move {
-            let pool =
-                HttpPool::new(&TlsOptions::default()).map_err(|e| Failure::Input(e.to_string()))?;
+            // Proxies from HTTPS_PROXY, HTTP_PROXY and NO_PROXY, as Caller::new reads them
+            // for bindings without `proxy` (so the pool is shared with those bindings).
+            let proxy = ProxyConfig::from_env().map_err(|e| Failure::Usage(e.to_string()))?;
+            let pool = HttpPool::with_proxy(&TlsOptions::default(), proxy)
+                .map_err(|e| Failure::Input(e.to_string()))?;
             let mut caller = Caller::new(pool, bindings, Arc::new(EnvTokens))
                 .map_err(|e| Failure::Usage(format!("{}: {e}", args.bindings)))?;
             if args.verbose {
