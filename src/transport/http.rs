@@ -14,8 +14,8 @@
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -24,7 +24,7 @@ use http::{HeaderMap, Request, Response, StatusCode, Uri};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::client::legacy::Client as HyperClient;
-use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::connect::{Connected, Connection, HttpConnector};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::net::TcpStream;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
@@ -40,7 +40,7 @@ pub use super::proxy::{ProxyConfig, ProxyError};
 use super::tls;
 pub use super::tls::{ClientCert, Roots, TlsError, TlsOptions};
 
-type Connector = hyper_rustls::HttpsConnector<RoutingConnector>;
+type Connector = WatchingConnector<hyper_rustls::HttpsConnector<RoutingConnector>>;
 
 /// A pool of keep-alive HTTP/1.1 and HTTP/2 connections (ALPN decides), shared by every
 /// session made with it. Cheap to clone. Create one per tokio runtime: its connections live
@@ -100,6 +100,7 @@ impl HttpPool {
             .enable_http1()
             .enable_http2()
             .wrap_connector(routing);
+        let connector = WatchingConnector(connector);
         let client = HyperClient::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(30))
             .pool_timer(TokioTimer::new())
@@ -379,38 +380,163 @@ async fn carry(
 /// In TLS 1.3 the client's handshake ends with its Finished, and it sends the request at
 /// once; the server checks the client's certificate only then, and refuses it with an alert
 /// that arrives as the answer. The server's TLS layer never passed the request on, so nothing
-/// was delivered: a connect failure, not a lost connection.
+/// was delivered: a connect failure, not a lost connection. The alert is in the error's chain
+/// when the request was written before it came; when it came first, hyper reports only that
+/// the connection closed before the request could start, and the connection's [`Watched`]
+/// stream has kept it.
 fn handshake_refusal(
-    error: &(dyn std::error::Error + 'static),
+    error: &hyper_util::client::legacy::Error,
 ) -> Option<rustls::AlertDescription> {
-    use rustls::AlertDescription as A;
-    let mut next = Some(error);
+    let watched = error.connect_info().and_then(|info| {
+        let mut extensions = http::Extensions::new();
+        info.get_extras(&mut extensions);
+        extensions
+            .get::<Refusal>()
+            .and_then(|refusal| refusal.0.get().copied())
+    });
+    if watched.is_some() {
+        return watched;
+    }
+    let mut next: Option<&(dyn std::error::Error + 'static)> = Some(error);
     while let Some(cause) = next {
-        let tls = cause.downcast_ref::<rustls::Error>().or_else(|| {
-            cause
-                .downcast_ref::<std::io::Error>()
-                .and_then(std::io::Error::get_ref)
-                .and_then(|inner| inner.downcast_ref::<rustls::Error>())
-        });
-        if let Some(rustls::Error::AlertReceived(alert)) = tls
-            && matches!(
-                alert,
-                A::CertificateRequired
-                    | A::BadCertificate
-                    | A::UnsupportedCertificate
-                    | A::CertificateRevoked
-                    | A::CertificateExpired
-                    | A::CertificateUnknown
-                    | A::UnknownCA
-                    | A::AccessDenied
-                    | A::HandshakeFailure
-            )
-        {
-            return Some(*alert);
+        let alert = match cause.downcast_ref::<std::io::Error>() {
+            Some(io) => refusal_alert(io),
+            None => match cause.downcast_ref::<rustls::Error>() {
+                Some(rustls::Error::AlertReceived(alert)) => refusing(*alert),
+                _ => None,
+            },
+        };
+        if alert.is_some() {
+            return alert;
         }
         next = cause.source();
     }
     None
+}
+
+/// The handshake-refusing alert an I/O error from the TLS stream carries, if any.
+fn refusal_alert(error: &std::io::Error) -> Option<rustls::AlertDescription> {
+    match error.get_ref()?.downcast_ref::<rustls::Error>()? {
+        rustls::Error::AlertReceived(alert) => refusing(*alert),
+        _ => None,
+    }
+}
+
+/// `alert` when it is one a server refuses a handshake with.
+fn refusing(alert: rustls::AlertDescription) -> Option<rustls::AlertDescription> {
+    use rustls::AlertDescription as A;
+    matches!(
+        alert,
+        A::CertificateRequired
+            | A::BadCertificate
+            | A::UnsupportedCertificate
+            | A::CertificateRevoked
+            | A::CertificateExpired
+            | A::CertificateUnknown
+            | A::UnknownCA
+            | A::AccessDenied
+            | A::HandshakeFailure
+    )
+    .then_some(alert)
+}
+
+/// Where a connection's [`Watched`] stream keeps the alert a server refused the handshake
+/// with, for [`handshake_refusal`] (reached through the connection's `Connected` extras).
+#[derive(Clone, Default)]
+struct Refusal(Arc<OnceLock<rustls::AlertDescription>>);
+
+/// Wraps the pool's connector so that each connection's stream is [`Watched`].
+#[derive(Clone)]
+struct WatchingConnector<C>(C);
+
+impl<C> tower_service::Service<Uri> for WatchingConnector<C>
+where
+    C: tower_service::Service<Uri>,
+    C::Future: Send + 'static,
+{
+    type Response = Watched<C::Response>;
+    type Error = C::Error;
+    type Future = std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<Self::Response, Self::Error>> + Send>,
+    >;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.0.poll_ready(cx)
+    }
+
+    fn call(&mut self, uri: Uri) -> Self::Future {
+        let connecting = self.0.call(uri);
+        Box::pin(async move {
+            Ok(Watched {
+                inner: connecting.await?,
+                refusal: Refusal::default(),
+            })
+        })
+    }
+}
+
+/// A connection's stream that keeps the first handshake-refusing alert it reads.
+struct Watched<T> {
+    inner: T,
+    refusal: Refusal,
+}
+
+impl<T: Connection> Connection for Watched<T> {
+    fn connected(&self) -> Connected {
+        self.inner.connected().extra(self.refusal.clone())
+    }
+}
+
+impl<T: hyper::rt::Read + Unpin> hyper::rt::Read for Watched<T> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: hyper::rt::ReadBufCursor<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let polled = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        if let Poll::Ready(Err(error)) = &polled
+            && let Some(alert) = refusal_alert(error)
+        {
+            let _ = self.refusal.0.set(alert);
+        }
+        polled
+    }
+}
+
+impl<T: hyper::rt::Write + Unpin> hyper::rt::Write for Watched<T> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_write_vectored(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
 }
 
 fn error_chain(error: &dyn std::error::Error) -> String {
