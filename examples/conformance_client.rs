@@ -95,7 +95,7 @@ async fn run(scenario: &str, url: &str, start: Instant) -> Outcome {
 
 /// Opens a session with the wire conversation logged to stderr.
 async fn connect_client(url: &str, start: Instant) -> Result<Client, mcpwire::Error> {
-    let pool = HttpPool::new(&TlsOptions::default()).map_err(mcpwire::Error::config)?;
+    let pool = HttpPool::new(&TlsOptions::default())?;
     let mut config = HttpConfig::new(url).map_err(mcpwire::Error::config)?;
     config.wire_log = Some(Arc::new(move |line: &str| {
         eprintln!("[{:>6} ms] {line}", start.elapsed().as_millis());

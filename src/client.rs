@@ -10,7 +10,7 @@
 //! use mcpwire::transport::http::{HttpConfig, HttpPool, TlsOptions};
 //!
 //! # async fn demo() -> Result<(), mcpwire::Error> {
-//! let pool = HttpPool::new(&TlsOptions::default()).map_err(mcpwire::Error::config)?;
+//! let pool = HttpPool::new(&TlsOptions::default())?;
 //! let config = HttpConfig::new("http://127.0.0.1:3001/mcp").map_err(mcpwire::Error::config)?;
 //! let client = Client::connect_http(&pool, config, ClientOptions::default()).await?;
 //! for tool in client.list_tools().await? {

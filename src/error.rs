@@ -86,6 +86,22 @@ pub struct Error {
     failure: Option<Failure>,
 }
 
+/// TLS settings that cannot be used: a [`Config`](ErrorKind::Config) error.
+#[cfg(feature = "client")]
+impl From<crate::transport::http::TlsError> for Error {
+    fn from(error: crate::transport::http::TlsError) -> Self {
+        Error::config(error.to_string())
+    }
+}
+
+/// A proxy setting that cannot be used: a [`Config`](ErrorKind::Config) error.
+#[cfg(feature = "client")]
+impl From<crate::transport::http::ProxyError> for Error {
+    fn from(error: crate::transport::http::ProxyError) -> Self {
+        Error::config(error.to_string())
+    }
+}
+
 impl Error {
     /// An error of `kind` with a message.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {

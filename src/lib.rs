@@ -18,7 +18,7 @@
 //! | [`mcp`] | MCP message types, protocol versions, content blocks | serde, `jsonrpc` |
 //! | `session` | the client state machine: ids, pending requests, deadlines, the handshake | `mcp` |
 //! | `exchange` | the Streamable HTTP exchange: requests to issue, replies, resumption, fallback | `session`, `sse`, http's types |
-//! | `transport` | the drivers: hyper with a pooled connection set and rustls; stdio processes | tokio, hyper, rustls |
+//! | `transport` | the drivers: hyper with a pooled connection set, rustls (roots, client certificates) and CONNECT proxies; stdio processes | tokio, hyper, rustls |
 //! | `client` | the async API: connect, list tools, call a tool, ping, close | `transport` |
 //!
 //! The parser modules, the session and the exchange never touch sockets, threads or clocks:

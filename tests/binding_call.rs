@@ -177,6 +177,8 @@ async fn demo_bindings(server: &DemoServer, tools: &[&str]) -> Vec<Binding> {
         server: Server::Http {
             url: server.url(),
             token_env: None,
+            tls: None,
+            proxy: None,
         },
         token: None,
         tenant: "acme".to_owned(),
@@ -829,6 +831,8 @@ async fn python_peer_structured_result_tool_error_and_timeout() {
         server: Server::Http {
             url: peer.url.clone(),
             token_env: None,
+            tls: None,
+            proxy: None,
         },
         token: None,
         tenant: "acme".to_owned(),

@@ -98,6 +98,8 @@ async fn run_step(pool: &HttpPool, url: &str, step: &Value) -> Result<(), String
             server: Server::Http {
                 url,
                 token_env: None,
+                tls: None,
+                proxy: None,
             },
             token: None,
             tenant: what["tenant"].as_str().unwrap_or_default().to_owned(),
@@ -198,7 +200,7 @@ async fn replay_fixture(dir: PathBuf, mode: Mode) -> Result<(), String> {
         .as_array()
         .filter(|s| !s.is_empty())
         .ok_or("expect.json has no steps")?;
-    let pool = HttpPool::new(&TlsOptions::default())?;
+    let pool = HttpPool::new(&TlsOptions::default()).map_err(|e| e.to_string())?;
     for (number, step) in steps.iter().enumerate() {
         run_step(&pool, &url, step)
             .await
@@ -386,6 +388,8 @@ async fn a_request_that_does_not_match_gets_a_diff_and_fails_the_replay() {
         server: Server::Http {
             url: server.url(),
             token_env: None,
+            tls: None,
+            proxy: None,
         },
         token: None,
         tenant: "local".into(),

@@ -460,6 +460,8 @@ fn discovery(server: &FaultServer, timeout: Duration) -> Discovery {
         server: Server::Http {
             url: server.url("/mcp"),
             token_env: None,
+            tls: None,
+            proxy: None,
         },
         token: None,
         tenant: "acme".to_owned(),

@@ -17,6 +17,7 @@ mod interop;
 mod interop_stdio;
 mod layering;
 mod probe;
+mod proxy;
 mod secrets;
 mod stdio;
 mod support;

@@ -470,6 +470,8 @@ async fn no_token_in_discovery_errors() {
             server: Server::Http {
                 url: server.url("/mcp"),
                 token_env: Some(TOKEN_ENV.to_owned()),
+                tls: None,
+                proxy: None,
             },
             token: Some(Secret::new(TOKEN)),
             tenant: "acme".to_owned(),

@@ -1,7 +1,12 @@
 //! Streamable HTTP over TLS: the client against a loopback HTTPS front (tokio-rustls) that
 //! terminates TLS and pipes the bytes to a [`DemoServer`]. Certificates are verified: a
-//! private CA works only when passed in `TlsOptions::extra_roots`, and a certificate for
-//! another name is refused. The test certificates live in `tests/data/tls/` (see its README).
+//! private CA works only when trusted (`TlsOptions::extra_roots`, `Roots::CaFile`,
+//! `extra_ca_file`, a binding's `tls`), and a certificate for another name is refused. A front
+//! that requires client certificates (mutual TLS) accepts the pool's client certificate and
+//! refuses a pool without one. PEM files that cannot be used are typed errors naming the file,
+//! never quoting it. The platform's roots can only be shown to load: a loopback test cannot
+//! add the test CA to the platform's store. The test certificates live in `tests/data/tls/`
+//! (see its README).
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
@@ -9,21 +14,26 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcpwire::ErrorKind;
+use mcpwire::binding::call::{CallContext, Caller, EnvTokens};
+use mcpwire::binding::config::load_config;
 use mcpwire::client::{CallOptions, Client, ClientOptions};
 use mcpwire::demo::DemoServer;
-use mcpwire::transport::http::{HttpConfig, HttpPool, TlsOptions};
+use mcpwire::transport::http::{
+    ClientCert, HttpConfig, HttpPool, ProxyConfig, Roots, TlsError, TlsOptions,
+};
 use serde_json::json;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_rustls::LazyConfigAcceptor;
 use tokio_rustls::rustls::pki_types::pem::PemObject;
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use tokio_rustls::rustls::{self, ServerConfig};
+use tokio_rustls::rustls::server::WebPkiClientVerifier;
+use tokio_rustls::rustls::{self, RootCertStore, ServerConfig};
 
 /// No step of a test may take longer than this.
 const STEP: Duration = Duration::from_secs(10);
 
-fn data(name: &str) -> PathBuf {
+pub(crate) fn data(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data/tls")
         .join(name)
@@ -38,15 +48,32 @@ fn key(name: &str) -> PrivateKeyDer<'static> {
 }
 
 /// The test CA, for `extra_roots`.
-fn test_ca() -> TlsOptions {
+pub(crate) fn test_ca() -> TlsOptions {
     TlsOptions {
         extra_roots: vec![cert("ca.pem")],
+        ..TlsOptions::default()
+    }
+}
+
+/// Only the test CA, from its file.
+fn ca_file() -> TlsOptions {
+    TlsOptions {
+        roots: Roots::CaFile(data("ca.pem")),
+        ..TlsOptions::default()
+    }
+}
+
+/// The test client certificate and key.
+fn client_cert() -> ClientCert {
+    ClientCert {
+        cert_file: data("client.pem"),
+        key_file: data("client.key"),
     }
 }
 
 /// What the front saw of one TLS handshake.
 #[derive(Clone, Debug, Default)]
-struct Handshake {
+pub(crate) struct Handshake {
     /// The SNI the client sent (none for an IP address).
     server_name: Option<String>,
     /// The ALPN protocols the client offered, in its order.
@@ -55,25 +82,50 @@ struct Handshake {
     negotiated_alpn: Option<String>,
     /// Why the handshake failed, when it did.
     error: Option<String>,
+    /// Whether the client presented a certificate (that the front accepted).
+    client_cert: bool,
 }
 
 /// A loopback HTTPS front: TLS terminated here, bytes piped to a plain-HTTP backend. Offers
 /// ALPN `http/1.1` only (the demo server speaks HTTP/1.1). Dropping it stops the listener and
 /// every connection.
-struct TlsFront {
-    addr: SocketAddr,
+pub(crate) struct TlsFront {
+    pub(crate) addr: SocketAddr,
     handshakes: Arc<Mutex<Vec<Handshake>>>,
     task: JoinHandle<()>,
 }
 
 impl TlsFront {
     /// Serves `cert_file`/`key_file` on `127.0.0.1` at a free port, piping to `backend`.
-    async fn start(cert_file: &str, key_file: &str, backend: SocketAddr) -> TlsFront {
+    pub(crate) async fn start(cert_file: &str, key_file: &str, backend: SocketAddr) -> TlsFront {
+        Self::start_with(cert_file, key_file, backend, None).await
+    }
+
+    /// As [`start`](Self::start); with `client_ca`, the front requires a client certificate
+    /// issued by that CA (mutual TLS).
+    pub(crate) async fn start_with(
+        cert_file: &str,
+        key_file: &str,
+        backend: SocketAddr,
+        client_ca: Option<&str>,
+    ) -> TlsFront {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut config = ServerConfig::builder_with_provider(provider)
+        let builder = ServerConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()
-            .expect("protocol versions")
-            .with_no_client_auth()
+            .expect("protocol versions");
+        let builder = match client_ca {
+            None => builder.with_no_client_auth(),
+            Some(client_ca) => {
+                let mut roots = RootCertStore::empty();
+                roots.add(cert(client_ca)).expect("the client CA");
+                let verifier =
+                    WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+                        .build()
+                        .expect("a client verifier");
+                builder.with_client_cert_verifier(verifier)
+            }
+        };
+        let mut config = builder
             .with_single_cert(vec![cert(cert_file)], key(key_file))
             .expect("server certificate");
         config.alpn_protocols = vec![b"http/1.1".to_vec()];
@@ -103,17 +155,17 @@ impl TlsFront {
     }
 
     /// `https://127.0.0.1:PORT/mcp`.
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("https://{}/mcp", self.addr)
     }
 
-    fn handshakes(&self) -> Vec<Handshake> {
+    pub(crate) fn handshakes(&self) -> Vec<Handshake> {
         self.handshakes.lock().unwrap().clone()
     }
 
     /// The handshakes, once at least `count` have been recorded. A client that refuses the
     /// certificate returns before the front has read its alert, so this polls (up to [`STEP`]).
-    async fn wait_handshakes(&self, count: usize) -> Vec<Handshake> {
+    pub(crate) async fn wait_handshakes(&self, count: usize) -> Vec<Handshake> {
         let deadline = tokio::time::Instant::now() + STEP;
         loop {
             let handshakes = self.handshakes();
@@ -172,6 +224,7 @@ async fn serve(
         .1
         .alpn_protocol()
         .map(|p| String::from_utf8_lossy(p).into_owned());
+    record.client_cert = tls.get_ref().1.peer_certificates().is_some();
     seen.lock().unwrap().push(record);
     let Ok(mut plain) = TcpStream::connect(backend).await else {
         return;
@@ -179,7 +232,7 @@ async fn serve(
     let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;
 }
 
-async fn connect(pool: &HttpPool, url: &str) -> Result<Client, mcpwire::Error> {
+pub(crate) async fn connect(pool: &HttpPool, url: &str) -> Result<Client, mcpwire::Error> {
     let config = HttpConfig::new(url).expect("URL");
     tokio::time::timeout(
         STEP,
@@ -189,7 +242,7 @@ async fn connect(pool: &HttpPool, url: &str) -> Result<Client, mcpwire::Error> {
     .expect("connect took too long")
 }
 
-async fn echo(client: &Client) {
+pub(crate) async fn echo(client: &Client) {
     let arguments = json!({"message": "hi"}).as_object().cloned();
     let result = tokio::time::timeout(
         STEP,
@@ -204,7 +257,7 @@ async fn echo(client: &Client) {
 }
 
 /// Asserts a refused handshake: `Connect`, nothing sent, and a message about the certificate.
-fn assert_certificate_refused(result: Result<Client, mcpwire::Error>, why: &str) {
+pub(crate) fn assert_certificate_refused(result: Result<Client, mcpwire::Error>, why: &str) {
     let error = match result {
         Ok(client) => panic!("connected despite {why}: {client:?}"),
         Err(error) => error,
@@ -335,7 +388,398 @@ async fn tls_certificate_for_another_name_is_refused() {
 async fn tls_invalid_extra_root_is_a_setup_error() {
     let garbage = TlsOptions {
         extra_roots: vec![CertificateDer::from(b"not a certificate".to_vec())],
+        ..TlsOptions::default()
     };
     let error = HttpPool::new(&garbage).expect_err("a garbage root must be refused");
-    assert!(error.contains("root certificate"), "{error}");
+    assert!(
+        matches!(error, TlsError::InvalidRoot { path: None, .. }),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("root certificate"), "{error}");
+    assert!(std::error::Error::source(&error).is_some(), "{error:?}");
+}
+
+/// Connects to `front` with `tls`, calls echo twice and closes.
+async fn echo_over(tls: &TlsOptions, front: &TlsFront) {
+    let pool = HttpPool::new(tls).expect("pool");
+    let client = connect(&pool, &front.url())
+        .await
+        .unwrap_or_else(|e| panic!("connect with {tls:?}: {e}"));
+    echo(&client).await;
+    echo(&client).await;
+    tokio::time::timeout(STEP, client.close())
+        .await
+        .expect("close took too long");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_ca_file_is_trusted_and_replaces_the_roots() {
+    let demo = DemoServer::start().await.expect("demo server");
+    let front = TlsFront::start("server.pem", "server.key", demo.addr()).await;
+    echo_over(&ca_file(), &front).await;
+    // The webpki roots plus the test CA from a file.
+    let extra = TlsOptions {
+        extra_ca_file: Some(data("ca.pem")),
+        ..TlsOptions::default()
+    };
+    echo_over(&extra, &front).await;
+    // A CA file is the only set of roots: another CA's file does not trust the front.
+    let other_ca = TlsOptions {
+        roots: Roots::CaFile(data("client-ca.pem")),
+        ..TlsOptions::default()
+    };
+    let pool = HttpPool::new(&other_ca).expect("pool");
+    assert_certificate_refused(connect(&pool, &front.url()).await, "another CA's file");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_mutual_works_with_the_client_certificate() {
+    let demo = DemoServer::start().await.expect("demo server");
+    let front = TlsFront::start_with(
+        "server.pem",
+        "server.key",
+        demo.addr(),
+        Some("client-ca.pem"),
+    )
+    .await;
+    let tls = TlsOptions {
+        client_cert: Some(client_cert()),
+        ..ca_file()
+    };
+    echo_over(&tls, &front).await;
+    let handshakes = front.wait_handshakes(1).await;
+    assert!(
+        handshakes
+            .iter()
+            .all(|h| h.error.is_none() && h.client_cert),
+        "{handshakes:?}"
+    );
+    assert!(demo.stats().requests > 0, "{:?}", demo.stats());
+}
+
+/// Asserts that a front requiring client certificates refused the connection: a clear error
+/// whose outcome is known (nothing reached the server).
+async fn assert_mutual_tls_refused(tls: &TlsOptions, why: &str) {
+    let demo = DemoServer::start().await.expect("demo server");
+    let front = TlsFront::start_with(
+        "server.pem",
+        "server.key",
+        demo.addr(),
+        Some("client-ca.pem"),
+    )
+    .await;
+    let pool = HttpPool::new(tls).expect("pool");
+    let error = match connect(&pool, &front.url()).await {
+        Ok(client) => panic!("connected {why}: {client:?}"),
+        Err(error) => error,
+    };
+    // With TLS 1.3 the client's side of the handshake ends before the server checks the
+    // client's certificate: the refusal (an alert) arrives as the answer to the first request,
+    // which the server's TLS layer never passed on.
+    assert_eq!(error.kind(), ErrorKind::Connect, "{why}: {error}");
+    assert!(!error.outcome_unknown(), "{why}: {error}");
+    let message = error.to_string().to_lowercase();
+    assert!(
+        message.contains("refused the tls handshake"),
+        "{why}: {error}"
+    );
+    assert!(message.contains("client certificate"), "{why}: {error}");
+    let handshakes = front.wait_handshakes(1).await;
+    assert!(
+        handshakes.iter().all(|h| h.error.is_some()),
+        "{handshakes:?}"
+    );
+    assert_eq!(demo.stats().requests, 0, "{why}: {:?}", demo.stats());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_mutual_without_a_client_certificate_is_refused() {
+    assert_mutual_tls_refused(&ca_file(), "without a client certificate").await;
+    // A certificate from a CA the front does not trust for clients.
+    let untrusted = TlsOptions {
+        client_cert: Some(ClientCert {
+            cert_file: data("server.pem"),
+            key_file: data("server.key"),
+        }),
+        ..ca_file()
+    };
+    assert_mutual_tls_refused(&untrusted, "with an untrusted client certificate").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_platform_roots_load_but_do_not_trust_the_test_ca() {
+    let platform = TlsOptions {
+        roots: Roots::Platform,
+        ..TlsOptions::default()
+    };
+    // The test cannot add the test CA to the platform's store, so it checks what it can: the
+    // store loads (or, on a machine with none, fails as such), and does not trust the front.
+    match HttpPool::new(&platform) {
+        Ok(pool) => {
+            let demo = DemoServer::start().await.expect("demo server");
+            let front = TlsFront::start("server.pem", "server.key", demo.addr()).await;
+            assert_certificate_refused(connect(&pool, &front.url()).await, "platform roots");
+            // With the test CA added, the same platform roots connect.
+            echo_over(
+                &TlsOptions {
+                    extra_ca_file: Some(data("ca.pem")),
+                    ..platform
+                },
+                &front,
+            )
+            .await;
+        }
+        Err(error @ TlsError::PlatformRoots { .. }) => {
+            eprintln!("no platform trust store on this machine: {error}");
+        }
+        Err(other) => panic!("platform roots: {other:?}"),
+    }
+}
+
+/// A file of its own under the system's temporary directory, removed when dropped.
+struct TempFile(PathBuf);
+
+impl TempFile {
+    fn new(name: &str, contents: &[u8]) -> TempFile {
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path =
+            std::env::temp_dir().join(format!("mcpwire-tls-{}-{n}-{name}", std::process::id()));
+        std::fs::write(&path, contents).expect("write a temporary file");
+        TempFile(path)
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Text that must never appear in an error: it stands for key material.
+const KEY_MATERIAL: &str = "S3CRETKEYMATERIAL";
+
+#[test]
+fn tls_bad_pem_files_are_typed_errors_naming_the_file() {
+    let pool = |tls: TlsOptions| HttpPool::new(&tls).expect_err("refused");
+    let with_key = |key_file: &PathBuf| TlsOptions {
+        client_cert: Some(ClientCert {
+            cert_file: data("client.pem"),
+            key_file: key_file.clone(),
+        }),
+        ..TlsOptions::default()
+    };
+    let check = |error: &TlsError, path: &PathBuf| {
+        let text = error.to_string();
+        assert!(text.contains(&path.display().to_string()), "{text}");
+        assert!(!text.contains(KEY_MATERIAL), "{text}");
+        assert!(!format!("{error:?}").contains(KEY_MATERIAL), "{error:?}");
+        let mut source = std::error::Error::source(error);
+        while let Some(cause) = source {
+            assert!(!cause.to_string().contains(KEY_MATERIAL), "{cause}");
+            source = cause.source();
+        }
+    };
+
+    // A key cut short: a BEGIN line with no END.
+    let cut = TempFile::new(
+        "cut.key",
+        format!(
+            "-----BEGIN PRIVATE KEY-----
+{KEY_MATERIAL}AAAA
+"
+        )
+        .as_bytes(),
+    );
+    let error = pool(with_key(&cut.0));
+    assert!(
+        matches!(&error, TlsError::Pem { path, .. } if *path == cut.0),
+        "{error:?}"
+    );
+    check(&error, &cut.0);
+
+    // A malformed BEGIN line, which the PEM parser's own message would quote.
+    let begin = TempFile::new(
+        "begin.key",
+        format!(
+            "-----BEGIN {KEY_MATERIAL}
+AAAA
+-----END PRIVATE KEY-----
+"
+        )
+        .as_bytes(),
+    );
+    let error = pool(with_key(&begin.0));
+    assert!(
+        matches!(&error, TlsError::Pem { .. } | TlsError::Missing { .. }),
+        "{error:?}"
+    );
+    check(&error, &begin.0);
+
+    // Bad base64 inside a key section.
+    let base64 = TempFile::new(
+        "base64.key",
+        format!(
+            "-----BEGIN PRIVATE KEY-----
+{KEY_MATERIAL}!!!
+-----END PRIVATE KEY-----
+"
+        )
+        .as_bytes(),
+    );
+    let error = pool(with_key(&base64.0));
+    assert!(matches!(&error, TlsError::Pem { .. }), "{error:?}");
+    check(&error, &base64.0);
+
+    // A key file holding only a certificate.
+    let error = pool(with_key(&data("client.pem")));
+    assert!(matches!(&error, TlsError::Missing { .. }), "{error:?}");
+    assert!(error.to_string().contains("private key"), "{error}");
+
+    // A key that is not the certificate's.
+    let error = pool(with_key(&data("other.key")));
+    assert!(matches!(&error, TlsError::ClientCert { .. }), "{error:?}");
+    assert!(std::error::Error::source(&error).is_some(), "{error:?}");
+
+    // A CA file that is missing, or holds no certificate.
+    let missing = data("no-such-file.pem");
+    let error = pool(TlsOptions {
+        roots: Roots::CaFile(missing.clone()),
+        ..TlsOptions::default()
+    });
+    assert!(matches!(&error, TlsError::Read { .. }), "{error:?}");
+    check(&error, &missing);
+    assert!(std::error::Error::source(&error).is_some(), "{error:?}");
+    let empty = TempFile::new(
+        "empty.pem",
+        b"no PEM here
+",
+    );
+    let error = pool(TlsOptions {
+        extra_ca_file: Some(empty.0.clone()),
+        ..TlsOptions::default()
+    });
+    assert!(matches!(&error, TlsError::Missing { .. }), "{error:?}");
+    assert!(error.to_string().contains("certificate"), "{error}");
+    check(&error, &empty.0);
+}
+
+/// A binding for the demo server's `echo` at `url`, with `extra` members.
+fn echo_binding(url: &str, extra: serde_json::Value) -> serde_json::Value {
+    let mut binding = json!({
+        "name": "echo", "description": "", "input_schema": {"type": "object"},
+        "url": url, "mcp_tool": "echo", "tenants": ["acme"], "timeout_seconds": 20
+    });
+    for (key, value) in extra.as_object().expect("an object") {
+        binding[key] = value.clone();
+    }
+    binding
+}
+
+pub(crate) fn call_context() -> CallContext {
+    CallContext {
+        tenant_id: "acme".to_owned(),
+        session_id: "s".to_owned(),
+        call_id: "c1".to_owned(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_binding_settings_choose_the_pool() {
+    let demo = DemoServer::start().await.expect("demo server");
+    let front = TlsFront::start_with(
+        "server.pem",
+        "server.key",
+        demo.addr(),
+        Some("client-ca.pem"),
+    )
+    .await;
+    let path = |name: &str| data(name).display().to_string();
+    let config = json!([
+        echo_binding(
+            &front.url(),
+            json!({"name": "mutual", "tls": {
+                "ca_file": path("ca.pem"),
+                "client_cert_file": path("client.pem"),
+                "client_key_file": path("client.key"),
+            }})
+        ),
+        echo_binding(
+            &front.url(),
+            json!({"name": "no_cert", "tls": {"ca_file": path("ca.pem")}})
+        ),
+        echo_binding(&front.url(), json!({"name": "webpki"})),
+    ]);
+    let bindings = load_config(&config.to_string()).expect("bindings");
+    let caller = Caller::with_default_proxy(
+        HttpPool::new(&TlsOptions::default()).expect("pool"),
+        bindings,
+        Arc::new(EnvTokens),
+        ProxyConfig::none(),
+    )
+    .expect("caller");
+    let call = |name: &'static str| {
+        let caller = &caller;
+        async move {
+            tokio::time::timeout(
+                STEP,
+                caller.call(
+                    name,
+                    &call_context(),
+                    &json!({"message": "hi"}),
+                    |_| {},
+                    None,
+                ),
+            )
+            .await
+            .expect("the call took too long")
+        }
+    };
+    let result = call("mutual").await;
+    assert!(!result.is_error, "{}", result.to_json_line());
+    for name in ["no_cert", "webpki"] {
+        let result = call(name).await;
+        assert!(result.is_error, "{name}: {}", result.to_json_line());
+        assert_eq!(
+            result.unknown_outcome,
+            Some(false),
+            "{}",
+            result.to_json_line()
+        );
+        let error = result.error.expect("an error");
+        assert_eq!(error.kind, "connect", "{name}: {error:?}");
+        assert!(
+            error.message.to_lowercase().contains("certificate"),
+            "{name}: {error:?}"
+        );
+    }
+    // The binding without `tls` shares the caller's pool; the other two have their own.
+    let shared = caller.pool_for("webpki").expect("a pool");
+    assert_eq!(shared.tls(), caller.pool().tls());
+    assert_ne!(
+        caller.pool_for("mutual").expect("a pool").tls(),
+        shared.tls()
+    );
+
+    // A file that cannot be used stops the caller from being built, naming binding and field.
+    let bad = load_config(
+        &json!([echo_binding(
+            &front.url(),
+            json!({"name": "bad", "tls": {
+                "extra_ca_file": path("missing.pem"),
+            }})
+        )])
+        .to_string(),
+    )
+    .expect("valid JSON");
+    let error = Caller::with_default_proxy(
+        HttpPool::new(&TlsOptions::default()).expect("pool"),
+        bad,
+        Arc::new(EnvTokens),
+        ProxyConfig::none(),
+    )
+    .expect_err("a missing file");
+    assert_eq!(error.binding.as_deref(), Some("bad"), "{error}");
+    assert_eq!(error.field.as_deref(), Some("tls.extra_ca_file"), "{error}");
+    assert!(error.message.contains("missing.pem"), "{error}");
 }

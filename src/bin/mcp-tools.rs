@@ -5,16 +5,18 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use mcpwire::binding::config::Server;
+use mcpwire::binding::config::{ProxySetting, Server, TlsSettings};
 use mcpwire::binding::discover::{Discovery, MAX_NAMED_TOOLS, discover};
 use mcpwire::transport::Secret;
-use mcpwire::transport::http::{HttpConfig, HttpPool, TlsOptions};
+use mcpwire::transport::http::{ClientCert, HttpConfig, HttpPool, ProxyConfig, Roots, TlsOptions};
 
 const USAGE: &str = "\
 mcp-tools: turn an MCP server's tools into bindings (JSON for a host's config)
 
 USAGE:
     mcp-tools -url URL [-token-env VAR] -tenant TENANT -tools NAME[,NAME...] [-timeout SECONDS]
+              [-ca-file PEM | -roots webpki|platform] [-client-cert PEM -client-key PEM]
+              [-proxy URL|none]
     mcp-tools -command \"PROGRAM ARGS...\" -tenant TENANT -tools NAME[,NAME...] [-timeout SECONDS]
 
 FLAGS (a single or a double dash; `-flag value` or `-flag=value`):
@@ -26,7 +28,16 @@ FLAGS (a single or a double dash; `-flag value` or `-flag=value`):
     -tenant TENANT    the tenant allowed to use the tools
     -tools LIST       comma-separated remote tool names to include (1 to 128), in output order
     -timeout SECONDS  how long discovery may take (default 30)
+    -ca-file PEM      trust only the CAs of this PEM bundle (an https:// -url; a private CA)
+    -roots NAME       webpki (the bundled roots, the default) or platform (the system's store)
+    -client-cert PEM  a client certificate chain for mutual TLS, with -client-key PEM (its key)
+    -proxy URL|none   an http://host:port proxy for the server, or none; without it,
+                      HTTPS_PROXY, HTTP_PROXY and NO_PROXY apply (CONNECT tunnels: the token
+                      goes through the tunnel, never to the proxy)
     -h, -help         this text
+
+The TLS and -proxy flags are used to connect and are written into the bindings (`tls`,
+`proxy`), file paths made absolute.
 
 It connects, reads the whole tool list (every page), and prints a JSON array with one
 binding per named tool. It fails, with one line on stderr, when a named tool does not exist,
@@ -45,6 +56,11 @@ struct Options {
     tenant: Option<String>,
     tools: Vec<String>,
     timeout: Duration,
+    ca_file: Option<String>,
+    roots: Option<String>,
+    client_cert: Option<String>,
+    client_key: Option<String>,
+    proxy: Option<String>,
 }
 
 enum Failure {
@@ -60,6 +76,11 @@ fn parse(args: &[String]) -> Result<Option<Options>, Failure> {
         tenant: None,
         tools: Vec::new(),
         timeout: Duration::from_secs(30),
+        ca_file: None,
+        roots: None,
+        client_cert: None,
+        client_key: None,
+        proxy: None,
     };
     let mut tools_given = false;
     let mut args = args.iter();
@@ -102,6 +123,11 @@ fn parse(args: &[String]) -> Result<Option<Options>, Failure> {
                     })?;
                 options.timeout = Duration::from_secs_f64(seconds);
             }
+            "ca-file" => options.ca_file = Some(value),
+            "roots" => options.roots = Some(value),
+            "client-cert" => options.client_cert = Some(value),
+            "client-key" => options.client_key = Some(value),
+            "proxy" => options.proxy = Some(value),
             other => return Err(Failure::Usage(format!("unknown flag -{other}"))),
         }
     }
@@ -135,7 +161,67 @@ fn parse(args: &[String]) -> Result<Option<Options>, Failure> {
             "-token-env applies to -url servers; a stdio server gets no bearer token".to_owned(),
         ));
     }
+    let http_only = [
+        ("ca-file", options.ca_file.is_some()),
+        ("roots", options.roots.is_some()),
+        ("client-cert", options.client_cert.is_some()),
+        ("client-key", options.client_key.is_some()),
+        ("proxy", options.proxy.is_some()),
+    ];
+    if options.command.is_some()
+        && let Some((flag, _)) = http_only.iter().find(|(_, given)| *given)
+    {
+        return Err(Failure::Usage(format!(
+            "-{flag} applies to -url servers, not to -command"
+        )));
+    }
     Ok(Some(options))
+}
+
+/// The `tls` of the bindings, from the TLS flags; `None` when none was given.
+fn tls_settings(options: &Options) -> Result<Option<TlsSettings>, Failure> {
+    let absolute = |flag: &str, path: &str| {
+        std::path::absolute(path).map_err(|e| Failure::Usage(format!("-{flag} {path:?}: {e}")))
+    };
+    let roots = match (options.ca_file.as_deref(), options.roots.as_deref()) {
+        (Some(_), Some(_)) => {
+            return Err(Failure::Usage(
+                "give -ca-file or -roots, not both (-ca-file replaces the roots)".to_owned(),
+            ));
+        }
+        (Some(file), None) => Some(Roots::CaFile(absolute("ca-file", file)?)),
+        (None, Some("webpki")) => Some(Roots::Webpki),
+        (None, Some("platform")) => Some(Roots::Platform),
+        (None, Some(other)) => {
+            return Err(Failure::Usage(format!(
+                "-roots takes webpki or platform, not {other:?}"
+            )));
+        }
+        (None, None) => None,
+    };
+    let client_cert = match (
+        options.client_cert.as_deref(),
+        options.client_key.as_deref(),
+    ) {
+        (Some(cert), Some(key)) => Some(ClientCert {
+            cert_file: absolute("client-cert", cert)?,
+            key_file: absolute("client-key", key)?,
+        }),
+        (None, None) => None,
+        _ => {
+            return Err(Failure::Usage(
+                "-client-cert and -client-key go together".to_owned(),
+            ));
+        }
+    };
+    if roots.is_none() && client_cert.is_none() {
+        return Ok(None);
+    }
+    Ok(Some(TlsSettings {
+        roots: roots.unwrap_or_default(),
+        extra_ca_file: None,
+        client_cert,
+    }))
 }
 
 fn main() -> ExitCode {
@@ -167,9 +253,16 @@ fn run(args: &[String]) -> Result<(), Failure> {
     let server = match (&options.url, &options.command) {
         (Some(url), _) => {
             HttpConfig::new(url).map_err(Failure::Usage)?;
+            let proxy = match options.proxy.as_deref() {
+                None => None,
+                Some("none") => Some(ProxySetting::Direct),
+                Some(proxy) => Some(ProxySetting::Url(proxy.to_owned())),
+            };
             Server::Http {
                 url: url.clone(),
                 token_env: options.token_env.clone(),
+                tls: tls_settings(&options)?,
+                proxy,
             }
         }
         (None, Some(command)) => {
@@ -196,8 +289,27 @@ fn run(args: &[String]) -> Result<(), Failure> {
         .enable_all()
         .build()
         .map_err(|e| Failure::Failed(format!("cannot start the runtime: {e}")))?;
+    // The bindings' own checks, before connecting (a relative path, a proxy URL with
+    // credentials, `tls` on an http:// URL).
+    let probe = mcpwire::binding::config::Binding {
+        name: "probe".to_owned(),
+        description: String::new(),
+        input_schema: serde_json::json!({"type": "object"}),
+        output_schema: None,
+        server: discovery.server.clone(),
+        mcp_tool: "probe".to_owned(),
+        tenants: vec![discovery.tenant.clone()],
+        timeout_seconds: 1,
+        max_output_bytes: 1,
+    };
+    probe.validate().map_err(|e| {
+        let field = e.field.as_deref().unwrap_or("a flag");
+        Failure::Usage(format!("{field}: {}", e.message))
+    })?;
+    let proxy = ProxyConfig::from_env().map_err(|e| Failure::Usage(e.to_string()))?;
     let bindings = runtime.block_on(async {
-        let pool = HttpPool::new(&TlsOptions::default()).map_err(Failure::Failed)?;
+        let pool = HttpPool::with_proxy(&TlsOptions::default(), proxy)
+            .map_err(|e| Failure::Failed(e.to_string()))?;
         discover(&pool, &discovery)
             .await
             .map_err(|e| Failure::Failed(format!("{} ({})", e, e.kind())))

@@ -15,7 +15,7 @@ use mcpwire::binding::discover::{Discovery, discover};
 use mcpwire::client::CancelToken;
 use mcpwire::demo::DemoServer;
 use mcpwire::sse;
-use mcpwire::transport::http::{HttpPool, TlsOptions};
+use mcpwire::transport::http::{HttpPool, ProxyConfig, TlsOptions};
 
 const USAGE: &str = "\
 mcpwire: a hand-written Model Context Protocol client
@@ -51,7 +51,10 @@ COMMANDS:
             session and closes it. Ctrl-C cancels the call on the wire. When stderr is a
             terminal a live progress line is drawn there. -v logs the wire conversation to
             stderr, with tokens redacted. Call ids default to a fresh unique id; the session
-            id (the caller's, sent in _meta) defaults to \"cli\".
+            id (the caller's, sent in _meta) defaults to \"cli\". HTTPS_PROXY, HTTP_PROXY
+            and NO_PROXY apply to bindings without a `proxy` of their own (CONNECT tunnels;
+            the bearer token never goes to the proxy); a binding's `tls` names its CA file
+            or client certificate.
     sse     Decode a raw text/event-stream body (FILE, or stdin when FILE is absent or -),
             feeding the decoder N bytes at a time (default 65536). Prints one JSON object
             per dispatched event, {\"event\":TYPE,\"data\":DATA,\"id\":LAST_EVENT_ID} (id is \"\"
@@ -360,7 +363,11 @@ fn call_command(args: &[String]) -> ExitCode {
             load_config(&text).map_err(|e| Failure::Usage(format!("{}: {e}", args.bindings)))?;
         let runtime = runtime()?;
         runtime.block_on(async move {
-            let pool = HttpPool::new(&TlsOptions::default()).map_err(Failure::Input)?;
+            // Proxies from HTTPS_PROXY, HTTP_PROXY and NO_PROXY, as Caller::new reads them
+            // for bindings without `proxy` (so the pool is shared with those bindings).
+            let proxy = ProxyConfig::from_env().map_err(|e| Failure::Usage(e.to_string()))?;
+            let pool = HttpPool::with_proxy(&TlsOptions::default(), proxy)
+                .map_err(|e| Failure::Input(e.to_string()))?;
             let mut caller = Caller::new(pool, bindings, Arc::new(EnvTokens))
                 .map_err(|e| Failure::Usage(format!("{}: {e}", args.bindings)))?;
             if args.verbose {
@@ -441,7 +448,8 @@ fn demo_command() -> Result<(), Failure> {
             .await
             .map_err(|e| Failure::Input(format!("cannot start the demo server: {e}")))?;
         let url = server.url();
-        let pool = HttpPool::new(&TlsOptions::default()).map_err(Failure::Input)?;
+        let pool =
+            HttpPool::new(&TlsOptions::default()).map_err(|e| Failure::Input(e.to_string()))?;
         let tools = ["progress_report", "tiny_image", "weather"];
         eprintln!("# an MCP server is listening on {url} (loopback, inside this process)");
         eprintln!(
@@ -452,6 +460,8 @@ fn demo_command() -> Result<(), Failure> {
             server: Server::Http {
                 url: url.clone(),
                 token_env: None,
+                tls: None,
+                proxy: None,
             },
             token: None,
             tenant: "local".to_owned(),
@@ -465,8 +475,15 @@ fn demo_command() -> Result<(), Failure> {
             "{}",
             serde_json::to_string_pretty(&bindings).map_err(|e| Failure::Input(e.to_string()))?
         );
-        let caller = Caller::new(pool.clone(), bindings, Arc::new(EnvTokens))
-            .map_err(|e| Failure::Input(format!("the discovered bindings are invalid: {e}")))?;
+        // The demo server is on loopback, inside this process: no proxy, whatever the
+        // environment says (Caller::new would read HTTPS_PROXY and HTTP_PROXY).
+        let caller = Caller::with_default_proxy(
+            pool.clone(),
+            bindings,
+            Arc::new(EnvTokens),
+            ProxyConfig::none(),
+        )
+        .map_err(|e| Failure::Input(format!("the discovered bindings are invalid: {e}")))?;
         let calls = [
             (
                 "progress_report",
@@ -860,7 +877,10 @@ fn probe_command(args: &[String]) -> Result<(), Failure> {
         options.token = Some(Secret::new(token));
     }
     let report = runtime()?.block_on(async {
-        let pool = HttpPool::new(&TlsOptions::default()).map_err(Failure::Input)?;
+        // Proxies from HTTPS_PROXY, HTTP_PROXY and NO_PROXY, as the other commands.
+        let proxy = ProxyConfig::from_env().map_err(|e| Failure::Usage(e.to_string()))?;
+        let pool = HttpPool::with_proxy(&TlsOptions::default(), proxy)
+            .map_err(|e| Failure::Input(e.to_string()))?;
         probe(&pool, &options).await.map_err(Failure::Usage)
     })?;
     let text = if args.json {

@@ -9,14 +9,14 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use super::config::{Binding, ConfigError, Server};
+use super::config::{Binding, ConfigError, ProxySetting, Server, TlsSettings};
 use super::discover::connect;
 use super::mapping::{ToolOutput, map_result};
 use super::schema::{CompiledSchema, compile};
 use crate::client::{CallOptions, CancelToken, ClientOptions};
 use crate::error::{Error, ErrorKind};
 use crate::mcp::{CallToolResult, ProgressToken};
-use crate::transport::http::HttpPool;
+use crate::transport::http::{HttpPool, ProxyConfig, Roots, TlsError, TlsOptions};
 use crate::transport::{Secret, WireLog};
 
 /// The call pipeline's clock, for what is left of a binding's timeout after connecting.
@@ -203,16 +203,22 @@ impl TokenSource for EnvTokens {
     }
 }
 
-/// A binding with its schemas compiled once.
+/// A binding with its schemas compiled once, and the pool its calls use.
 struct Prepared {
     binding: Binding,
     input: CompiledSchema,
     output: Option<CompiledSchema>,
+    pool: HttpPool,
 }
 
 /// Calls tools through a set of bindings. Build once, call many times: schemas are compiled
 /// when it is built, connections are pooled across calls, and every call gets a fresh MCP
 /// session of its own.
+///
+/// Bindings share the pool given to [`new`](Self::new) when their TLS and proxy settings
+/// are the pool's; bindings whose `tls` or `proxy` (or the environment's proxies) differ get
+/// a pool of their own, one per distinct setting, made (and its files read) when the caller
+/// is built.
 pub struct Caller {
     pool: HttpPool,
     bindings: HashMap<String, Prepared>,
@@ -230,13 +236,42 @@ impl std::fmt::Debug for Caller {
 
 impl Caller {
     /// Prepares bindings (already validated by [`load_config`](super::config::load_config)):
-    /// compiles every input and output schema. Fails naming the binding whose schema does not
-    /// compile.
+    /// compiles every input and output schema, and makes the pools of bindings whose TLS or
+    /// proxy settings are not `pool`'s. A binding without `tls` gets `pool`'s TLS settings;
+    /// one without `proxy` follows the process environment's `HTTPS_PROXY`, `HTTP_PROXY` and
+    /// `NO_PROXY`, read now ([`ProxyConfig::from_env`]).
+    ///
+    /// # Errors
+    ///
+    /// Names the binding whose schema does not compile, or whose TLS files cannot be used;
+    /// an invalid proxy variable in the environment, named.
     pub fn new(
         pool: HttpPool,
         bindings: Vec<Binding>,
         tokens: Arc<dyn TokenSource>,
     ) -> Result<Self, ConfigError> {
+        let proxy = ProxyConfig::from_env().map_err(|e| ConfigError {
+            binding: None,
+            field: None,
+            message: e.to_string(),
+        })?;
+        Self::with_default_proxy(pool, bindings, tokens, proxy)
+    }
+
+    /// As [`new`](Self::new), with `default_proxy` for the bindings without `proxy` instead of
+    /// the process environment (pass [`ProxyConfig::from_lookup`] to read another
+    /// environment, or [`ProxyConfig::none`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`new`](Self::new).
+    pub fn with_default_proxy(
+        pool: HttpPool,
+        bindings: Vec<Binding>,
+        tokens: Arc<dyn TokenSource>,
+        default_proxy: ProxyConfig,
+    ) -> Result<Self, ConfigError> {
+        let mut pools = Pools::new(pool.clone());
         let mut prepared = HashMap::with_capacity(bindings.len());
         for binding in bindings {
             let schema_error = |field: &str, message: String| ConfigError {
@@ -252,12 +287,26 @@ impl Caller {
                 }
                 None => None,
             };
+            let binding_pool = match &binding.server {
+                Server::Http { tls, proxy, .. } => pools.get(
+                    tls.as_ref(),
+                    proxy.as_ref(),
+                    &default_proxy,
+                    |field, message| ConfigError {
+                        binding: Some(binding.name.clone()),
+                        field: Some(field.to_owned()),
+                        message,
+                    },
+                )?,
+                Server::Stdio { .. } => pool.clone(),
+            };
             prepared.insert(
                 binding.name.clone(),
                 Prepared {
                     binding,
                     input,
                     output,
+                    pool: binding_pool,
                 },
             );
         }
@@ -279,9 +328,16 @@ impl Caller {
         self.bindings.get(name).map(|p| &p.binding)
     }
 
-    /// The connection pool (for statistics such as connections opened).
+    /// The connection pool given to [`new`](Self::new) (for statistics such as connections
+    /// opened).
     pub fn pool(&self) -> &HttpPool {
         &self.pool
+    }
+
+    /// The pool the binding called `name` uses: [`pool`](Self::pool), or one of its own when
+    /// its TLS or proxy settings differ.
+    pub fn pool_for(&self, name: &str) -> Option<&HttpPool> {
+        self.bindings.get(name).map(|p| &p.pool)
     }
 
     /// Calls the tool bound as `name`. Progress goes to `on_progress` as it arrives; the
@@ -362,7 +418,7 @@ impl Caller {
             ..ClientOptions::default()
         };
         let client = match connect(
-            &self.pool,
+            &prepared.pool,
             &binding.server,
             token,
             options,
@@ -420,6 +476,69 @@ impl Caller {
             prepared.output.as_ref(),
             binding.max_output_bytes,
         )
+    }
+}
+
+/// The pools of a [`Caller`], one per distinct TLS and proxy setting (few: a linear search).
+pub(crate) struct Pools {
+    pools: Vec<HttpPool>,
+}
+
+impl Pools {
+    /// Starts with `base`, whose TLS settings are the default for a server without `tls`.
+    pub(crate) fn new(base: HttpPool) -> Self {
+        Pools { pools: vec![base] }
+    }
+
+    /// The pool for a server's `tls` and `proxy` (`default_proxy` when it has none), made
+    /// when no pool has these settings yet. `error` builds the error naming a field.
+    pub(crate) fn get<E>(
+        &mut self,
+        tls: Option<&TlsSettings>,
+        proxy: Option<&ProxySetting>,
+        default_proxy: &ProxyConfig,
+        error: impl Fn(&str, String) -> E,
+    ) -> Result<HttpPool, E> {
+        let tls_options = match tls {
+            Some(tls) => tls.to_options(),
+            None => self.pools[0].tls().clone(),
+        };
+        let proxy = match proxy {
+            Some(setting) => setting
+                .to_config()
+                .map_err(|e| error("proxy", e.to_string()))?,
+            None => default_proxy.clone(),
+        };
+        if let Some(pool) = self
+            .pools
+            .iter()
+            .find(|p| p.tls() == &tls_options && p.proxy() == &proxy)
+        {
+            return Ok(pool.clone());
+        }
+        let pool = HttpPool::with_proxy(&tls_options, proxy)
+            .map_err(|e| error(tls_field(tls, &tls_options, &e), e.to_string()))?;
+        self.pools.push(pool.clone());
+        Ok(pool)
+    }
+}
+
+/// The `tls` member a [`TlsError`] is about.
+fn tls_field(tls: Option<&TlsSettings>, options: &TlsOptions, error: &TlsError) -> &'static str {
+    let path = match error {
+        TlsError::Read { path, .. }
+        | TlsError::Pem { path, .. }
+        | TlsError::Missing { path, .. }
+        | TlsError::InvalidRoot {
+            path: Some(path), ..
+        } => Some(path),
+        TlsError::ClientCert { cert_file, .. } => Some(cert_file),
+        _ => None,
+    };
+    match (tls, path) {
+        (Some(tls), Some(path)) => tls.field_for(path),
+        (Some(_), None) if matches!(options.roots, Roots::Platform) => "tls.roots",
+        _ => "tls",
     }
 }
 

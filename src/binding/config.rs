@@ -17,6 +17,8 @@
 //! | `output_schema` | no | a JSON object that [`compile`] accepts |
 //! | `url` | one of `url` / `command` | an absolute `http` or `https` URL with a host, no user info (`user:password@`: credentials go in `token_env`), no fragment, no spaces or control characters |
 //! | `token_env` | no, only with `url` | an environment variable name: `[A-Za-z_][A-Za-z0-9_]*` |
+//! | `tls` | no, only with an `https` `url` (default: the webpki roots, no client certificate) | an object, see [TLS](#tls) |
+//! | `proxy` | no, only with `url` (default: the environment's proxies) | `"none"` (connect directly) or an `http://host[:port]` URL without user info, see [Proxies](#proxies) |
 //! | `command` | one of `url` / `command` | a non-empty string without NUL: the program of a stdio server |
 //! | `args` | no, only with `command` (default `[]`) | an array of strings without NUL |
 //! | `env` | no, only with `command` (default `[]`) | an array of distinct environment variable names, passed to the server |
@@ -29,6 +31,35 @@
 //! sets `inspect_session` on an MCP binding is rejected"), anything else as an unknown field.
 //! `null` is not "absent": a field that is present must have its type. Integers must be written
 //! as integers (`300`, not `300.0` or `"300"`).
+//!
+//! ## TLS
+//!
+//! `tls` says what the server's certificate is checked against and which client certificate
+//! to send; the files are named, never inlined, and are read when the bindings are prepared
+//! ([`Caller::new`](super::call::Caller::new)), which fails naming the binding and the field
+//! of a file that cannot be used. Every path is absolute and without NUL.
+//!
+//! | member | rule |
+//! | --- | --- |
+//! | `roots` | `"webpki"` (the default: the Mozilla roots bundled in the binary) or `"platform"` (the system's trust store); not with `ca_file` |
+//! | `ca_file` | a PEM bundle: its certificates are the only roots (a private CA) |
+//! | `extra_ca_file` | a PEM bundle trusted in addition to `roots`; not with `ca_file` (put every CA in it) |
+//! | `client_cert_file` | a PEM certificate chain, leaf first, sent when the server asks (mutual TLS); only with `client_key_file` |
+//! | `client_key_file` | the PEM private key of that certificate (PKCS#8, PKCS#1 or SEC1; not encrypted); only with `client_cert_file` |
+//!
+//! `{}` means the defaults. Any other member is refused as ``tls.NAME``.
+//!
+//! ## Proxies
+//!
+//! Without `proxy`, a binding's connections follow the environment when the bindings are
+//! prepared: `HTTPS_PROXY`/`https_proxy` for an `https` URL, `HTTP_PROXY`/`http_proxy` for an
+//! `http` one, except for hosts in `NO_PROXY`/`no_proxy` (see
+//! [`ProxyConfig`]; loopback is not exempt unless
+//! listed). `"proxy": "none"` connects directly whatever the environment says; a URL sends
+//! every connection through that proxy. Connections through a proxy are CONNECT tunnels, so
+//! the bearer token goes to the server inside the tunnel and never to the proxy. A proxy that
+//! needs credentials is given in the environment (`http://user:password@host:port`): a
+//! binding holds no secrets.
 //!
 //! ## Errors
 //!
@@ -64,11 +95,13 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
+use std::path::{Path, PathBuf};
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
 use super::schema::{self, truncate};
+use crate::transport::http::{ClientCert, ProxyConfig, Roots, TlsOptions};
 
 /// `timeout_seconds` when a binding leaves it out.
 pub const DEFAULT_TIMEOUT_SECONDS: u64 = 300;
@@ -113,6 +146,10 @@ pub enum Server {
         url: String,
         /// The name of the environment variable holding the bearer token, if any.
         token_env: Option<String>,
+        /// The binding's `tls`: `None` for the host's defaults.
+        tls: Option<TlsSettings>,
+        /// The binding's `proxy`: `None` for the environment's proxies.
+        proxy: Option<ProxySetting>,
     },
     /// An installed stdio server.
     Stdio {
@@ -123,6 +160,92 @@ pub enum Server {
         /// The names of the environment variables passed to it.
         env: Vec<String>,
     },
+}
+
+/// A binding's `tls` member (see [TLS](self#tls)).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct TlsSettings {
+    /// `roots`, or `ca_file` as [`Roots::CaFile`].
+    pub roots: Roots,
+    /// `extra_ca_file`.
+    pub extra_ca_file: Option<PathBuf>,
+    /// `client_cert_file` and `client_key_file`.
+    pub client_cert: Option<ClientCert>,
+}
+
+impl TlsSettings {
+    /// The pool settings these stand for.
+    pub fn to_options(&self) -> TlsOptions {
+        TlsOptions {
+            roots: self.roots.clone(),
+            extra_ca_file: self.extra_ca_file.clone(),
+            extra_roots: Vec::new(),
+            client_cert: self.client_cert.clone(),
+        }
+    }
+
+    /// The member that names `path`, for errors about that file.
+    pub fn field_for(&self, path: &Path) -> &'static str {
+        match &self.client_cert {
+            Some(client) if client.cert_file == path => return "tls.client_cert_file",
+            Some(client) if client.key_file == path => return "tls.client_key_file",
+            _ => {}
+        }
+        match &self.roots {
+            Roots::CaFile(file) if file == path => "tls.ca_file",
+            _ if self.extra_ca_file.as_deref() == Some(path) => "tls.extra_ca_file",
+            Roots::Platform => "tls.roots",
+            _ => "tls",
+        }
+    }
+
+    fn to_json(&self) -> Value {
+        let path = |p: &Path| Value::from(p.display().to_string());
+        let mut object = Map::new();
+        match &self.roots {
+            Roots::CaFile(file) => {
+                object.insert("ca_file".to_owned(), path(file));
+            }
+            Roots::Platform => {
+                object.insert("roots".to_owned(), Value::from("platform"));
+            }
+            _ => {
+                object.insert("roots".to_owned(), Value::from("webpki"));
+            }
+        }
+        if let Some(file) = &self.extra_ca_file {
+            object.insert("extra_ca_file".to_owned(), path(file));
+        }
+        if let Some(client) = &self.client_cert {
+            object.insert("client_cert_file".to_owned(), path(&client.cert_file));
+            object.insert("client_key_file".to_owned(), path(&client.key_file));
+        }
+        Value::Object(object)
+    }
+}
+
+/// A binding's `proxy` member (see [Proxies](self#proxies)).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ProxySetting {
+    /// `"none"`: connect directly.
+    Direct,
+    /// Every connection through this proxy (`http://host[:port]`, no credentials).
+    Url(String),
+}
+
+impl ProxySetting {
+    /// The pool's proxy settings this stands for ([`Direct`](Self::Direct) is
+    /// [`ProxyConfig::none`]).
+    ///
+    /// # Errors
+    ///
+    /// A URL that [`ProxyConfig::all`] refuses (never for a loaded binding).
+    pub fn to_config(&self) -> Result<ProxyConfig, crate::transport::http::ProxyError> {
+        match self {
+            ProxySetting::Direct => Ok(ProxyConfig::none()),
+            ProxySetting::Url(url) => ProxyConfig::all(url),
+        }
+    }
 }
 
 /// Why a config was refused: which binding, which field, what is wrong.
@@ -261,7 +384,8 @@ impl Binding {
 
     /// The binding as JSON, in the shape SPEC.md shows and [`load_config`] reads back: `name`,
     /// `description`, `input_schema`, then `url` or `command`, `args`, `env` (a stdio binding
-    /// always shows `args` and `env`), `mcp_tool`, `token_env` (only when set), `tenants`,
+    /// always shows `args` and `env`), `mcp_tool`, `token_env`, `tls`, `proxy` (each only when
+    /// set), `tenants`,
     /// `timeout_seconds`, `max_output_bytes` (always shown), and `output_schema` (when set).
     ///
     /// Members are inserted in that order, but this crate builds serde_json without its
@@ -283,10 +407,15 @@ impl Binding {
         member("name", Value::from(self.name.as_str()));
         member("description", Value::from(self.description.as_str()));
         member("input_schema", self.input_schema.clone());
-        let token_env = match &self.server {
-            Server::Http { url, token_env } => {
+        let http = match &self.server {
+            Server::Http {
+                url,
+                token_env,
+                tls,
+                proxy,
+            } => {
                 member("url", Value::from(url.as_str()));
-                token_env.as_deref()
+                Some((token_env, tls, proxy))
             }
             Server::Stdio { command, args, env } => {
                 member("command", Value::from(command.as_str()));
@@ -296,8 +425,18 @@ impl Binding {
             }
         };
         member("mcp_tool", Value::from(self.mcp_tool.as_str()));
-        if let Some(token_env) = token_env {
-            member("token_env", Value::from(token_env));
+        if let Some((token_env, tls, proxy)) = http {
+            if let Some(token_env) = token_env {
+                member("token_env", Value::from(token_env.as_str()));
+            }
+            if let Some(tls) = tls {
+                member("tls", tls.to_json());
+            }
+            match proxy {
+                Some(ProxySetting::Direct) => member("proxy", Value::from("none")),
+                Some(ProxySetting::Url(url)) => member("proxy", Value::from(url.as_str())),
+                None => {}
+            }
         }
         member("tenants", strings(&self.tenants));
         member("timeout_seconds", Value::from(self.timeout_seconds));
@@ -311,7 +450,7 @@ impl Binding {
 impl Serialize for Binding {
     /// Writes the members of [`Binding::to_json`] in its documented order.
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut members = Vec::with_capacity(12);
+        let mut members = Vec::with_capacity(14);
         self.for_each_member(|key, value| members.push((key, value)));
         let mut map = serializer.serialize_map(Some(members.len()))?;
         for (key, value) in &members {
@@ -322,13 +461,15 @@ impl Serialize for Binding {
 }
 
 /// Every member a binding may have.
-const KNOWN_FIELDS: [&str; 13] = [
+const KNOWN_FIELDS: [&str; 15] = [
     "name",
     "description",
     "input_schema",
     "output_schema",
     "url",
     "token_env",
+    "tls",
+    "proxy",
     "command",
     "args",
     "env",
@@ -434,7 +575,31 @@ fn parse_binding(value: &Value, index: usize) -> Result<Binding, ConfigError> {
             if let Some(token_env) = &token_env {
                 check_env_name(token_env).map_err(|m| fields.error("token_env", m))?;
             }
-            Server::Http { url, token_env }
+            let tls = match object.get("tls") {
+                None => None,
+                Some(_) if !has_scheme(&url, "https") => {
+                    return Err(fields.error(
+                        "tls",
+                        "only allowed with an https:// `url` (TLS settings mean nothing to \
+                         an http:// server)",
+                    ));
+                }
+                Some(value) => Some(parse_tls(&fields, value)?),
+            };
+            let proxy = match fields.string("proxy")? {
+                None => None,
+                Some(value) if value == "none" => Some(ProxySetting::Direct),
+                Some(value) => {
+                    check_proxy_url(&value).map_err(|m| fields.error("proxy", m))?;
+                    Some(ProxySetting::Url(value))
+                }
+            };
+            Server::Http {
+                url,
+                token_env,
+                tls,
+                proxy,
+            }
         }
         (None, Some(_)) => {
             if object.contains_key("token_env") {
@@ -443,6 +608,14 @@ fn parse_binding(value: &Value, index: usize) -> Result<Binding, ConfigError> {
                     "only allowed with `url`; a stdio server gets environment variables \
                      through `env`",
                 ));
+            }
+            for http_only in ["tls", "proxy"] {
+                if object.contains_key(http_only) {
+                    return Err(fields.error(
+                        http_only,
+                        "only allowed with `url` (a Streamable HTTP server), not with `command`",
+                    ));
+                }
             }
             let command = fields.string("command")?.unwrap_or_default();
             if command.trim().is_empty() {
@@ -599,6 +772,157 @@ impl Fields<'_> {
             )),
         }
     }
+}
+
+/// Every member a `tls` object may have.
+const TLS_FIELDS: [&str; 5] = [
+    "roots",
+    "ca_file",
+    "extra_ca_file",
+    "client_cert_file",
+    "client_key_file",
+];
+
+/// Reads a binding's `tls` object, as [TLS](self#tls) says.
+fn parse_tls(fields: &Fields<'_>, value: &Value) -> Result<TlsSettings, ConfigError> {
+    let Value::Object(tls) = value else {
+        return Err(fields.error(
+            "tls",
+            format!("must be an object, not {}", json_type(value)),
+        ));
+    };
+    if let Some(key) = tls.keys().find(|k| !TLS_FIELDS.contains(&k.as_str())) {
+        return Err(ConfigError {
+            binding: Some(fields.label.clone()),
+            field: Some(format!(
+                "tls.{}",
+                truncate(&key.escape_debug().to_string(), MAX_NAME_CHARS)
+            )),
+            message: format!("unknown field (`tls` has only: {})", TLS_FIELDS.join(", ")),
+        });
+    }
+    let string = |member: &str| -> Result<Option<&str>, ConfigError> {
+        match tls.get(member) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s)),
+            Some(other) => Err(fields.error(
+                &format!("tls.{member}"),
+                format!("must be a string, not {}", json_type(other)),
+            )),
+        }
+    };
+    let path = |member: &str| -> Result<Option<PathBuf>, ConfigError> {
+        let Some(text) = string(member)? else {
+            return Ok(None);
+        };
+        check_path(text).map_err(|m| fields.error(&format!("tls.{member}"), m))?;
+        Ok(Some(PathBuf::from(text)))
+    };
+    let roots = match (string("roots")?, path("ca_file")?) {
+        (Some(_), Some(_)) => {
+            return Err(fields.error(
+                "tls.ca_file",
+                "not with `roots`: `ca_file` replaces the roots (use `extra_ca_file` to add \
+                 to them)",
+            ));
+        }
+        (None, Some(file)) => Roots::CaFile(file),
+        (None | Some("webpki"), None) => Roots::Webpki,
+        (Some("platform"), None) => Roots::Platform,
+        (Some(_), None) => {
+            return Err(fields.error(
+                "tls.roots",
+                "must be \"webpki\" (the bundled roots) or \"platform\" (the system's trust \
+                 store); for a CA bundle use `ca_file`",
+            ));
+        }
+    };
+    let extra_ca_file = path("extra_ca_file")?;
+    if extra_ca_file.is_some() && matches!(roots, Roots::CaFile(_)) {
+        return Err(fields.error(
+            "tls.extra_ca_file",
+            "not with `ca_file`: put every CA in the `ca_file` bundle",
+        ));
+    }
+    let client_cert = match (path("client_cert_file")?, path("client_key_file")?) {
+        (Some(cert_file), Some(key_file)) => Some(ClientCert {
+            cert_file,
+            key_file,
+        }),
+        (None, None) => None,
+        (Some(_), None) => {
+            return Err(fields.error(
+                "tls.client_key_file",
+                "missing: `client_cert_file` needs the key in `client_key_file`",
+            ));
+        }
+        (None, Some(_)) => {
+            return Err(fields.error(
+                "tls.client_cert_file",
+                "missing: `client_key_file` needs the certificate in `client_cert_file`",
+            ));
+        }
+    };
+    Ok(TlsSettings {
+        roots,
+        extra_ca_file,
+        client_cert,
+    })
+}
+
+/// Checks a file path: non-empty, absolute, without NUL. Paths are quoted in messages (they
+/// name files, not secrets).
+fn check_path(path: &str) -> Result<(), String> {
+    if path.is_empty() {
+        return Err("must not be empty".to_owned());
+    }
+    if path.contains('\0') {
+        return Err("must not contain NUL characters".to_owned());
+    }
+    if !Path::new(path).is_absolute() {
+        return Err(format!(
+            "must be an absolute path (not relative to wherever the host runs), not {:?}",
+            truncate(path, 200)
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a binding's proxy URL: what [`ProxyConfig::all`] accepts, with an `http://` scheme
+/// and no user info. The URL itself never appears in the message.
+fn check_proxy_url(url: &str) -> Result<(), String> {
+    if !has_scheme(url, "http") {
+        return Err(
+            "must be \"none\" or an http:// proxy URL (`http://host:port`; TLS to the proxy \
+             is not supported)"
+                .to_owned(),
+        );
+    }
+    let authority = url.split_once("://").map_or("", |(_, rest)| rest);
+    if authority
+        .split(['/', '?', '#'])
+        .next()
+        .unwrap_or_default()
+        .contains('@')
+    {
+        return Err(
+            "must not contain credentials (`user:password@`): give an authenticated proxy in \
+             HTTPS_PROXY / HTTP_PROXY and leave `proxy` out"
+                .to_owned(),
+        );
+    }
+    ProxyConfig::all(url).map(drop).map_err(|e| match e {
+        crate::transport::http::ProxyError::InvalidUrl { reason, .. }
+        | crate::transport::http::ProxyError::Unsupported { reason, .. } => {
+            format!("not a valid proxy URL: {reason}")
+        }
+    })
+}
+
+/// Whether `url` starts with `scheme://` (schemes are case-insensitive, RFC 3986 §3.1).
+fn has_scheme(url: &str, scheme: &str) -> bool {
+    url.split_once("://")
+        .is_some_and(|(s, _)| s.eq_ignore_ascii_case(scheme))
 }
 
 /// Whether `name` is 1 to [`MAX_NAME_CHARS`] characters of `A-Z a-z 0-9 _ -`.

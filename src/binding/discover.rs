@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use super::call::Pools;
 use super::config::{Binding, Server};
 use crate::client::{Client, ClientOptions};
 use crate::error::{Error, ErrorKind};
@@ -36,6 +37,10 @@ pub struct Discovery {
 /// Connects, lists every tool (all pages), and returns one binding per named tool in the order
 /// named. Fails when a named tool does not exist (naming it) or when it takes longer than the
 /// timeout. A session that expires while pages are read is opened again, once.
+///
+/// An HTTP server is reached through `pool`; when the server names `tls` or `proxy`
+/// settings that are not the pool's, through a pool made for them (`pool`'s settings filling
+/// in what the server leaves out), whose TLS files are read first.
 pub async fn discover(pool: &HttpPool, discovery: &Discovery) -> Result<Vec<Binding>, Error> {
     if discovery.tools.is_empty() || discovery.tools.len() > MAX_NAMED_TOOLS {
         return Err(Error::config(format!(
@@ -43,6 +48,16 @@ pub async fn discover(pool: &HttpPool, discovery: &Discovery) -> Result<Vec<Bind
             discovery.tools.len()
         )));
     }
+    let pool = match &discovery.server {
+        Server::Http { tls, proxy, .. } => Pools::new(pool.clone()).get(
+            tls.as_ref(),
+            proxy.as_ref(),
+            pool.proxy(),
+            |field, message| Error::config(format!("{field}: {message}")),
+        )?,
+        Server::Stdio { .. } => pool.clone(),
+    };
+    let pool = &pool;
     let listing = async {
         match list_all(pool, discovery).await {
             Err(error) if error.kind() == ErrorKind::SessionExpired => {

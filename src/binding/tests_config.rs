@@ -247,6 +247,172 @@ refusals! {
         => "max_output_bytes", "must be between 1 and 1073741824";
     max_output_bool: http_binding(), {"max_output_bytes": true}
         => "max_output_bytes", "must be an integer, not a boolean";
+
+    tls_not_an_object: http_binding(), {"tls": "platform"}
+        => "tls", "must be an object, not a string";
+    tls_on_plain_http: http_binding(), {"url": "http://localhost:8080/mcp", "tls": {}}
+        => "tls", "only allowed with an https:// `url`";
+    tls_on_stdio: stdio_binding(), {"tls": {}}
+        => "tls", "only allowed with `url`";
+    tls_unknown_member: http_binding(), {"tls": {"ca": "/etc/ca.pem"}}
+        => "tls.ca", "unknown field (`tls` has only: roots, ca_file";
+    tls_roots_unknown: http_binding(), {"tls": {"roots": "system"}}
+        => "tls.roots", "must be \"webpki\" (the bundled roots) or \"platform\"";
+    tls_roots_not_a_string: http_binding(), {"tls": {"roots": ["webpki"]}}
+        => "tls.roots", "must be a string, not an array";
+    tls_roots_with_ca_file: http_binding(), {"tls": {"roots": "webpki", "ca_file": "/etc/ca.pem"}}
+        => "tls.ca_file", "not with `roots`";
+    tls_ca_file_relative: http_binding(), {"tls": {"ca_file": "certs/ca.pem"}}
+        => "tls.ca_file", "must be an absolute path";
+    tls_ca_file_empty: http_binding(), {"tls": {"ca_file": ""}}
+        => "tls.ca_file", "must not be empty";
+    tls_ca_file_nul: http_binding(), {"tls": {"ca_file": "/etc/ca\u{0}.pem"}}
+        => "tls.ca_file", "NUL";
+    tls_ca_file_null: http_binding(), {"tls": {"ca_file": Value::Null}}
+        => "tls.ca_file", "must be a string, not null";
+    tls_extra_with_ca_file: http_binding(),
+        {"tls": {"ca_file": "/etc/ca.pem", "extra_ca_file": "/etc/more.pem"}}
+        => "tls.extra_ca_file", "not with `ca_file`";
+    tls_extra_relative: http_binding(), {"tls": {"extra_ca_file": "more.pem"}}
+        => "tls.extra_ca_file", "must be an absolute path";
+    tls_cert_without_key: http_binding(), {"tls": {"client_cert_file": "/etc/c.pem"}}
+        => "tls.client_key_file", "missing";
+    tls_key_without_cert: http_binding(), {"tls": {"client_key_file": "/etc/c.key"}}
+        => "tls.client_cert_file", "missing";
+    tls_key_relative: http_binding(),
+        {"tls": {"client_cert_file": "/etc/c.pem", "client_key_file": "c.key"}}
+        => "tls.client_key_file", "must be an absolute path";
+
+    proxy_on_stdio: stdio_binding(), {"proxy": "none"}
+        => "proxy", "only allowed with `url`";
+    proxy_not_a_string: http_binding(), {"proxy": {"url": "http://proxy:3128"}}
+        => "proxy", "must be a string, not an object";
+    proxy_https_scheme: http_binding(), {"proxy": "https://proxy:3128"}
+        => "proxy", "must be \"none\" or an http:// proxy URL";
+    proxy_without_scheme: http_binding(), {"proxy": "proxy:3128"}
+        => "proxy", "must be \"none\" or an http:// proxy URL";
+    proxy_bad_port: http_binding(), {"proxy": "http://proxy:0"}
+        => "proxy", "an invalid port";
+    proxy_with_path: http_binding(), {"proxy": "http://proxy:3128/x"}
+        => "proxy", "must not have a path";
+    proxy_env_word_is_not_a_value: http_binding(), {"proxy": "env"}
+        => "proxy", "must be \"none\" or an http:// proxy URL";
+}
+
+#[test]
+fn proxy_credentials_are_refused_unquoted() {
+    let error = refused(&json!([with(
+        http_binding(),
+        json!({"proxy": "http://alice:pr0xyS3cret@proxy:3128"})
+    )]));
+    assert_eq!(error.field.as_deref(), Some("proxy"), "{error}");
+    assert!(
+        error.message.contains("must not contain credentials"),
+        "{error}"
+    );
+    assert!(!error.to_string().contains("pr0xyS3cret"), "{error}");
+    assert!(!error.to_string().contains("alice"), "{error}");
+}
+
+#[test]
+fn tls_and_proxy_round_trip() {
+    use super::{ProxySetting, TlsSettings};
+    use crate::transport::http::{ClientCert, Roots};
+    let binding = accepted(with(
+        http_binding(),
+        json!({
+            "tls": {
+                "ca_file": "/etc/mcp/ca.pem",
+                "client_cert_file": "/etc/mcp/client.pem",
+                "client_key_file": "/etc/mcp/client.key",
+            },
+            "proxy": "http://proxy.internal:3128",
+        }),
+    ));
+    let Server::Http { tls, proxy, .. } = &binding.server else {
+        panic!("an HTTP binding");
+    };
+    assert_eq!(
+        tls.as_ref(),
+        Some(&TlsSettings {
+            roots: Roots::CaFile("/etc/mcp/ca.pem".into()),
+            extra_ca_file: None,
+            client_cert: Some(ClientCert {
+                cert_file: "/etc/mcp/client.pem".into(),
+                key_file: "/etc/mcp/client.key".into(),
+            }),
+        })
+    );
+    assert_eq!(
+        proxy.as_ref(),
+        Some(&ProxySetting::Url("http://proxy.internal:3128".to_owned()))
+    );
+    let text = serde_json::to_string(&binding).expect("serialize");
+    assert!(text.contains(
+        r#""token_env":"MCP_API_KEY","tls":{"ca_file":"/etc/mcp/ca.pem","client_cert_file":"/etc/mcp/client.pem","client_key_file":"/etc/mcp/client.key"},"proxy":"http://proxy.internal:3128","tenants""#
+    ), "{text}");
+    assert_eq!(load_config(&format!("[{text}]")), Ok(vec![binding]));
+
+    for (tls, proxy, expected_tls, expected_proxy) in [
+        (
+            json!({}),
+            json!("none"),
+            TlsSettings::default(),
+            ProxySetting::Direct,
+        ),
+        (
+            json!({"roots": "platform", "extra_ca_file": "/etc/more.pem"}),
+            json!("HTTP://[::1]:8080/"),
+            TlsSettings {
+                roots: Roots::Platform,
+                extra_ca_file: Some("/etc/more.pem".into()),
+                client_cert: None,
+            },
+            ProxySetting::Url("HTTP://[::1]:8080/".to_owned()),
+        ),
+        (
+            json!({"roots": "webpki"}),
+            json!("http://proxy"),
+            TlsSettings::default(),
+            ProxySetting::Url("http://proxy".to_owned()),
+        ),
+    ] {
+        let binding = accepted(with(http_binding(), json!({"tls": tls, "proxy": proxy})));
+        let Server::Http { tls, proxy, .. } = &binding.server else {
+            panic!("an HTTP binding");
+        };
+        assert_eq!(tls.as_ref(), Some(&expected_tls));
+        assert_eq!(proxy.as_ref(), Some(&expected_proxy));
+        let text = serde_json::to_string(&binding).expect("serialize");
+        assert_eq!(
+            load_config(&format!("[{text}]")),
+            Ok(vec![binding]),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn tls_field_names_the_file() {
+    use super::TlsSettings;
+    use crate::transport::http::{ClientCert, Roots};
+    let tls = TlsSettings {
+        roots: Roots::CaFile("/a".into()),
+        extra_ca_file: Some("/b".into()),
+        client_cert: Some(ClientCert {
+            cert_file: "/c".into(),
+            key_file: "/d".into(),
+        }),
+    };
+    for (path, field) in [
+        ("/a", "tls.ca_file"),
+        ("/b", "tls.extra_ca_file"),
+        ("/c", "tls.client_cert_file"),
+        ("/d", "tls.client_key_file"),
+        ("/e", "tls"),
+    ] {
+        assert_eq!(tls.field_for(std::path::Path::new(path)), field);
+    }
 }
 
 /// `"output_schema": null` is refused (a present field must have its type); `with()` cannot set
@@ -290,6 +456,8 @@ fn spec_example_loads_and_prints_back() {
             server: Server::Http {
                 url: "https://SERVER/mcp".to_owned(),
                 token_env: Some("MCP_API_KEY".to_owned()),
+                tls: None,
+                proxy: None,
             },
             mcp_tool: "search".to_owned(),
             tenants: vec!["local".to_owned()],
@@ -618,6 +786,8 @@ fn validate_checks_bindings_built_in_code() {
     binding.server = Server::Http {
         url: "https://k:v@example.com/".to_owned(),
         token_env: None,
+        tls: None,
+        proxy: None,
     };
     assert_eq!(
         binding.validate().map_err(|e| e.field),

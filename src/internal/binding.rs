@@ -281,7 +281,12 @@ fn check_binding_rules(binding: &Binding) {
             && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
     };
     match &binding.server {
-        Server::Http { url, token_env } => {
+        Server::Http {
+            url,
+            token_env,
+            tls,
+            proxy,
+        } => {
             // Schemes are case-insensitive (RFC 3986, section 3.1).
             let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
             assert!(
@@ -290,6 +295,29 @@ fn check_binding_rules(binding: &Binding) {
             );
             assert!(!url.contains('#') && !url.chars().any(|c| c.is_control() || c == ' '));
             assert!(token_env.as_deref().is_none_or(env_name), "{token_env:?}");
+            if let Some(tls) = tls {
+                assert_eq!(scheme.as_deref(), Some("https"), "tls on {url:?}");
+                let files = [
+                    match &tls.roots {
+                        crate::transport::http::Roots::CaFile(file) => Some(file),
+                        _ => None,
+                    },
+                    tls.extra_ca_file.as_ref(),
+                    tls.client_cert.as_ref().map(|c| &c.cert_file),
+                    tls.client_cert.as_ref().map(|c| &c.key_file),
+                ];
+                assert!(
+                    files.into_iter().flatten().all(|f| f.is_absolute()),
+                    "{tls:?}"
+                );
+            }
+            if let Some(crate::binding::config::ProxySetting::Url(proxy)) = proxy {
+                assert!(
+                    proxy.to_ascii_lowercase().starts_with("http://"),
+                    "{proxy:?}"
+                );
+                assert!(!proxy.contains('@'), "credentials in {proxy:?}");
+            }
         }
         Server::Stdio { command, args, env } => {
             assert!(!command.is_empty() && !command.contains('\0'));

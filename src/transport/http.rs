@@ -7,6 +7,10 @@
 //! (so a server that floods is slowed by backpressure instead of filling memory); an
 //! [`Output::Abort`] drops the task, and with it the response. The client driver owns the
 //! clock and passes the time in.
+//!
+//! A pool's TLS settings ([`TlsOptions`]: roots, client certificate) and proxy
+//! ([`ProxyConfig`]: CONNECT tunnels) are fixed when it is made; the types are defined in the
+//! private `transport::tls` and `transport::proxy` modules and exported here.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
@@ -20,10 +24,9 @@ use http::{HeaderMap, Request, Response, StatusCode, Uri};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::client::legacy::Client as HyperClient;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::{TokioExecutor, TokioTimer};
-use rustls::RootCertStore;
-use rustls::pki_types::CertificateDer;
+use hyper_util::client::legacy::connect::{Connected, Connection, HttpConnector};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use tokio::net::TcpStream;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinHandle;
 
@@ -32,53 +35,63 @@ use crate::exchange::{Exchange, HttpRequest, Output, SendOptions, StreamId, Tran
 pub use crate::exchange::{HttpConfig, HttpLimits};
 use crate::jsonrpc::Message;
 
-/// TLS settings for a pool.
-#[derive(Clone, Debug, Default)]
-pub struct TlsOptions {
-    /// Certificates trusted in addition to the webpki roots (for tests and private CAs).
-    pub extra_roots: Vec<CertificateDer<'static>>,
-}
+use super::proxy;
+pub use super::proxy::{ProxyConfig, ProxyError};
+use super::tls;
+pub use super::tls::{ClientCert, Roots, TlsError, TlsOptions};
 
-type Connector = hyper_rustls::HttpsConnector<CountingConnector>;
+type Connector = WatchingConnector<hyper_rustls::HttpsConnector<RoutingConnector>>;
 
 /// A pool of keep-alive HTTP/1.1 and HTTP/2 connections (ALPN decides), shared by every
 /// session made with it. Cheap to clone. Create one per tokio runtime: its connections live
-/// on the runtime that opened them.
+/// on the runtime that opened them. Its TLS settings and proxy are fixed when it is made;
+/// sessions that need others need a pool of their own.
 #[derive(Clone)]
 pub struct HttpPool {
     client: HyperClient<Connector, Full<Bytes>>,
     opened: Arc<AtomicU64>,
+    tls: Arc<TlsOptions>,
+    proxy: Arc<ProxyConfig>,
 }
 
 impl std::fmt::Debug for HttpPool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HttpPool")
             .field("connections_opened", &self.connections_opened())
+            .field("roots", &self.tls.roots)
+            .field("client_cert", &self.tls.client_cert.is_some())
+            .field("proxy", &self.proxy)
             .finish()
     }
 }
 
 impl HttpPool {
-    /// A pool trusting the webpki roots (loaded once per process) and `tls.extra_roots`.
-    pub fn new(tls: &TlsOptions) -> Result<Self, String> {
-        let mut roots = webpki_root_store().clone();
-        for cert in &tls.extra_roots {
-            roots
-                .add(cert.clone())
-                .map_err(|e| format!("an extra root certificate is invalid: {e}"))?;
-        }
-        let tls_config = rustls::ClientConfig::builder_with_provider(Arc::new(crypto_provider()))
-            .with_safe_default_protocol_versions()
-            .map_err(|e| format!("TLS setup failed: {e}"))?
-            .with_root_certificates(roots)
-            .with_no_client_auth();
+    /// A pool with these TLS settings that connects directly (no proxy).
+    ///
+    /// # Errors
+    ///
+    /// A file named in `tls` that cannot be read or used, or a root rustls refuses.
+    pub fn new(tls: &TlsOptions) -> Result<Self, TlsError> {
+        Self::with_proxy(tls, ProxyConfig::none())
+    }
+
+    /// A pool with these TLS settings whose connections go through `proxy` (a CONNECT tunnel
+    /// for `http` and `https` targets alike; see [`ProxyConfig`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`new`](Self::new).
+    pub fn with_proxy(tls: &TlsOptions, proxy: ProxyConfig) -> Result<Self, TlsError> {
+        let tls_config = tls::client_config(tls, crypto_provider())?;
         let mut http = HttpConnector::new();
         http.enforce_http(false);
         http.set_nodelay(true);
         http.set_connect_timeout(Some(Duration::from_secs(10)));
         let opened = Arc::new(AtomicU64::new(0));
-        let counting = CountingConnector {
+        let proxy = Arc::new(proxy);
+        let routing = RoutingConnector {
             inner: http,
+            proxy: proxy.clone(),
             opened: opened.clone(),
         };
         let connector = hyper_rustls::HttpsConnectorBuilder::new()
@@ -86,18 +99,35 @@ impl HttpPool {
             .https_or_http()
             .enable_http1()
             .enable_http2()
-            .wrap_connector(counting);
+            .wrap_connector(routing);
+        let connector = WatchingConnector(connector);
         let client = HyperClient::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(30))
             .pool_timer(TokioTimer::new())
             .timer(TokioTimer::new())
             .build(connector);
-        Ok(HttpPool { client, opened })
+        Ok(HttpPool {
+            client,
+            opened,
+            tls: Arc::new(tls.clone()),
+            proxy,
+        })
     }
 
-    /// How many connections this pool has opened (a measure of keep-alive reuse).
+    /// How many connections this pool has opened (a measure of keep-alive reuse). Through a
+    /// proxy, each is a connection to the proxy carrying one tunnel.
     pub fn connections_opened(&self) -> u64 {
         self.opened.load(Ordering::Relaxed)
+    }
+
+    /// The TLS settings the pool was made with.
+    pub fn tls(&self) -> &TlsOptions {
+        &self.tls
+    }
+
+    /// The proxy settings the pool was made with.
+    pub fn proxy(&self) -> &ProxyConfig {
+        &self.proxy
     }
 }
 
@@ -192,14 +222,6 @@ impl HttpPool {
     }
 }
 
-/// The webpki roots, parsed once per process.
-fn webpki_root_store() -> &'static RootCertStore {
-    static ROOTS: OnceLock<RootCertStore> = OnceLock::new();
-    ROOTS.get_or_init(|| RootCertStore {
-        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-    })
-}
-
 #[cfg(not(feature = "aws-lc-rs"))]
 fn crypto_provider() -> rustls::crypto::CryptoProvider {
     rustls::crypto::ring::default_provider()
@@ -210,35 +232,48 @@ fn crypto_provider() -> rustls::crypto::CryptoProvider {
     rustls::crypto::aws_lc_rs::default_provider()
 }
 
-/// Counts the TCP connections the pool opens.
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Opens the pool's TCP connections, direct or through a CONNECT tunnel as the proxy settings
+/// say for each target, and counts them.
 #[derive(Clone)]
-struct CountingConnector {
+struct RoutingConnector {
     inner: HttpConnector,
+    proxy: Arc<ProxyConfig>,
     opened: Arc<AtomicU64>,
 }
 
-impl tower_service::Service<Uri> for CountingConnector {
-    type Response = <HttpConnector as tower_service::Service<Uri>>::Response;
-    type Error = <HttpConnector as tower_service::Service<Uri>>::Error;
+impl tower_service::Service<Uri> for RoutingConnector {
+    type Response = TokioIo<TcpStream>;
+    type Error = BoxError;
     type Future = std::pin::Pin<
         Box<dyn std::future::Future<Output = Result<Self::Response, Self::Error>> + Send>,
     >;
 
-    fn poll_ready(
-        &mut self,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
     }
 
     fn call(&mut self, uri: Uri) -> Self::Future {
         let opened = self.opened.clone();
-        let connecting = self.inner.call(uri);
-        Box::pin(async move {
-            let connection = connecting.await?;
-            opened.fetch_add(1, Ordering::Relaxed);
-            Ok(connection)
-        })
+        match self.proxy.route(&uri).cloned() {
+            None => {
+                let connecting = self.inner.call(uri);
+                Box::pin(async move {
+                    let connection = connecting.await?;
+                    opened.fetch_add(1, Ordering::Relaxed);
+                    Ok(connection)
+                })
+            }
+            Some(proxy) => {
+                let connector = self.inner.clone();
+                Box::pin(async move {
+                    let connection = proxy::tunnel(connector, &proxy, &uri).await?;
+                    opened.fetch_add(1, Ordering::Relaxed);
+                    Ok(connection)
+                })
+            }
+        }
     }
 }
 
@@ -391,6 +426,11 @@ async fn carry(
             let detail = error_chain(&error);
             let error = if error.is_connect() {
                 TransportError::Connect(detail)
+            } else if let Some(alert) = handshake_refusal(&error) {
+                TransportError::Connect(format!(
+                    "the server refused the TLS handshake ({alert:?}; it may require a client \
+                     certificate it trusts): {detail}"
+                ))
             } else {
                 TransportError::Lost(detail)
             };
@@ -423,6 +463,170 @@ async fn carry(
         if frames.send((stream, frame)).await.is_err() || last {
             return;
         }
+    }
+}
+
+/// The alert of a server that refused the TLS handshake after the client's side of it ended.
+///
+/// In TLS 1.3 the client's handshake ends with its Finished, and it sends the request at
+/// once; the server checks the client's certificate only then, and refuses it with an alert
+/// that arrives as the answer. The server's TLS layer never passed the request on, so nothing
+/// was delivered: a connect failure, not a lost connection. The alert is in the error's chain
+/// when the request was written before it came; when it came first, hyper reports only that
+/// the connection closed before the request could start, and the connection's [`Watched`]
+/// stream has kept it.
+fn handshake_refusal(
+    error: &hyper_util::client::legacy::Error,
+) -> Option<rustls::AlertDescription> {
+    let watched = error.connect_info().and_then(|info| {
+        let mut extensions = http::Extensions::new();
+        info.get_extras(&mut extensions);
+        extensions
+            .get::<Refusal>()
+            .and_then(|refusal| refusal.0.get().copied())
+    });
+    if watched.is_some() {
+        return watched;
+    }
+    let mut next: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(cause) = next {
+        let alert = match cause.downcast_ref::<std::io::Error>() {
+            Some(io) => refusal_alert(io),
+            None => match cause.downcast_ref::<rustls::Error>() {
+                Some(rustls::Error::AlertReceived(alert)) => refusing(*alert),
+                _ => None,
+            },
+        };
+        if alert.is_some() {
+            return alert;
+        }
+        next = cause.source();
+    }
+    None
+}
+
+/// The handshake-refusing alert an I/O error from the TLS stream carries, if any.
+fn refusal_alert(error: &std::io::Error) -> Option<rustls::AlertDescription> {
+    match error.get_ref()?.downcast_ref::<rustls::Error>()? {
+        rustls::Error::AlertReceived(alert) => refusing(*alert),
+        _ => None,
+    }
+}
+
+/// `alert` when it is one a server refuses a handshake with.
+fn refusing(alert: rustls::AlertDescription) -> Option<rustls::AlertDescription> {
+    use rustls::AlertDescription as A;
+    matches!(
+        alert,
+        A::CertificateRequired
+            | A::BadCertificate
+            | A::UnsupportedCertificate
+            | A::CertificateRevoked
+            | A::CertificateExpired
+            | A::CertificateUnknown
+            | A::UnknownCA
+            | A::AccessDenied
+            | A::HandshakeFailure
+    )
+    .then_some(alert)
+}
+
+/// Where a connection's [`Watched`] stream keeps the alert a server refused the handshake
+/// with, for [`handshake_refusal`] (reached through the connection's `Connected` extras).
+#[derive(Clone, Default)]
+struct Refusal(Arc<OnceLock<rustls::AlertDescription>>);
+
+/// Wraps the pool's connector so that each connection's stream is [`Watched`].
+#[derive(Clone)]
+struct WatchingConnector<C>(C);
+
+impl<C> tower_service::Service<Uri> for WatchingConnector<C>
+where
+    C: tower_service::Service<Uri>,
+    C::Future: Send + 'static,
+{
+    type Response = Watched<C::Response>;
+    type Error = C::Error;
+    type Future = std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<Self::Response, Self::Error>> + Send>,
+    >;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.0.poll_ready(cx)
+    }
+
+    fn call(&mut self, uri: Uri) -> Self::Future {
+        let connecting = self.0.call(uri);
+        Box::pin(async move {
+            Ok(Watched {
+                inner: connecting.await?,
+                refusal: Refusal::default(),
+            })
+        })
+    }
+}
+
+/// A connection's stream that keeps the first handshake-refusing alert it reads.
+struct Watched<T> {
+    inner: T,
+    refusal: Refusal,
+}
+
+impl<T: Connection> Connection for Watched<T> {
+    fn connected(&self) -> Connected {
+        self.inner.connected().extra(self.refusal.clone())
+    }
+}
+
+impl<T: hyper::rt::Read + Unpin> hyper::rt::Read for Watched<T> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: hyper::rt::ReadBufCursor<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let polled = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        if let Poll::Ready(Err(error)) = &polled
+            && let Some(alert) = refusal_alert(error)
+        {
+            let _ = self.refusal.0.set(alert);
+        }
+        polled
+    }
+}
+
+impl<T: hyper::rt::Write + Unpin> hyper::rt::Write for Watched<T> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_write_vectored(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
     }
 }
 

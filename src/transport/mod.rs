@@ -5,9 +5,13 @@
 //! writes as link events. Both report on bounded channels, so a server that floods is slowed
 //! by backpressure instead of filling memory. Neither knows of pending requests or deadlines:
 //! the client driver owns the clock and tells them when the session settles a request.
+//! The HTTP pool's TLS settings and proxies (`tls`, `proxy`; their types are exported from
+//! [`http`]) are fixed when a pool is made.
 
 pub mod http;
+mod proxy;
 pub mod stdio;
+mod tls;
 
 use crate::jsonrpc::Message;
 use crate::session::Failure;
