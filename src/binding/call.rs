@@ -633,7 +633,7 @@ mod tests {
 
     #[test]
     fn only_the_output_budget_is_named_as_max_output_bytes() {
-        let over = Error::from_failure(crate::transport::http::over_budget(1024));
+        let over = Error::from_failure(crate::exchange::over_budget(1024));
         let budget = failed_call("c", &over, 1024);
         let message = &budget.error.as_ref().expect("an error").message;
         assert_eq!(

@@ -76,7 +76,7 @@ pub fn fuzz_call_result(data: &[u8]) {
         serde_json::from_slice(result_bytes).ok()
     };
     let outcome = match (&decoded, over_limit) {
-        (_, true) => Err(Error::from_failure(crate::transport::http::over_budget(
+        (_, true) => Err(Error::from_failure(crate::exchange::over_budget(
             limit,
         ))),
         (None, false) => Err(Error::from_failure(Failure::new(

@@ -30,7 +30,6 @@ use tokio::net::TcpStream;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinHandle;
 
-pub(crate) use crate::exchange::over_budget;
 use crate::exchange::{Exchange, HttpRequest, Output, SendOptions, StreamId, TransportError};
 pub use crate::exchange::{HttpConfig, HttpLimits};
 use crate::jsonrpc::Message;
@@ -132,6 +131,7 @@ impl HttpPool {
 }
 
 /// A reply read by [`HttpPool::fetch`]: the head, and the body up to a limit.
+#[cfg(feature = "bindings")]
 #[derive(Debug)]
 pub(crate) struct RawReply {
     pub(crate) status: StatusCode,
@@ -143,6 +143,7 @@ pub(crate) struct RawReply {
 }
 
 /// Why [`HttpPool::fetch`] stopped reading a body.
+#[cfg(feature = "bindings")]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum RawEnd {
     /// The body ended.
@@ -157,6 +158,7 @@ pub(crate) enum RawEnd {
     Broke(String),
 }
 
+#[cfg(feature = "bindings")]
 impl HttpPool {
     /// Sends one request as it is and reads its reply: the head, then the body until it ends,
     /// `max_body_bytes` were read, `stop(body so far)` says enough, or `timeout` (for head and
