@@ -29,7 +29,7 @@ use tokio::task::JoinHandle;
 
 pub(crate) use crate::exchange::over_budget;
 use crate::exchange::{Exchange, HttpRequest, Output, SendOptions, StreamId, TransportError};
-pub use crate::exchange::{HttpConfig, HttpLimits};
+pub use crate::exchange::{ExtraHeaders, HeaderError, HttpConfig, HttpLimits};
 use crate::jsonrpc::Message;
 
 /// TLS settings for a pool.
