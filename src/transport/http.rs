@@ -1,6 +1,6 @@
 //! The Streamable HTTP driver: hyper with a pooled, keep-alive connection set and rustls,
-//! under the sans-IO [`Exchange`](crate::exchange::Exchange), which decides everything the
-//! protocol says (what to send, how to read each reply, resumption, the legacy fallback).
+//! under the sans-IO [`Exchange`], which decides everything the protocol says (what to send,
+//! how to read each reply, resumption, the legacy fallback).
 //!
 //! The driver only moves bytes: each [`Output::Send`] becomes a hyper request on a task of its
 //! own, whose response head, body chunks and end come back as frames on one bounded channel
