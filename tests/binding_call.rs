@@ -177,8 +177,10 @@ async fn demo_bindings(server: &DemoServer, tools: &[&str]) -> Vec<Binding> {
         server: Server::Http {
             url: server.url(),
             token_env: None,
+            header_env: Default::default(),
         },
         token: None,
+        headers: Default::default(),
         tenant: "acme".to_owned(),
         tools: tools.iter().map(|t| (*t).to_owned()).collect(),
         timeout: WAIT,
@@ -829,8 +831,10 @@ async fn python_peer_structured_result_tool_error_and_timeout() {
         server: Server::Http {
             url: peer.url.clone(),
             token_env: None,
+            header_env: Default::default(),
         },
         token: None,
+        headers: Default::default(),
         tenant: "acme".to_owned(),
         tools: vec!["weather".into(), "fail".into(), "slow".into()],
         timeout: Duration::from_secs(15),

@@ -98,8 +98,10 @@ async fn run_step(pool: &HttpPool, url: &str, step: &Value) -> Result<(), String
             server: Server::Http {
                 url,
                 token_env: None,
+                header_env: Default::default(),
             },
             token: None,
+            headers: Default::default(),
             tenant: what["tenant"].as_str().unwrap_or_default().to_owned(),
             tools,
             timeout: Duration::from_secs(30),
@@ -386,8 +388,10 @@ async fn a_request_that_does_not_match_gets_a_diff_and_fails_the_replay() {
         server: Server::Http {
             url: server.url(),
             token_env: None,
+            header_env: Default::default(),
         },
         token: None,
+        headers: Default::default(),
         tenant: "local".into(),
         tools: vec!["echo_text".into()],
         timeout: Duration::from_secs(10),

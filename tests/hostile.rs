@@ -460,8 +460,10 @@ fn discovery(server: &FaultServer, timeout: Duration) -> Discovery {
         server: Server::Http {
             url: server.url("/mcp"),
             token_env: None,
+            header_env: Default::default(),
         },
         token: None,
+        headers: Default::default(),
         tenant: "acme".to_owned(),
         tools: vec!["a".to_owned()],
         timeout,

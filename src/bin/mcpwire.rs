@@ -49,7 +49,9 @@ COMMANDS:
             arguments are checked before anything is sent; each call opens its own MCP
             session and closes it. Ctrl-C cancels the call on the wire. When stderr is a
             terminal a live progress line is drawn there. -v logs the wire conversation to
-            stderr, with tokens redacted. Call ids default to a fresh unique id; the session
+            stderr, with tokens and header values redacted. A binding's token_env and
+            header_env variables are read from the environment at each call; one that is
+            unset fails the call before anything is sent. Call ids default to a fresh unique id; the session
             id (the caller's, sent in _meta) defaults to \"cli\".
     sse     Decode a raw text/event-stream body (FILE, or stdin when FILE is absent or -),
             feeding the decoder N bytes at a time (default 65536). Prints one JSON object
@@ -434,8 +436,10 @@ fn demo_command() -> Result<(), Failure> {
             server: Server::Http {
                 url: url.clone(),
                 token_env: None,
+                header_env: Default::default(),
             },
             token: None,
+            headers: Default::default(),
             tenant: "local".to_owned(),
             tools: tools.iter().map(|t| (*t).to_owned()).collect(),
             timeout: Duration::from_secs(30),

@@ -281,7 +281,11 @@ fn check_binding_rules(binding: &Binding) {
             && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
     };
     match &binding.server {
-        Server::Http { url, token_env } => {
+        Server::Http {
+            url,
+            token_env,
+            header_env,
+        } => {
             // Schemes are case-insensitive (RFC 3986, section 3.1).
             let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
             assert!(
@@ -290,6 +294,14 @@ fn check_binding_rules(binding: &Binding) {
             );
             assert!(!url.contains('#') && !url.chars().any(|c| c.is_control() || c == ' '));
             assert!(token_env.as_deref().is_none_or(env_name), "{token_env:?}");
+            assert!(header_env.len() <= crate::binding::config::MAX_HEADER_ENV);
+            for (name, variable) in header_env {
+                assert!(
+                    crate::exchange::ExtraHeaders::check_name(name).is_ok(),
+                    "{name:?}"
+                );
+                assert!(env_name(variable), "{variable:?}");
+            }
         }
         Server::Stdio { command, args, env } => {
             assert!(!command.is_empty() && !command.contains('\0'));
