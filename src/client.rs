@@ -166,8 +166,8 @@ impl std::fmt::Debug for CallOptions {
 
 /// One MCP session with a server.
 pub struct Client {
-    /// The credentials the server holds from us (the bearer token the transport sends, a
-    /// stdio server's credential variables); scrubbed from every result, progress message and
+    /// The credentials the server holds from us (the bearer token and the extra headers'
+    /// values the transport sends, a stdio server's credential variables); scrubbed from every result, progress message and
     /// error this client returns.
     secrets: Vec<Secret>,
     commands: mpsc::Sender<Command>,
@@ -240,7 +240,8 @@ impl Client {
         config: HttpConfig,
         options: ClientOptions,
     ) -> Result<Client, Error> {
-        let secrets: Vec<Secret> = config.bearer_token.iter().cloned().collect();
+        // The bearer token and the extra headers' values.
+        let secrets = config.secrets();
         let link = HttpLink::new(pool.clone(), config);
         Client::start(Link::Http(Box::new(link)), options, secrets).await
     }

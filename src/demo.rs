@@ -1,5 +1,7 @@
-//! An embedded loopback MCP server for the one-command demo, tests and benchmarks: Streamable
-//! HTTP (protocol 2025-11-25, also answering 2025-06-18 and 2025-03-26) on `127.0.0.1` only.
+//! An embedded loopback MCP server for the one-command demo, tests, benchmarks and examples:
+//! Streamable HTTP (protocol 2025-11-25, also answering 2025-06-18 and 2025-03-26) on
+//! `127.0.0.1` only, and the same tools over stdio ([`serve_stdio`], what `mcpwire
+//! demo-server --stdio` runs).
 //!
 //! ```no_run
 //! # async fn demo() -> std::io::Result<()> {
@@ -66,9 +68,12 @@
 //! sessions live at once (sessions idle for 10 minutes are dropped to make room; else 503).
 
 mod http;
+mod stdio;
 #[cfg(test)]
 mod tests;
 mod tools;
+
+pub use stdio::serve_stdio;
 
 use std::collections::hash_map::RandomState;
 use std::collections::{HashMap, VecDeque};
@@ -577,34 +582,15 @@ impl Shared {
     }
 
     fn initialize(&self, request: &jsonrpc::Request<'_>) -> Response {
-        let offered = params_object(request).ok().and_then(|p| {
-            p.get("protocolVersion")
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-        });
-        let Some(offered) = offered else {
-            let error = ErrorObject::new(
-                jsonrpc::INVALID_PARAMS,
-                "Invalid params: initialize needs a protocolVersion string",
-            );
-            let message = Message::response_error(Some(request.id.clone()), error);
-            return Response::json(200, message.encode());
+        let version = match negotiate(request) {
+            Ok(version) => version,
+            Err(message) => return Response::json(200, message.encode()),
         };
-        let version = ProtocolVersion::parse(&offered)
-            .filter(|v| v.is_supported())
-            .unwrap_or(ProtocolVersion::LATEST);
         let session = match self.open_session(version) {
             Ok(session) => session,
             Err(refusal) => return refusal,
         };
-        let result = json!({
-            "protocolVersion": version.as_str(),
-            "capabilities": {"tools": {"listChanged": false}},
-            "serverInfo": {"name": "mcpwire-demo", "version": env!("CARGO_PKG_VERSION")},
-            "instructions": "A loopback demo server bundled with mcpwire. Tools: progress_report, \
-                tiny_image, weather, echo, fail.",
-        });
-        Response::json(200, respond(&request.id, &result))
+        Response::json(200, respond(&request.id, &initialize_result(version)))
             .with_header("Mcp-Session-Id", session.id.clone())
     }
 
@@ -737,25 +723,9 @@ impl Shared {
     }
 
     fn tools_call(&self, session: &Arc<Session>, id: Id, params: &Map<String, Value>) -> Job {
-        let Some(name) = params.get("name").and_then(Value::as_str) else {
-            return Job::message(&invalid_params(id, "name must be a string"));
-        };
-        let empty = Map::new();
-        let arguments = match params.get("arguments") {
-            None | Some(Value::Null) => &empty,
-            Some(Value::Object(arguments)) => arguments,
-            Some(_) => return Job::message(&invalid_params(id, "arguments must be an object")),
-        };
-        let token = match params.get("_meta").and_then(|m| m.get("progressToken")) {
-            None => None,
-            Some(Value::String(s)) => Some(json!(s)),
-            Some(Value::Number(n)) if n.is_i64() || n.is_u64() => Some(json!(n)),
-            Some(_) => {
-                return Job::message(&invalid_params(
-                    id,
-                    "_meta.progressToken must be a string or an integer",
-                ));
-            }
+        let outputs = match call_outputs(&id, params) {
+            Ok(outputs) => outputs,
+            Err(refusal) => return Job::message(&refusal),
         };
         let (tx, rx) = oneshot::channel();
         let key = self.counter.fetch_add(1, Ordering::Relaxed);
@@ -770,33 +740,6 @@ impl Shared {
             }
             in_flight.insert(id.clone(), (key, tx));
         }
-        let plan = tools::call(name, arguments);
-        let mut outputs = VecDeque::with_capacity(plan.steps.len() + 1);
-        for step in plan.steps {
-            match step {
-                tools::Step::Sleep(delay) => outputs.push_back(Output::Sleep(delay)),
-                tools::Step::Progress {
-                    progress,
-                    total,
-                    message,
-                } => {
-                    if let Some(token) = &token {
-                        let params = json!({
-                            "progressToken": token,
-                            "progress": progress,
-                            "total": total,
-                            "message": message,
-                        });
-                        if let Ok(params) = serde_json::value::to_raw_value(&params) {
-                            let notification =
-                                Message::notification("notifications/progress", Some(params));
-                            outputs.push_back(Output::Send(notification.encode()));
-                        }
-                    }
-                }
-            }
-        }
-        outputs.push_back(Output::Send(respond(&id, &plan.result)));
         Job {
             outputs,
             cancel: Some(Cancel {
@@ -844,22 +787,114 @@ impl Shared {
     }
 }
 
-/// Handles a notification; unknown ones are ignored (JSON-RPC notifications get no answer).
-fn notification(session: &Session, notification: &jsonrpc::Notification<'_>) {
+/// The revision an `initialize` request gets: the one it offers when supported, else the
+/// latest; the error response when it offers none.
+fn negotiate(request: &jsonrpc::Request<'_>) -> Result<ProtocolVersion, Message<'static>> {
+    let offered = params_object(request).ok().and_then(|p| {
+        p.get("protocolVersion")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    });
+    let Some(offered) = offered else {
+        let error = ErrorObject::new(
+            jsonrpc::INVALID_PARAMS,
+            "Invalid params: initialize needs a protocolVersion string",
+        );
+        return Err(Message::response_error(Some(request.id.clone()), error));
+    };
+    Ok(ProtocolVersion::parse(&offered)
+        .filter(|v| v.is_supported())
+        .unwrap_or(ProtocolVersion::LATEST))
+}
+
+/// The `initialize` result at `version`.
+fn initialize_result(version: ProtocolVersion) -> Value {
+    json!({
+        "protocolVersion": version.as_str(),
+        "capabilities": {"tools": {"listChanged": false}},
+        "serverInfo": {"name": "mcpwire-demo", "version": env!("CARGO_PKG_VERSION")},
+        "instructions": "A demo server bundled with mcpwire. Tools: progress_report, \
+            tiny_image, weather, echo, fail.",
+    })
+}
+
+/// What a `tools/call` sends: a progress notification per step when the request has a
+/// progress token, the delays between them, then the result; or the error response for params
+/// that do not fit.
+fn call_outputs(
+    id: &Id,
+    params: &Map<String, Value>,
+) -> Result<VecDeque<Output>, Message<'static>> {
+    let Some(name) = params.get("name").and_then(Value::as_str) else {
+        return Err(invalid_params(id.clone(), "name must be a string"));
+    };
+    let empty = Map::new();
+    let arguments = match params.get("arguments") {
+        None | Some(Value::Null) => &empty,
+        Some(Value::Object(arguments)) => arguments,
+        Some(_) => return Err(invalid_params(id.clone(), "arguments must be an object")),
+    };
+    let token = match params.get("_meta").and_then(|m| m.get("progressToken")) {
+        None => None,
+        Some(Value::String(s)) => Some(json!(s)),
+        Some(Value::Number(n)) if n.is_i64() || n.is_u64() => Some(json!(n)),
+        Some(_) => {
+            return Err(invalid_params(
+                id.clone(),
+                "_meta.progressToken must be a string or an integer",
+            ));
+        }
+    };
+    let plan = tools::call(name, arguments);
+    let mut outputs = VecDeque::with_capacity(plan.steps.len() + 1);
+    for step in plan.steps {
+        match step {
+            tools::Step::Sleep(delay) => outputs.push_back(Output::Sleep(delay)),
+            tools::Step::Progress {
+                progress,
+                total,
+                message,
+            } => {
+                if let Some(token) = &token {
+                    let params = json!({
+                        "progressToken": token,
+                        "progress": progress,
+                        "total": total,
+                        "message": message,
+                    });
+                    if let Ok(params) = serde_json::value::to_raw_value(&params) {
+                        let notification =
+                            Message::notification("notifications/progress", Some(params));
+                        outputs.push_back(Output::Send(notification.encode()));
+                    }
+                }
+            }
+        }
+    }
+    outputs.push_back(Output::Send(respond(id, &plan.result)));
+    Ok(outputs)
+}
+
+/// The request id a `notifications/cancelled` names, if it names one.
+fn cancelled_request(notification: &jsonrpc::Notification<'_>) -> Option<Id> {
     if notification.method != "notifications/cancelled" {
-        return;
+        return None;
     }
     let params = notification
         .params
         .as_ref()
         .and_then(|p| serde_json::from_str::<Value>(p.get()).ok());
-    let id = match params.as_ref().and_then(|p| p.get("requestId")) {
-        Some(Value::String(s)) => Id::String(s.clone()),
-        Some(Value::Number(n)) => match n.as_i64() {
-            Some(n) => Id::Number(n),
-            None => return,
-        },
-        _ => return,
+    match params.as_ref().and_then(|p| p.get("requestId")) {
+        Some(Value::String(s)) => Some(Id::String(s.clone())),
+        Some(Value::Number(n)) => n.as_i64().map(Id::Number),
+        _ => None,
+    }
+}
+
+/// Handles a notification; unknown ones are ignored (JSON-RPC notifications get no answer).
+fn notification(session: &Session, notification: &jsonrpc::Notification<'_>) {
+    let Some(id) = cancelled_request(notification) else {
+        return;
     };
     let entry = lock(&session.in_flight).remove(&id);
     if let Some((_, cancel)) = entry {

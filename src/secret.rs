@@ -66,7 +66,6 @@ impl Secret {
 }
 
 /// `text` with every one of `secrets` redacted (see [`Secret::redact`]).
-#[cfg_attr(not(feature = "client"), allow(dead_code))]
 pub(crate) fn redact_all(secrets: &[Secret], text: &str) -> String {
     secrets
         .iter()

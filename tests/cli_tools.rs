@@ -813,3 +813,64 @@ fn demo_prints_bindings_then_results() {
     assert_eq!(results[1]["content"][0]["type"], "image");
     assert_eq!(results[2]["structured_content"]["city"], "Lisbon");
 }
+
+#[test]
+fn mcp_tools_and_mcpwire_call_work_with_the_stdio_demo_server() {
+    let command = format!("{} demo-server --stdio", env!("CARGO_BIN_EXE_mcpwire"));
+    let run = mcp_tools(
+        &[
+            "-command",
+            &command,
+            "-tenant",
+            "local",
+            "-tools",
+            "progress_report,echo",
+        ],
+        &[],
+    );
+    assert_exit(&run, 0);
+    let bindings: Value = serde_json::from_str(&run.stdout).expect("JSON");
+    assert_eq!(bindings[0]["command"], env!("CARGO_BIN_EXE_mcpwire"));
+    assert_eq!(bindings[0]["args"], json!(["demo-server", "--stdio"]));
+    assert_eq!(bindings[1]["mcp_tool"], "echo");
+    let path = temp_path("stdio-demo-bindings.json");
+    std::fs::write(&path, &run.stdout).unwrap();
+    let call = mcpwire(
+        &[
+            "call",
+            "--bindings",
+            path.to_str().unwrap(),
+            "--tool",
+            "progress_report",
+            "--tenant",
+            "local",
+            "--args",
+            r#"{"steps": 2, "delay_ms": 10}"#,
+            "--call-id",
+            "c-stdio",
+        ],
+        &[],
+    );
+    let _ = std::fs::remove_file(&path);
+    assert_exit(&call, 0);
+    let events: Vec<Value> = call
+        .stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("a JSON line"))
+        .collect();
+    assert_eq!(events.len(), 3, "{call:#?}");
+    assert_eq!(events[0]["type"], "tool.progress");
+    assert_eq!(events[1]["progress"], 2.0);
+    assert_eq!(
+        events[2],
+        json!({"type": "tool.result", "call_id": "c-stdio", "is_error": false,
+               "content": [{"type": "text", "text": "done after 2 steps"}]})
+    );
+}
+
+#[test]
+fn demo_server_refuses_unknown_options() {
+    let run = mcpwire(&["demo-server", "--frobnicate"], &[]);
+    assert_exit(&run, 2);
+    assert!(run.stderr.contains("--frobnicate"), "{run:#?}");
+}

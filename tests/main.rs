@@ -12,6 +12,7 @@ mod cli_tools;
 mod client_http;
 mod fixtures;
 mod fuzz_corpus;
+mod headers;
 mod hostile;
 mod interop;
 mod interop_stdio;

@@ -1,10 +1,11 @@
 //! Secrets (issue 6, SPEC.md "Limits and security"): a token never appears in `Debug` output,
-//! error messages, results or logs. Failures are driven with a token set, through the library
+//! error messages, results or logs, and neither does the value of an extra header (a
+//! binding's `header_env`, `HttpConfig::headers`), which every case sends beside the token. Failures are driven with a token set, through the library
 //! (the binding layer's [`Caller`] with a wire log, the [`Client`] with an [`HttpConfig`]
 //! token, discovery) and through the binaries (`mcpwire call -v`, `mcp-tools`), against
 //! servers that echo the credentials back wherever they can: bodies, challenges, redirect
 //! targets, JSON-RPC errors, events, tool results. Everything printed is searched for the
-//! token, its first and last eight characters, and its base64 forms.
+//! token and the header value, their first and last eight characters, and their base64 forms.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -14,7 +15,7 @@ use mcpwire::binding::config::{Binding, Server, load_config};
 use mcpwire::binding::discover::{Discovery, discover};
 use mcpwire::client::{CallOptions, Client, ClientOptions};
 use mcpwire::transport::Secret;
-use mcpwire::transport::http::HttpConfig;
+use mcpwire::transport::http::{ExtraHeaders, HttpConfig};
 use serde_json::{Value, json};
 
 use crate::binding_call::{echo_auth, pool};
@@ -26,6 +27,10 @@ use crate::support::mcp_script::{mcp_handler, rpc_result, sse_event};
 const TOKEN: &str = "mcpw_Zq7Xr2Lk9VbN4sHt8WdJ3pFg6YcE1uA5oM0";
 /// The variable that holds [`TOKEN`] for the bindings and the binaries.
 const TOKEN_ENV: &str = "MCPWIRE_SECRETS_TEST_TOKEN";
+/// The value of the extra header `X-Api-Key`, as distinctive as the token.
+const HEADER_VALUE: &str = "hdrv_Pm3Qw8Ty5Ui1Oa7Sd2Fg9Hj4Kl6Zx0Cv";
+/// The variable that holds [`HEADER_VALUE`].
+const HEADER_ENV: &str = "MCPWIRE_SECRETS_TEST_HEADER";
 
 // --- what counts as a leak -----------------------------------------------------------------------
 
@@ -45,28 +50,34 @@ fn base64(bytes: &[u8], alphabet: &[u8; 64]) -> String {
     out
 }
 
-/// The forms of [`TOKEN`] that must never be printed: the token, its first and last eight
-/// characters, and, for each base64 alphabet, the encoding of the token as it would appear at
-/// any byte alignment inside a longer encoded text (the first 16 characters of the encoding
-/// of the token without its first 0, 1 or 2 bytes).
+/// The forms of [`TOKEN`] and [`HEADER_VALUE`] that must never be printed: each one, its
+/// first and last eight characters, and, for each base64 alphabet, its encoding as it would
+/// appear at any byte alignment inside a longer encoded text (the first 16 characters of the
+/// encoding of the secret without its first 0, 1 or 2 bytes).
 fn forbidden_forms() -> Vec<(String, String)> {
     const STANDARD: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     const URL_SAFE: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    let mut forms = vec![
-        ("the token".to_owned(), TOKEN.to_owned()),
-        ("its first 8 characters".to_owned(), TOKEN[..8].to_owned()),
-        (
-            "its last 8 characters".to_owned(),
-            TOKEN[TOKEN.len() - 8..].to_owned(),
-        ),
-    ];
-    for (name, alphabet) in [("base64", STANDARD), ("base64url", URL_SAFE)] {
-        for skip in 0..3 {
-            let encoded = base64(&TOKEN.as_bytes()[skip..], alphabet);
-            forms.push((
-                format!("{name} at alignment {skip}"),
-                encoded[..16].to_owned(),
-            ));
+    let mut forms = Vec::new();
+    for (what, secret) in [("the token", TOKEN), ("the header value", HEADER_VALUE)] {
+        forms.extend([
+            (what.to_owned(), secret.to_owned()),
+            (
+                format!("{what}'s first 8 characters"),
+                secret[..8].to_owned(),
+            ),
+            (
+                format!("{what}'s last 8 characters"),
+                secret[secret.len() - 8..].to_owned(),
+            ),
+        ]);
+        for (name, alphabet) in [("base64", STANDARD), ("base64url", URL_SAFE)] {
+            for skip in 0..3 {
+                let encoded = base64(&secret.as_bytes()[skip..], alphabet);
+                forms.push((
+                    format!("{what} in {name} at alignment {skip}"),
+                    encoded[..16].to_owned(),
+                ));
+            }
         }
     }
     forms
@@ -111,7 +122,16 @@ fn the_leak_check_finds_every_form() {
             b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/",
         ),
     ];
-    for sample in samples {
+    let header = format!("X-Api-Key: {HEADER_VALUE}");
+    let more = [
+        header.clone(),
+        format!("..{}", &HEADER_VALUE[..8]),
+        base64(
+            header.as_bytes(),
+            b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_",
+        ),
+    ];
+    for sample in samples.into_iter().chain(more) {
         let caught = std::panic::catch_unwind(|| assert_clean("sample", &sample));
         assert!(caught.is_err(), "not caught: {sample}");
     }
@@ -120,9 +140,14 @@ fn the_leak_check_finds_every_form() {
 
 // --- hostile servers that echo the credentials ---------------------------------------------------
 
-/// What the server received as credentials, quoted back.
+/// What the server received as credentials (the bearer token, then the extra header),
+/// quoted back.
 fn echo(req: &Recorded) -> String {
-    echo_auth(req)
+    format!(
+        "{} and X-Api-Key: {}",
+        echo_auth(req),
+        req.header("x-api-key").unwrap_or("nothing")
+    )
 }
 
 /// A body in which the echoed credentials straddle `at`, the point where an error message may
@@ -188,14 +213,18 @@ fn failures() -> Vec<Failure> {
             }),
         ),
         (
-            "307 to a URL holding the token",
+            "307 to a URL holding the token and the header value",
             false,
             Arc::new(|req| {
                 let token = req
                     .header("authorization")
                     .unwrap_or("")
                     .replace("Bearer ", "");
-                Reply::redirect(307, &format!("http://127.0.0.1:9/steal?token={token}"))
+                let key = req.header("x-api-key").unwrap_or("");
+                Reply::redirect(
+                    307,
+                    &format!("http://127.0.0.1:9/steal?token={token}&key={key}"),
+                )
             }),
         ),
         (
@@ -355,18 +384,24 @@ struct Tokens;
 
 impl TokenSource for Tokens {
     fn token(&self, name: &str) -> Option<Secret> {
-        (name == TOKEN_ENV).then(|| Secret::new(TOKEN))
+        match name {
+            TOKEN_ENV => Some(Secret::new(TOKEN)),
+            HEADER_ENV => Some(Secret::new(HEADER_VALUE)),
+            _ => None,
+        }
     }
 }
 
 /// The binding for `url`, as a host's config would hold it: a 1 s deadline, the token from
-/// [`TOKEN_ENV`], and an output schema the echo cannot satisfy.
+/// [`TOKEN_ENV`], the header `X-Api-Key` from [`HEADER_ENV`], and an output schema the echo
+/// cannot satisfy.
 fn binding_json(url: &str) -> Value {
     json!({
         "name": "t", "description": "a tool", "mcp_tool": "t",
         "input_schema": {"type": "object"},
         "output_schema": {"type": "object", "properties": {"n": {"type": "number"}}},
-        "url": url, "token_env": TOKEN_ENV, "tenants": ["acme"], "timeout_seconds": 1,
+        "url": url, "token_env": TOKEN_ENV, "header_env": {"X-Api-Key": HEADER_ENV},
+        "tenants": ["acme"], "timeout_seconds": 1,
     })
 }
 
@@ -415,10 +450,15 @@ async fn no_token_in_what_the_binding_layer_returns_or_logs() {
         let server = FaultServer::start(failure.server_handler()).await;
         let (result, printed) = call_and_capture(&server.url("/mcp")).await;
         assert!(result.is_error, "{name}: {result:?}");
-        // The token did go out, so the server could echo it.
+        // The token and the header did go out, so the server could echo them.
         assert_eq!(
             server.requests()[0].header("authorization"),
             Some(&*format!("Bearer {TOKEN}")),
+            "{name}"
+        );
+        assert_eq!(
+            server.requests()[0].header("x-api-key"),
+            Some(HEADER_VALUE),
             "{name}"
         );
         assert_clean(&name, &printed);
@@ -437,6 +477,10 @@ async fn no_token_in_client_errors_or_debug_output() {
         let sink = lines.clone();
         let mut config = HttpConfig::new(&server.url("/mcp")).unwrap();
         config.bearer_token = Some(Secret::new(TOKEN));
+        config
+            .headers
+            .insert("X-Api-Key", Secret::new(HEADER_VALUE))
+            .unwrap();
         config.wire_log = Some(Arc::new(move |line: &str| {
             sink.lock().unwrap().push(line.to_owned())
         }));
@@ -466,14 +510,20 @@ async fn no_token_in_discovery_errors() {
     for failure in failures() {
         let name = failure.name.clone();
         let server = FaultServer::start(failure.server_handler()).await;
+        let mut headers = ExtraHeaders::new();
+        headers
+            .insert("X-Api-Key", Secret::new(HEADER_VALUE))
+            .unwrap();
         let discovery = Discovery {
             server: Server::Http {
                 url: server.url("/mcp"),
                 token_env: Some(TOKEN_ENV.to_owned()),
                 tls: None,
                 proxy: None,
+                header_env: [("X-Api-Key".to_owned(), HEADER_ENV.to_owned())].into(),
             },
             token: Some(Secret::new(TOKEN)),
+            headers,
             tenant: "acme".to_owned(),
             tools: vec!["t".to_owned()],
             timeout: Duration::from_secs(1),
@@ -511,7 +561,7 @@ fn cli_call(binding: Value, file: &str) -> Run {
             "{}",
             "-v",
         ],
-        &[(TOKEN_ENV, TOKEN)],
+        &[(TOKEN_ENV, TOKEN), (HEADER_ENV, HEADER_VALUE)],
     );
     let _ = std::fs::remove_file(&path);
     run
@@ -581,6 +631,8 @@ fn no_token_in_what_mcp_tools_prints() {
                 &url,
                 "-token-env",
                 TOKEN_ENV,
+                "-header",
+                &format!("X-Api-Key={HEADER_ENV}"),
                 "-tenant",
                 "acme",
                 "-tools",
@@ -588,7 +640,7 @@ fn no_token_in_what_mcp_tools_prints() {
                 "-timeout",
                 "1",
             ],
-            &[(TOKEN_ENV, TOKEN)],
+            &[(TOKEN_ENV, TOKEN), (HEADER_ENV, HEADER_VALUE)],
         );
         assert_eq!(run.code, Some(1), "{name}: {run:#?}");
         assert!(!run.stderr.is_empty(), "{name}: says why: {run:#?}");

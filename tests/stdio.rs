@@ -533,3 +533,99 @@ async fn credentials_passed_to_a_stdio_server_do_not_come_back() {
         assert!(!line.contains(SECRET_VALUE), "leaked: {line}");
     }
 }
+
+// --- the stdio demo server (`mcpwire demo-server --stdio`) -----------------------------------
+
+/// `mcpwire demo-server --stdio`, the crate's own stdio server (no Python needed).
+fn demo_config() -> StdioConfig {
+    let mut config = StdioConfig::new(
+        env!("CARGO_BIN_EXE_mcpwire"),
+        vec!["demo-server".to_owned(), "--stdio".to_owned()],
+    );
+    // Long, so that a close quicker than this shows the server left on its own.
+    config.shutdown_grace = DEMO_GRACE;
+    config
+}
+
+/// The shutdown grace given to the stdio demo server.
+const DEMO_GRACE: Duration = Duration::from_secs(3);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stdio_demo_server_lists_calls_reports_progress_and_outlives_a_timeout() {
+    let client = tokio::time::timeout(
+        STEP,
+        Client::connect_stdio(demo_config(), ClientOptions::default()),
+    )
+    .await
+    .expect("in time")
+    .expect("connect");
+    assert_eq!(client.server().server_info.name, "mcpwire-demo");
+    let tools = client.list_tools().await.expect("tools/list");
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "progress_report",
+            "tiny_image",
+            "weather",
+            "echo",
+            "fail",
+            "progress_burst",
+            "big_text"
+        ]
+    );
+
+    let progress: Arc<Mutex<Vec<String>>> = Arc::default();
+    let sink = progress.clone();
+    let options = CallOptions {
+        timeout: STEP,
+        on_progress: Some(Box::new(move |p| {
+            let message = p.message.as_deref().unwrap_or("");
+            sink.lock()
+                .unwrap()
+                .push(format!("{} {message}", p.progress))
+        })),
+        ..CallOptions::default()
+    };
+    let arguments = json!({"steps": 3, "delay_ms": 20});
+    let result: CallToolResult = client
+        .call_tool("progress_report", arguments.as_object().cloned(), options)
+        .await
+        .expect("call");
+    assert_eq!(
+        serde_json::to_value(&result.content).unwrap(),
+        json!([{"type": "text", "text": "done after 3 steps"}])
+    );
+    assert_eq!(
+        *progress.lock().unwrap(),
+        ["1 step 1 of 3", "2 step 2 of 3", "3 step 3 of 3"]
+    );
+
+    // A deadline shorter than the call: it times out (notifications/cancelled goes out) and
+    // the session goes on.
+    let started = Instant::now();
+    let slow = json!({"steps": 5, "delay_ms": 1000});
+    let options = CallOptions {
+        timeout: Duration::from_millis(300),
+        ..CallOptions::default()
+    };
+    let error = client
+        .call_tool("progress_report", slow.as_object().cloned(), options)
+        .await
+        .expect_err("a timeout");
+    assert_eq!(error.kind(), ErrorKind::Timeout, "{error}");
+    assert!(started.elapsed() < PROMPT, "{:?}", started.elapsed());
+    let echo = json!({"message": "still here"});
+    let result = client
+        .call_tool("echo", echo.as_object().cloned(), CallOptions::default())
+        .await
+        .expect("echo after the timeout");
+    assert_eq!(
+        serde_json::to_value(&result.content).unwrap(),
+        json!([{"type": "text", "text": "Echo: still here"}])
+    );
+    // The server ends when its stdin closes: no need to terminate it.
+    let started = Instant::now();
+    client.close().await;
+    assert!(started.elapsed() < DEMO_GRACE, "{:?}", started.elapsed());
+}

@@ -2,21 +2,24 @@
 //!
 //! Exit codes: 0 success, 1 discovery failed, 2 usage error.
 
+use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use mcpwire::binding::config::{ProxySetting, Server, TlsSettings};
+use mcpwire::binding::config::{MAX_HEADER_ENV, ProxySetting, Server, TlsSettings};
 use mcpwire::binding::discover::{Discovery, MAX_NAMED_TOOLS, discover};
 use mcpwire::transport::Secret;
-use mcpwire::transport::http::{ClientCert, HttpConfig, HttpPool, ProxyConfig, Roots, TlsOptions};
+use mcpwire::transport::http::{
+    ClientCert, ExtraHeaders, HttpConfig, HttpPool, ProxyConfig, Roots, TlsOptions,
+};
 
 const USAGE: &str = "\
 mcp-tools: turn an MCP server's tools into bindings (JSON for a host's config)
 
 USAGE:
-    mcp-tools -url URL [-token-env VAR] -tenant TENANT -tools NAME[,NAME...] [-timeout SECONDS]
-              [-ca-file PEM | -roots webpki|platform] [-client-cert PEM -client-key PEM]
-              [-proxy URL|none]
+    mcp-tools -url URL [-token-env VAR] [-header NAME=VAR]... -tenant TENANT -tools NAME[,NAME...]
+              [-timeout SECONDS] [-ca-file PEM | -roots webpki|platform]
+              [-client-cert PEM -client-key PEM] [-proxy URL|none]
     mcp-tools -command \"PROGRAM ARGS...\" -tenant TENANT -tools NAME[,NAME...] [-timeout SECONDS]
 
 FLAGS (a single or a double dash; `-flag value` or `-flag=value`):
@@ -25,6 +28,11 @@ FLAGS (a single or a double dash; `-flag value` or `-flag=value`):
                       (split on whitespace)
     -token-env VAR    environment variable holding the server's API key: used to connect,
                       and the bindings tell the host to send it as a bearer token
+    -header NAME=VAR  with -url, repeatable: send header NAME with the value of environment
+                      variable VAR, while discovering and (as the bindings' header_env) on
+                      every call; the value is treated as a credential, never printed. NAME
+                      may not be one the transport sets (Accept, Content-Type, Host,
+                      Authorization: use -token-env, Mcp-*, Last-Event-ID, ...)
     -tenant TENANT    the tenant allowed to use the tools
     -tools LIST       comma-separated remote tool names to include (1 to 128), in output order
     -timeout SECONDS  how long discovery may take (default 30)
@@ -41,7 +49,7 @@ The TLS and -proxy flags are used to connect and are written into the bindings (
 
 It connects, reads the whole tool list (every page), and prints a JSON array with one
 binding per named tool. It fails, with one line on stderr, when a named tool does not exist,
-when discovery takes longer than the timeout, when the token variable is unset, when the
+when discovery takes longer than the timeout, when the token or a header variable is unset, when the
 server refuses the credentials (401/403, naming its WWW-Authenticate challenge), or when the
 URL is invalid.
 
@@ -53,6 +61,8 @@ struct Options {
     url: Option<String>,
     command: Option<String>,
     token_env: Option<String>,
+    /// `-header NAME=VAR`: each header's name and the variable holding its value.
+    headers: BTreeMap<String, String>,
     tenant: Option<String>,
     tools: Vec<String>,
     timeout: Duration,
@@ -73,6 +83,7 @@ fn parse(args: &[String]) -> Result<Option<Options>, Failure> {
         url: None,
         command: None,
         token_env: None,
+        headers: BTreeMap::new(),
         tenant: None,
         tools: Vec::new(),
         timeout: Duration::from_secs(30),
@@ -106,6 +117,17 @@ fn parse(args: &[String]) -> Result<Option<Options>, Failure> {
             "url" => options.url = Some(value),
             "command" => options.command = Some(value),
             "token-env" => options.token_env = Some(value),
+            "header" => {
+                let (name, variable) = parse_header(&value)?;
+                if options
+                    .headers
+                    .keys()
+                    .any(|known| known.eq_ignore_ascii_case(&name))
+                {
+                    return Err(Failure::Usage(format!("-header names {name:?} twice")));
+                }
+                options.headers.insert(name, variable);
+            }
             "tenant" => options.tenant = Some(value),
             "tools" => {
                 tools_given = true;
@@ -175,6 +197,17 @@ fn parse(args: &[String]) -> Result<Option<Options>, Failure> {
             "-{flag} applies to -url servers, not to -command"
         )));
     }
+    if !options.headers.is_empty() && options.command.is_some() {
+        return Err(Failure::Usage(
+            "-header applies to -url servers; a stdio server gets no HTTP headers".to_owned(),
+        ));
+    }
+    if options.headers.len() > MAX_HEADER_ENV {
+        return Err(Failure::Usage(format!(
+            "-header is given {} times; a binding takes at most {MAX_HEADER_ENV} headers",
+            options.headers.len()
+        )));
+    }
     Ok(Some(options))
 }
 
@@ -224,6 +257,31 @@ fn tls_settings(options: &Options) -> Result<Option<TlsSettings>, Failure> {
     }))
 }
 
+/// Reads `-header NAME=VAR`: a header name the transport does not set, and an environment
+/// variable name. What follows `=` is never quoted back: it may be a value typed by mistake.
+fn parse_header(value: &str) -> Result<(String, String), Failure> {
+    let Some((name, variable)) = value.split_once('=') else {
+        return Err(Failure::Usage(
+            "-header takes NAME=VAR: a header name and the environment variable holding its \
+             value"
+                .to_owned(),
+        ));
+    };
+    ExtraHeaders::check_name(name).map_err(|e| Failure::Usage(format!("-header {name:?}: {e}")))?;
+    let mut bytes = variable.bytes();
+    let valid_variable = bytes
+        .next()
+        .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    if !valid_variable {
+        return Err(Failure::Usage(format!(
+            "-header {name:?}: after `=` comes the name of the environment variable holding the \
+             value (a letter or `_`, then letters, digits or `_`), not the value itself"
+        )));
+    }
+    Ok((name.to_owned(), variable.to_owned()))
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match run(&args) {
@@ -250,6 +308,19 @@ fn run(args: &[String]) -> Result<(), Failure> {
         })?)),
         None => None,
     };
+    let mut headers = ExtraHeaders::new();
+    for (name, variable) in &options.headers {
+        let value = std::env::var(variable).map_err(|_| {
+            Failure::Failed(format!(
+                "the environment variable {variable} (for header {name}) is not set"
+            ))
+        })?;
+        headers.insert(name, Secret::new(value)).map_err(|e| {
+            Failure::Failed(format!(
+                "header {name} (from the environment variable {variable}): {e}"
+            ))
+        })?;
+    }
     let server = match (&options.url, &options.command) {
         (Some(url), _) => {
             HttpConfig::new(url).map_err(Failure::Usage)?;
@@ -263,6 +334,7 @@ fn run(args: &[String]) -> Result<(), Failure> {
                 token_env: options.token_env.clone(),
                 tls: tls_settings(&options)?,
                 proxy,
+                header_env: options.headers.clone(),
             }
         }
         (None, Some(command)) => {
@@ -281,6 +353,7 @@ fn run(args: &[String]) -> Result<(), Failure> {
     let discovery = Discovery {
         server,
         token,
+        headers,
         tenant: options.tenant.clone().unwrap_or_default(),
         tools: options.tools.clone(),
         timeout: options.timeout,

@@ -22,7 +22,7 @@ mcpwire: a hand-written Model Context Protocol client
 
 USAGE:
     mcpwire demo
-    mcpwire demo-server
+    mcpwire demo-server [--stdio]
     mcpwire call --bindings FILE --tool NAME --tenant TENANT --args JSON
                  [--session-id S] [--call-id C] [-v]
     mcpwire sse [FILE] [--chunk N] [--max-line-bytes N] [--max-event-bytes N]
@@ -41,7 +41,9 @@ COMMANDS:
     demo-server
             Run only the demo server: print its URL (a loopback port) on stdout and serve
             until interrupted. Handy for trying mcp-tools and mcpwire call by hand, and as
-            the fast local server of the client benchmarks.
+            the fast local server of the client benchmarks. With --stdio, serve the same
+            tools as a stdio MCP server instead (newline-delimited JSON-RPC on stdin and
+            stdout) until stdin ends: mcp-tools -command \"mcpwire demo-server --stdio\".
     call    Call one tool through a bindings file (the JSON array mcp-tools prints, or a
             host config whose `tools` array holds bindings). Prints JSON lines on stdout:
             {\"type\":\"tool.progress\",\"call_id\",\"progress\",\"total\"?,\"message\"?} as progress
@@ -50,7 +52,9 @@ COMMANDS:
             arguments are checked before anything is sent; each call opens its own MCP
             session and closes it. Ctrl-C cancels the call on the wire. When stderr is a
             terminal a live progress line is drawn there. -v logs the wire conversation to
-            stderr, with tokens redacted. Call ids default to a fresh unique id; the session
+            stderr, with tokens and header values redacted. A binding's token_env and
+            header_env variables are read from the environment at each call; one that is
+            unset fails the call before anything is sent. Call ids default to a fresh unique id; the session
             id (the caller's, sent in _meta) defaults to \"cli\". HTTPS_PROXY, HTTP_PROXY
             and NO_PROXY apply to bindings without a `proxy` of their own (CONNECT tunnels;
             the bearer token never goes to the proxy); a binding's `tls` names its CA file
@@ -116,7 +120,7 @@ fn main() -> ExitCode {
         Some("sse") => sse_command(&args[1..]),
         Some("call") => return call_command(&args[1..]),
         Some("demo") => demo_command(),
-        Some("demo-server") => demo_server_command(),
+        Some("demo-server") => demo_server_command(&args[1..]),
         Some("record") => record_command(&args[1..]),
         Some("replay") => replay_command(&args[1..]),
         Some("probe") => probe_command(&args[1..]),
@@ -462,8 +466,10 @@ fn demo_command() -> Result<(), Failure> {
                 token_env: None,
                 tls: None,
                 proxy: None,
+                header_env: Default::default(),
             },
             token: None,
+            headers: Default::default(),
             tenant: "local".to_owned(),
             tools: tools.iter().map(|t| (*t).to_owned()).collect(),
             timeout: Duration::from_secs(30),
@@ -528,7 +534,26 @@ fn demo_command() -> Result<(), Failure> {
     })
 }
 
-fn demo_server_command() -> Result<(), Failure> {
+fn demo_server_command(args: &[String]) -> Result<(), Failure> {
+    match args {
+        [] => {}
+        [flag] if flag == "--stdio" => {
+            return runtime()?.block_on(async {
+                mcpwire::demo::serve_stdio(tokio::io::stdin(), tokio::io::stdout())
+                    .await
+                    .map_err(|e| Failure::Input(format!("the stdio demo server stopped: {e}")))
+            });
+        }
+        [flag] if matches!(flag.as_str(), "-h" | "--help") => {
+            print!("{USAGE}");
+            return Ok(());
+        }
+        [other, ..] => {
+            return Err(Failure::Usage(format!(
+                "unknown option `{other}` for demo-server"
+            )));
+        }
+    }
     runtime()?.block_on(async {
         let server = DemoServer::start()
             .await

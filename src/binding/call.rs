@@ -16,7 +16,7 @@ use super::schema::{CompiledSchema, compile};
 use crate::client::{CallOptions, CancelToken, ClientOptions};
 use crate::error::{Error, ErrorKind};
 use crate::mcp::{CallToolResult, ProgressToken};
-use crate::transport::http::{HttpPool, ProxyConfig, Roots, TlsError, TlsOptions};
+use crate::transport::http::{ExtraHeaders, HttpPool, ProxyConfig, Roots, TlsError, TlsOptions};
 use crate::transport::{Secret, WireLog};
 
 /// The call pipeline's clock, for what is left of a binding's timeout after connecting.
@@ -56,7 +56,8 @@ pub struct Progress {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CallError {
     /// A stable snake_case kind: `unknown_tool`, `tenant_denied`, `invalid_arguments`,
-    /// `missing_token`, `tool_error`, `unsupported_content`, `output_schema_mismatch`, or a
+    /// `missing_token`, `missing_header` (a `header_env` variable is not set),
+    /// `invalid_header` (its value cannot be sent as a header), `tool_error`, `unsupported_content`, `output_schema_mismatch`, or a
     /// client [`ErrorKind`] name such as `timeout` or `connect`.
     pub kind: String,
     /// A message for people; never contains a credential.
@@ -186,14 +187,15 @@ fn ordered_line(members: &[(&str, Value)]) -> String {
     line
 }
 
-/// Reads a binding's token from the environment. A trait so hosts (and tests) can supply
-/// tokens from elsewhere.
+/// Reads the values a binding names by environment variable: its bearer token (`token_env`)
+/// and its extra headers' values (`header_env`). A trait so hosts (and tests) can supply them
+/// from elsewhere.
 pub trait TokenSource: Send + Sync {
     /// The value of the variable `name`, if set.
     fn token(&self, name: &str) -> Option<Secret>;
 }
 
-/// Tokens from the process environment.
+/// Values from the process environment.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct EnvTokens;
 
@@ -407,6 +409,10 @@ impl Caller {
             },
             _ => None,
         };
+        let headers = match self.headers(binding) {
+            Ok(headers) => headers,
+            Err((kind, message)) => return ToolResult::failure(call_id, kind, message, false),
+        };
         let timeout = Duration::from_secs(binding.timeout_seconds);
         let started = now();
         // Step 2: a session for this call alone.
@@ -421,6 +427,7 @@ impl Caller {
             &prepared.pool,
             &binding.server,
             token,
+            headers,
             options,
             self.wire_log.clone(),
         )
@@ -476,6 +483,34 @@ impl Caller {
             prepared.output.as_ref(),
             binding.max_output_bytes,
         )
+    }
+
+    /// The extra headers of an HTTP binding, their values read through the token source; a
+    /// variable that is not set, or holds what cannot be sent as a header, is the failure's
+    /// kind and message (which name the header and the variable, never the value).
+    fn headers(&self, binding: &Binding) -> Result<ExtraHeaders, (&'static str, String)> {
+        let mut headers = ExtraHeaders::new();
+        let Server::Http { header_env, .. } = &binding.server else {
+            return Ok(headers);
+        };
+        for (name, variable) in header_env {
+            let Some(value) = self.tokens.token(variable) else {
+                return Err((
+                    "missing_header",
+                    format!(
+                        "the environment variable {variable} holding the value of header \
+                         {name} is not set"
+                    ),
+                ));
+            };
+            headers.insert(name, value).map_err(|e| {
+                (
+                    "invalid_header",
+                    format!("header {name} (from the environment variable {variable}): {e}"),
+                )
+            })?;
+        }
+        Ok(headers)
     }
 }
 

@@ -19,6 +19,7 @@
 //! | `token_env` | no, only with `url` | an environment variable name: `[A-Za-z_][A-Za-z0-9_]*` |
 //! | `tls` | no, only with an `https` `url` (default: the webpki roots, no client certificate) | an object, see [TLS](#tls) |
 //! | `proxy` | no, only with `url` (default: the environment's proxies) | `"none"` (connect directly) or an `http://host[:port]` URL without user info, see [Proxies](#proxies) |
+//! | `header_env` | no, only with `url` (default `{}`) | an object of at most [`MAX_HEADER_ENV`] members, each a header name (an HTTP token, no two equal ignoring case, none of the headers the transport sets itself: `Accept`, `Content-Type`, `Content-Length`, `Host`, `Authorization` (the token goes in `token_env`), `Mcp-Session-Id`, `MCP-Protocol-Version`, `Last-Event-ID`, any `Mcp-*`, `Connection`, `Transfer-Encoding` and the other hop-by-hop headers) mapped to the name of the environment variable holding its value; sent on every request of every call, values treated as credentials |
 //! | `command` | one of `url` / `command` | a non-empty string without NUL: the program of a stdio server |
 //! | `args` | no, only with `command` (default `[]`) | an array of strings without NUL |
 //! | `env` | no, only with `command` (default `[]`) | an array of distinct environment variable names, passed to the server |
@@ -66,7 +67,18 @@
 //! The first problem found stops loading, as a [`ConfigError`] naming the binding (by `name`, or
 //! `#N` by its 0-based position in the array when it has no valid name) and the field. Checks run
 //! in the order of the table above, after the name and the unknown members. Messages never quote
-//! a `url`, `command` or `args` value (they may hold secrets); they quote names.
+//! a `url`, `command` or `args` value (they may hold secrets), nor what a `header_env` header is
+//! mapped to when it is not a variable name (it may be a value pasted in by mistake); they quote
+//! names.
+//!
+//! ## Values from the environment
+//!
+//! A config holds no secrets: the bearer token and the extra headers' values are named by
+//! environment variable (`token_env`, `header_env`) and read when a call is made
+//! ([`Caller`](super::call::Caller), through its
+//! [`TokenSource`](super::call::TokenSource)). A variable that is not set fails that call
+//! before anything is sent (`missing_token`, `missing_header`); the values are redacted from
+//! wire logs, errors and results wherever a server echoes them.
 //!
 //! ## Example
 //!
@@ -77,10 +89,11 @@
 //!     "name": "docs_search", "description": "Search the knowledge base.",
 //!     "input_schema": {"type": "object", "properties": {"query": {"type": "string"}}},
 //!     "url": "https://mcp.example.com/mcp", "mcp_tool": "search", "token_env": "MCP_API_KEY",
-//!     "tenants": ["local"]
+//!     "header_env": {"X-Tenant": "MCP_TENANT"}, "tenants": ["local"]
 //! }], "model": "ignored by mcpwire"}"#)?;
 //! assert_eq!(bindings[0].timeout_seconds, 300);
 //! assert!(matches!(&bindings[0].server, Server::Http { token_env: Some(v), .. } if v == "MCP_API_KEY"));
+//! assert!(matches!(&bindings[0].server, Server::Http { header_env, .. } if header_env["X-Tenant"] == "MCP_TENANT"));
 //!
 //! let error = load_config(r#"[{"name": "search", "description": "", "timeout_seconds": 0}]"#)
 //!     .unwrap_err();
@@ -93,7 +106,7 @@
 //!
 //! [`compile`]: super::schema::compile
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -101,6 +114,7 @@ use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
 use super::schema::{self, truncate};
+use crate::exchange::{ExtraHeaders, HeaderError};
 use crate::transport::http::{ClientCert, ProxyConfig, Roots, TlsOptions};
 
 /// `timeout_seconds` when a binding leaves it out.
@@ -113,6 +127,8 @@ pub const DEFAULT_MAX_OUTPUT_BYTES: u64 = 1_048_576;
 pub const MAX_OUTPUT_BYTES_LIMIT: u64 = 1_073_741_824;
 /// The longest binding `name`, in characters.
 pub const MAX_NAME_CHARS: usize = 64;
+/// The most headers a binding's `header_env` may name.
+pub const MAX_HEADER_ENV: usize = 32;
 
 /// One tool binding: what the model sees, and how to reach the tool on its MCP server.
 #[derive(Clone, Debug, PartialEq)]
@@ -150,6 +166,9 @@ pub enum Server {
         tls: Option<TlsSettings>,
         /// The binding's `proxy`: `None` for the environment's proxies.
         proxy: Option<ProxySetting>,
+        /// Extra headers sent on every request: each header's name (as written in the
+        /// config) and the name of the environment variable holding its value.
+        header_env: BTreeMap<String, String>,
     },
     /// An installed stdio server.
     Stdio {
@@ -384,8 +403,8 @@ impl Binding {
 
     /// The binding as JSON, in the shape SPEC.md shows and [`load_config`] reads back: `name`,
     /// `description`, `input_schema`, then `url` or `command`, `args`, `env` (a stdio binding
-    /// always shows `args` and `env`), `mcp_tool`, `token_env`, `tls`, `proxy` (each only when
-    /// set), `tenants`,
+    /// always shows `args` and `env`), `mcp_tool`, `token_env`, `header_env`, `tls`, `proxy`
+    /// (each only when set), `tenants`,
     /// `timeout_seconds`, `max_output_bytes` (always shown), and `output_schema` (when set).
     ///
     /// Members are inserted in that order, but this crate builds serde_json without its
@@ -411,11 +430,12 @@ impl Binding {
             Server::Http {
                 url,
                 token_env,
+                header_env,
                 tls,
                 proxy,
             } => {
                 member("url", Value::from(url.as_str()));
-                Some((token_env, tls, proxy))
+                Some((token_env, header_env, tls, proxy))
             }
             Server::Stdio { command, args, env } => {
                 member("command", Value::from(command.as_str()));
@@ -425,9 +445,16 @@ impl Binding {
             }
         };
         member("mcp_tool", Value::from(self.mcp_tool.as_str()));
-        if let Some((token_env, tls, proxy)) = http {
+        if let Some((token_env, header_env, tls, proxy)) = http {
             if let Some(token_env) = token_env {
                 member("token_env", Value::from(token_env.as_str()));
+            }
+            if !header_env.is_empty() {
+                let headers = header_env
+                    .iter()
+                    .map(|(name, variable)| (name.clone(), Value::from(variable.as_str())))
+                    .collect();
+                member("header_env", Value::Object(headers));
             }
             if let Some(tls) = tls {
                 member("tls", tls.to_json());
@@ -461,7 +488,7 @@ impl Serialize for Binding {
 }
 
 /// Every member a binding may have.
-const KNOWN_FIELDS: [&str; 15] = [
+const KNOWN_FIELDS: [&str; 16] = [
     "name",
     "description",
     "input_schema",
@@ -470,6 +497,7 @@ const KNOWN_FIELDS: [&str; 15] = [
     "token_env",
     "tls",
     "proxy",
+    "header_env",
     "command",
     "args",
     "env",
@@ -575,6 +603,7 @@ fn parse_binding(value: &Value, index: usize) -> Result<Binding, ConfigError> {
             if let Some(token_env) = &token_env {
                 check_env_name(token_env).map_err(|m| fields.error("token_env", m))?;
             }
+            let header_env = fields.header_env()?;
             let tls = match object.get("tls") {
                 None => None,
                 Some(_) if !has_scheme(&url, "https") => {
@@ -597,17 +626,20 @@ fn parse_binding(value: &Value, index: usize) -> Result<Binding, ConfigError> {
             Server::Http {
                 url,
                 token_env,
+                header_env,
                 tls,
                 proxy,
             }
         }
         (None, Some(_)) => {
-            if object.contains_key("token_env") {
-                return Err(fields.error(
-                    "token_env",
-                    "only allowed with `url`; a stdio server gets environment variables \
-                     through `env`",
-                ));
+            for http_only in ["token_env", "header_env"] {
+                if object.contains_key(http_only) {
+                    return Err(fields.error(
+                        http_only,
+                        "only allowed with `url`; a stdio server gets environment variables \
+                         through `env`",
+                    ));
+                }
             }
             for http_only in ["tls", "proxy"] {
                 if object.contains_key(http_only) {
@@ -755,6 +787,83 @@ impl Fields<'_> {
                 format!("must be an integer, not {}", json_type(other)),
             )),
         }
+    }
+
+    /// The `header_env` member: header names, each mapped to the name of the environment
+    /// variable holding its value. Empty when absent.
+    fn header_env(&self) -> Result<BTreeMap<String, String>, ConfigError> {
+        const FIELD: &str = "header_env";
+        let entries = match self.object.get(FIELD) {
+            None => return Ok(BTreeMap::new()),
+            Some(Value::Object(entries)) => entries,
+            Some(other) => {
+                return Err(self.error(
+                    FIELD,
+                    format!(
+                        "must be an object mapping header names to environment variable names, \
+                         not {}",
+                        json_type(other)
+                    ),
+                ));
+            }
+        };
+        if entries.len() > MAX_HEADER_ENV {
+            return Err(self.error(
+                FIELD,
+                format!(
+                    "names {} headers; at most {MAX_HEADER_ENV} are allowed",
+                    entries.len()
+                ),
+            ));
+        }
+        let mut seen = HashSet::with_capacity(entries.len());
+        let mut headers = BTreeMap::new();
+        for (name, variable) in entries {
+            let header = || format!("header {:?}", truncate(name, MAX_NAME_CHARS));
+            let canonical = ExtraHeaders::check_name(name).map_err(|e| {
+                let hint = match e {
+                    HeaderError::Authorization => "; name the variable in `token_env`",
+                    _ => "",
+                };
+                self.error(FIELD, format!("{}: {e}{hint}", header()))
+            })?;
+            if !seen.insert(canonical) {
+                return Err(self.error(
+                    FIELD,
+                    format!(
+                        "{} appears more than once (header names are case-insensitive)",
+                        header()
+                    ),
+                ));
+            }
+            let variable = match variable {
+                Value::String(variable) if check_env_name(variable).is_ok() => variable,
+                Value::String(_) => {
+                    // Not quoted: it may be the value itself, pasted in by mistake.
+                    return Err(self.error(
+                        FIELD,
+                        format!(
+                            "{}: must be the name of the environment variable holding its value \
+                             (a letter or `_`, then letters, digits or `_`); values never go \
+                             in the config",
+                            header()
+                        ),
+                    ));
+                }
+                other => {
+                    return Err(self.error(
+                        FIELD,
+                        format!(
+                            "{}: must be the name of an environment variable (a string), not {}",
+                            header(),
+                            json_type(other)
+                        ),
+                    ));
+                }
+            };
+            headers.insert(name.clone(), variable.clone());
+        }
+        Ok(headers)
     }
 
     /// A JSON Schema member, which must be an object that [`schema::compile`] accepts; `None`

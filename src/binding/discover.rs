@@ -8,7 +8,7 @@ use super::config::{Binding, Server};
 use crate::client::{Client, ClientOptions};
 use crate::error::{Error, ErrorKind};
 use crate::mcp::Tool;
-use crate::transport::http::{HttpConfig, HttpPool};
+use crate::transport::http::{ExtraHeaders, HttpConfig, HttpPool};
 use crate::transport::stdio::StdioConfig;
 use crate::transport::{Secret, WireLog};
 
@@ -26,6 +26,9 @@ pub struct Discovery {
     pub server: Server,
     /// The token used to connect (read by the caller from `token_env`).
     pub token: Option<Secret>,
+    /// The extra headers sent while discovering (their values read by the caller from the
+    /// variables the server's `header_env` names).
+    pub headers: ExtraHeaders,
     /// The tenant allowed to use the tools.
     pub tenant: String,
     /// The remote tool names to include, in output order.
@@ -104,6 +107,7 @@ async fn list_all(pool: &HttpPool, discovery: &Discovery) -> Result<Vec<Tool>, E
         pool,
         &discovery.server,
         discovery.token.clone(),
+        discovery.headers.clone(),
         options,
         None,
     )
@@ -113,11 +117,12 @@ async fn list_all(pool: &HttpPool, discovery: &Discovery) -> Result<Vec<Tool>, E
     tools
 }
 
-/// Opens a session with a binding's server.
+/// Opens a session with a binding's server (the token and headers go to an HTTP one).
 pub(crate) async fn connect(
     pool: &HttpPool,
     server: &Server,
     token: Option<Secret>,
+    headers: ExtraHeaders,
     options: ClientOptions,
     wire_log: Option<WireLog>,
 ) -> Result<Client, Error> {
@@ -125,6 +130,7 @@ pub(crate) async fn connect(
         Server::Http { url, .. } => {
             let mut config = HttpConfig::new(url).map_err(Error::config)?;
             config.bearer_token = token;
+            config.headers = headers;
             config.wire_log = wire_log;
             Client::connect_http(pool, config, options).await
         }

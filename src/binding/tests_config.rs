@@ -1,6 +1,8 @@
 //! Tests for `binding::config`: the SPEC.md example, defaults, round trips, and one case per
 //! refusal.
 
+use std::collections::BTreeMap;
+
 use serde_json::{Value, json};
 
 use super::{
@@ -181,6 +183,52 @@ refusals! {
         => "token_env", "environment variable name";
     token_env_with_command: stdio_binding(), {"token_env": "MCP_API_KEY"}
         => "token_env", "only allowed with `url`";
+    header_env_not_an_object: http_binding(), {"header_env": ["X-Api-Key", "API_KEY"]}
+        => "header_env", "must be an object mapping header names to environment variable names, not an array";
+    header_env_a_string: http_binding(), {"header_env": "X-Api-Key=API_KEY"}
+        => "header_env", "not a string";
+    header_env_bad_name: http_binding(), {"header_env": {"X Api Key": "API_KEY"}}
+        => "header_env", "header \"X Api Key\": not a valid header name";
+    header_env_name_with_colon: http_binding(), {"header_env": {"X-Api-Key:": "API_KEY"}}
+        => "header_env", "not a valid header name";
+    header_env_name_with_newline: http_binding(), {"header_env": {"X-A\r\nX-B": "API_KEY"}}
+        => "header_env", "not a valid header name";
+    header_env_empty_name: http_binding(), {"header_env": {"": "API_KEY"}}
+        => "header_env", "header \"\": not a valid header name";
+    header_env_authorization: http_binding(), {"header_env": {"Authorization": "API_KEY"}}
+        => "header_env", "name the variable in `token_env`";
+    header_env_authorization_any_case: http_binding(), {"header_env": {"authorization": "API_KEY"}}
+        => "header_env", "reserved for the bearer token";
+    header_env_accept: http_binding(), {"header_env": {"Accept": "X"}}
+        => "header_env", "header \"Accept\": set by the MCP transport itself";
+    header_env_content_type: http_binding(), {"header_env": {"Content-Type": "X"}}
+        => "header_env", "set by the MCP transport itself";
+    header_env_content_length: http_binding(), {"header_env": {"Content-Length": "X"}}
+        => "header_env", "set by the MCP transport itself";
+    header_env_host: http_binding(), {"header_env": {"Host": "X"}}
+        => "header_env", "set by the MCP transport itself";
+    header_env_session_id: http_binding(), {"header_env": {"Mcp-Session-Id": "X"}}
+        => "header_env", "set by the MCP transport itself";
+    header_env_protocol_version: http_binding(), {"header_env": {"MCP-Protocol-Version": "X"}}
+        => "header_env", "set by the MCP transport itself";
+    header_env_last_event_id: http_binding(), {"header_env": {"Last-Event-ID": "X"}}
+        => "header_env", "set by the MCP transport itself";
+    header_env_any_mcp_header: http_binding(), {"header_env": {"mcp-tenant": "X"}}
+        => "header_env", "header \"mcp-tenant\": set by the MCP transport itself";
+    header_env_transfer_encoding: http_binding(), {"header_env": {"Transfer-Encoding": "X"}}
+        => "header_env", "set by the MCP transport itself";
+    header_env_duplicate_ignoring_case: http_binding(), {"header_env": {"X-Api-Key": "A", "x-api-key": "B"}}
+        => "header_env", "appears more than once (header names are case-insensitive)";
+    header_env_variable_not_a_string: http_binding(), {"header_env": {"X-Api-Key": 7}}
+        => "header_env", "header \"X-Api-Key\": must be the name of an environment variable (a string), not a number";
+    header_env_variable_an_object: http_binding(), {"header_env": {"X-Api-Key": {"env": "API_KEY"}}}
+        => "header_env", "not an object";
+    header_env_variable_empty: http_binding(), {"header_env": {"X-Api-Key": ""}}
+        => "header_env", "must be the name of the environment variable holding its value";
+    header_env_variable_with_dash: http_binding(), {"header_env": {"X-Api-Key": "API-KEY"}}
+        => "header_env", "values never go in the config";
+    header_env_with_command: stdio_binding(), {"header_env": {"X-Api-Key": "API_KEY"}}
+        => "header_env", "only allowed with `url`";
     args_with_url: http_binding(), {"args": ["-v"]}
         => "args", "only allowed with `command`";
     env_with_url: http_binding(), {"env": ["HOME"]}
@@ -415,6 +463,74 @@ fn tls_field_names_the_file() {
     }
 }
 
+#[test]
+fn header_env_loads_prints_back_and_round_trips() {
+    let binding = accepted(with(
+        http_binding(),
+        json!({"header_env": {"X-Tenant": "MCP_TENANT", "X-Api-Key": "_KEY_2"}}),
+    ));
+    let Server::Http { header_env, .. } = &binding.server else {
+        panic!("{binding:?}");
+    };
+    assert_eq!(
+        header_env,
+        &BTreeMap::from([
+            ("X-Api-Key".to_owned(), "_KEY_2".to_owned()),
+            ("X-Tenant".to_owned(), "MCP_TENANT".to_owned()),
+        ])
+    );
+    let text = serde_json::to_string(&binding).expect("serialize");
+    assert!(
+        text.contains(
+            r#""mcp_tool":"search","token_env":"MCP_API_KEY","header_env":{"X-Api-Key":"_KEY_2","X-Tenant":"MCP_TENANT"},"tenants":["local"]"#
+        ),
+        "{text}"
+    );
+    assert_eq!(load_config(&format!("[{text}]")), Ok(vec![binding.clone()]));
+    assert_eq!(Binding::from_json(&binding.to_json()), Ok(binding));
+    // Absent or empty, nothing is printed.
+    for edits in [json!({}), json!({"header_env": {}})] {
+        let binding = accepted(with(http_binding(), edits));
+        assert!(
+            matches!(&binding.server, Server::Http { header_env, .. } if header_env.is_empty())
+        );
+        let text = serde_json::to_string(&binding).expect("serialize");
+        assert!(!text.contains("header_env"), "{text}");
+    }
+    // Ordinary header names are fine, whatever their case.
+    accepted(with(
+        http_binding(),
+        json!({"header_env": {"x-mcp-tenant": "A", "X-API-KEY": "B", "Cookie": "C"}}),
+    ));
+}
+
+#[test]
+fn header_env_bounds_its_size() {
+    let many: serde_json::Map<String, Value> = (0..=super::MAX_HEADER_ENV)
+        .map(|i| (format!("X-H{i}"), json!(format!("V{i}"))))
+        .collect();
+    let error = refused(&json!([with(http_binding(), json!({"header_env": many}))]));
+    assert_eq!(error.field.as_deref(), Some("header_env"));
+    assert!(error.message.contains("at most 32"), "{error}");
+    let mut fewer = many;
+    fewer.remove("X-H0");
+    accepted(with(http_binding(), json!({"header_env": fewer})));
+}
+
+#[test]
+fn header_env_never_quotes_what_is_not_a_variable_name() {
+    // A value pasted where its variable's name belongs must not be echoed.
+    for value in ["Bearer s3cret-value", "s3cret=1", "s3cret\n"] {
+        let error = refused(&json!([with(
+            http_binding(),
+            json!({"header_env": {"X-Api-Key": value}})
+        )]));
+        assert_eq!(error.field.as_deref(), Some("header_env"));
+        assert!(error.message.contains("X-Api-Key"), "{error}");
+        assert!(!error.to_string().contains("s3cret"), "{error}");
+    }
+}
+
 /// `"output_schema": null` is refused (a present field must have its type); `with()` cannot set
 /// null, so this case edits the object directly.
 #[test]
@@ -458,6 +574,7 @@ fn spec_example_loads_and_prints_back() {
                 token_env: Some("MCP_API_KEY".to_owned()),
                 tls: None,
                 proxy: None,
+                header_env: BTreeMap::new(),
             },
             mcp_tool: "search".to_owned(),
             tenants: vec!["local".to_owned()],
@@ -788,6 +905,29 @@ fn validate_checks_bindings_built_in_code() {
         token_env: None,
         tls: None,
         proxy: None,
+        header_env: BTreeMap::new(),
+    };
+    assert_eq!(
+        binding.validate().map_err(|e| e.field),
+        Err(Some("url".to_owned()))
+    );
+    binding.server = Server::Http {
+        url: "https://example.com/".to_owned(),
+        token_env: None,
+        tls: None,
+        proxy: None,
+        header_env: BTreeMap::from([("Mcp-Session-Id".to_owned(), "SID".to_owned())]),
+    };
+    assert_eq!(
+        binding.validate().map_err(|e| e.field),
+        Err(Some("header_env".to_owned()))
+    );
+    binding.server = Server::Http {
+        url: "https://k:v@example.com/".to_owned(),
+        token_env: None,
+        tls: None,
+        proxy: None,
+        header_env: BTreeMap::new(),
     };
     assert_eq!(
         binding.validate().map_err(|e| e.field),

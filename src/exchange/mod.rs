@@ -37,8 +37,9 @@
 //! response is resumed by GET with `Last-Event-ID` when an event id was seen. Responses are
 //! matched to requests by the session alone: the exchange learns that a request is answered
 //! from [`Exchange::finish`]. `Mcp-Session-Id` comes only from a successful initialize reply;
-//! `MCP-Protocol-Version` goes on every request once the driver set it. The bearer token goes
-//! on every request to the configured origin and nowhere else: redirects are never followed.
+//! `MCP-Protocol-Version` goes on every request once the driver set it. The bearer token and
+//! the configured extra headers ([`HttpConfig::headers`]) go on every request to the
+//! configured origin and nowhere else: redirects are never followed.
 
 #[cfg(test)]
 mod tests;
@@ -104,6 +105,11 @@ pub struct HttpConfig {
     pub url: Uri,
     /// Sent as `Authorization: Bearer ...` on every request to the endpoint's origin.
     pub bearer_token: Option<Secret>,
+    /// More headers sent on every request to the endpoint (`POST`, `GET` and `DELETE`), for
+    /// servers that want an API key or a tenant in a header of their own. Their values are
+    /// treated as credentials, like the bearer token: marked sensitive, and redacted from the
+    /// wire log, errors and results.
+    pub headers: ExtraHeaders,
     /// Size limits.
     pub limits: HttpLimits,
     /// How response streams that end early are resumed.
@@ -131,6 +137,7 @@ impl std::fmt::Debug for HttpConfig {
         f.debug_struct("HttpConfig")
             .field("url", &self.url)
             .field("bearer_token", &self.bearer_token)
+            .field("headers", &self.headers)
             .field("limits", &self.limits)
             .field("resume", &self.resume)
             .field("legacy_fallback", &self.legacy_fallback)
@@ -159,6 +166,7 @@ impl HttpConfig {
         Ok(HttpConfig {
             url: uri,
             bearer_token: None,
+            headers: ExtraHeaders::new(),
             limits: HttpLimits::default(),
             resume: ResumePolicy::default(),
             post_timeout: Duration::from_secs(30),
@@ -167,6 +175,183 @@ impl HttpConfig {
             server_stream: false,
             wire_log: None,
         })
+    }
+
+    /// Every credential this config sends: the bearer token and the extra headers' values.
+    /// What the server may echo, so what is redacted from what it sends back.
+    pub(crate) fn secrets(&self) -> Vec<Secret> {
+        self.bearer_token
+            .iter()
+            .chain(self.headers.iter().map(|(_, value)| value))
+            .cloned()
+            .collect()
+    }
+}
+
+/// The headers the exchange sets itself, or that frame the HTTP connection (lower case):
+/// never taken as [`ExtraHeaders`]. Any `mcp-*` name is refused too.
+const RESERVED_HEADERS: [&str; 15] = [
+    "accept",
+    "content-type",
+    "content-length",
+    "host",
+    "authorization",
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "last-event-id",
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+];
+
+/// Why a header was refused as an [extra header](ExtraHeaders). Its value is never part of
+/// the error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum HeaderError {
+    /// The name is not an HTTP field name (a token, RFC 9110 §5.1: letters, digits and
+    /// ``!#$%&'*+-.^_`|~``).
+    InvalidName,
+    /// The exchange sets this header itself (`Accept`, `Content-Type`, `Content-Length`,
+    /// `Host`, `Authorization`, `Mcp-Session-Id`, `MCP-Protocol-Version`, `Last-Event-ID`,
+    /// any `Mcp-*`), or it frames the connection (`Connection`, `Transfer-Encoding`, ...).
+    Reserved,
+    /// `Authorization`: the bearer token has its own setting ([`HttpConfig::bearer_token`],
+    /// a binding's `token_env`).
+    Authorization,
+    /// The value holds a byte a header value cannot carry: CR, LF, NUL, DEL or another
+    /// control character but tab.
+    InvalidValue,
+    /// The name was given already (names are compared case-insensitively).
+    Duplicate,
+}
+
+impl std::fmt::Display for HeaderError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            HeaderError::InvalidName => {
+                "not a valid header name (letters, digits and !#$%&'*+-.^_`|~ only)"
+            }
+            HeaderError::Reserved => {
+                "set by the MCP transport itself (Accept, Content-Type, Content-Length, Host, \
+                 Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID, any Mcp-* header, and the \
+                 connection's own headers such as Connection and Transfer-Encoding)"
+            }
+            HeaderError::Authorization => {
+                "reserved for the bearer token, which has its own setting (token_env in a \
+                 binding, bearer_token in HttpConfig)"
+            }
+            HeaderError::InvalidValue => {
+                "its value holds a character a header cannot carry (CR, LF, NUL or another \
+                 control character)"
+            }
+            HeaderError::Duplicate => "given twice (header names are case-insensitive)",
+        })
+    }
+}
+
+impl std::error::Error for HeaderError {}
+
+/// One extra header: its name, its value as a credential, and the value as sent (marked
+/// sensitive, so `Debug` and HTTP/2's header compression leave it alone).
+#[derive(Clone)]
+struct ExtraHeader {
+    name: HeaderName,
+    secret: Secret,
+    value: HeaderValue,
+}
+
+/// Headers sent on every request to the endpoint besides the ones the exchange sets
+/// ([`HttpConfig::headers`]). Names are checked when added ([`ExtraHeaders::insert`]); values
+/// are credentials: `Debug` shows only the names.
+///
+/// ```
+/// # #[cfg(feature = "client")] {
+/// use mcpwire::transport::Secret;
+/// use mcpwire::transport::http::{HeaderError, HttpConfig};
+///
+/// let mut config = HttpConfig::new("https://mcp.example.com/mcp").unwrap();
+/// config.headers.insert("X-Api-Key", Secret::new("k-2f9c1e7a"))?;
+/// assert_eq!(config.headers.insert("Mcp-Session-Id", Secret::new("s")), Err(HeaderError::Reserved));
+/// assert_eq!(config.headers.insert("X-Api-Key", Secret::new("again")), Err(HeaderError::Duplicate));
+/// assert_eq!(config.headers.insert("X-Bad", Secret::new("a\r\nb")), Err(HeaderError::InvalidValue));
+/// assert_eq!(format!("{:?}", config.headers), r#"{"x-api-key": Secret(<redacted>)}"#);
+/// # }
+/// # Ok::<(), mcpwire::exchange::HeaderError>(())
+/// ```
+#[derive(Clone, Default)]
+pub struct ExtraHeaders(Vec<ExtraHeader>);
+
+impl ExtraHeaders {
+    /// No headers.
+    pub fn new() -> Self {
+        ExtraHeaders::default()
+    }
+
+    /// Checks a header name without a value: an HTTP field name that the exchange does not
+    /// set itself. Returns it in its canonical (lower-case) form.
+    ///
+    /// # Errors
+    ///
+    /// [`HeaderError::InvalidName`], [`HeaderError::Authorization`] or
+    /// [`HeaderError::Reserved`].
+    pub fn check_name(name: &str) -> Result<HeaderName, HeaderError> {
+        let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| HeaderError::InvalidName)?;
+        if name == AUTHORIZATION {
+            return Err(HeaderError::Authorization);
+        }
+        if RESERVED_HEADERS.contains(&name.as_str()) || name.as_str().starts_with("mcp-") {
+            return Err(HeaderError::Reserved);
+        }
+        Ok(name)
+    }
+
+    /// Adds a header sent on every request, its value a credential.
+    ///
+    /// # Errors
+    ///
+    /// The name is refused as [`check_name`](Self::check_name) says, or was added already
+    /// ([`HeaderError::Duplicate`]), or the value is not a valid header value
+    /// ([`HeaderError::InvalidValue`]: no control characters but tab).
+    pub fn insert(&mut self, name: &str, value: Secret) -> Result<(), HeaderError> {
+        let name = Self::check_name(name)?;
+        if self.0.iter().any(|header| header.name == name) {
+            return Err(HeaderError::Duplicate);
+        }
+        let mut header_value =
+            HeaderValue::from_str(value.expose()).map_err(|_| HeaderError::InvalidValue)?;
+        header_value.set_sensitive(true);
+        self.0.push(ExtraHeader {
+            name,
+            secret: value,
+            value: header_value,
+        });
+        Ok(())
+    }
+
+    /// The headers in the order added: each name (lower case) and its value.
+    pub fn iter(&self) -> impl Iterator<Item = (&HeaderName, &Secret)> {
+        self.0.iter().map(|header| (&header.name, &header.secret))
+    }
+
+    /// How many headers there are.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl std::fmt::Debug for ExtraHeaders {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
     }
 }
 
@@ -435,6 +620,8 @@ enum Closing {
 /// The Streamable HTTP side of one MCP session; see the [module docs](self).
 pub struct Exchange {
     config: Arc<HttpConfig>,
+    /// [`HttpConfig::secrets`]: what is redacted from logs and failures.
+    secrets: Vec<Secret>,
     learned: Learned,
     flights: HashMap<StreamId, Flight>,
     /// Operations waiting to resume or reopen their stream, and when.
@@ -467,6 +654,7 @@ impl Exchange {
     /// takes it from the clock or a random source, a test from a constant).
     pub fn new(config: HttpConfig, seed: u64) -> Self {
         Exchange {
+            secrets: config.secrets(),
             config: Arc::new(config),
             learned: Learned::default(),
             flights: HashMap::new(),
@@ -1220,17 +1408,17 @@ impl Exchange {
     ) -> Result<(), jsonrpc::DecodeError> {
         decode_reply(
             data,
-            decode_result.filter(|_| !self.echoes_token(data)),
+            decode_result.filter(|_| !self.echoes_secret(data)),
             out,
         )
     }
 
-    /// Whether the server echoed the bearer token in these bytes.
-    fn echoes_token(&self, data: &[u8]) -> bool {
-        self.config
-            .bearer_token
-            .as_ref()
-            .is_some_and(|token| token.appears_in_bytes(data))
+    /// Whether the server echoed a credential (the bearer token, an extra header's value) in
+    /// these bytes.
+    fn echoes_secret(&self, data: &[u8]) -> bool {
+        self.secrets
+            .iter()
+            .any(|secret| secret.appears_in_bytes(data))
     }
 
     /// The request's stream ended before the session settled it: resume it after the wait
@@ -1573,6 +1761,10 @@ impl Exchange {
             value.set_sensitive(true);
             headers.insert(AUTHORIZATION, value);
         }
+        // Checked when added: none of them is a header set here.
+        for header in &self.config.headers.0 {
+            headers.insert(header.name.clone(), header.value.clone());
+        }
         if let Some(session_id) = &self.learned.session_id
             && let Ok(value) = HeaderValue::from_str(session_id)
         {
@@ -1673,22 +1865,21 @@ impl Exchange {
 
     fn log(&self, line: impl FnOnce() -> String) {
         if let Some(log) = &self.config.wire_log {
-            let line = line();
             // A line may end in an excerpt cut from a longer body.
-            let line = match &self.config.bearer_token {
-                Some(token) => token.redact_cut(&line),
-                None => line,
-            };
-            log(&line);
+            log(&self.redact_cut(line()));
         }
     }
 
-    /// `text` with the bearer token, if any, replaced.
+    /// `text` with every credential replaced.
     fn redact(&self, text: &str) -> String {
-        match &self.config.bearer_token {
-            Some(token) => token.redact(text),
-            None => text.to_owned(),
-        }
+        crate::secret::redact_all(&self.secrets, text)
+    }
+
+    /// `text` with every credential replaced, also a start of one where the text was cut.
+    fn redact_cut(&self, text: String) -> String {
+        self.secrets
+            .iter()
+            .fold(text, |text, secret| secret.redact_cut(&text))
     }
 
     /// A bounded, printable, redacted excerpt of server-sent bytes for an error message.
@@ -1697,10 +1888,7 @@ impl Exchange {
             .chars()
             .map(|c| if c.is_control() { ' ' } else { c })
             .collect();
-        match &self.config.bearer_token {
-            Some(token) => token.redact_cut(text.trim()),
-            None => text.trim().to_owned(),
-        }
+        self.redact_cut(text.trim().to_owned())
     }
 }
 

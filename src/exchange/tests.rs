@@ -540,6 +540,132 @@ fn the_bearer_token_goes_on_every_request_marked_sensitive() {
 }
 
 #[test]
+fn extra_headers_go_on_every_request_marked_sensitive() {
+    let mut h = Harness::with(|c| {
+        c.headers.insert("X-Api-Key", Secret::new(TOKEN)).unwrap();
+        c.headers
+            .insert("x-tenant", Secret::new("acme-west"))
+            .unwrap();
+        c.server_stream = true;
+    });
+    h.initialize(Some("s-1"));
+    let initialized = h.notify("notifications/initialized").unwrap();
+    h.accept(initialized);
+    h.open_server_stream();
+    h.stream_ended_after_an_id(1, "");
+    h.jump_to_deadline();
+    h.close();
+    let methods: Vec<_> = h.sent().iter().map(|s| s.method.clone()).collect();
+    assert_eq!(
+        methods,
+        [
+            Method::POST,
+            Method::POST,
+            Method::GET,
+            Method::POST,
+            Method::GET,
+            Method::DELETE
+        ]
+    );
+    for sent in h.sent() {
+        for (name, expected) in [("x-api-key", TOKEN), ("x-tenant", "acme-west")] {
+            let values: Vec<_> = sent.headers.get_all(name).iter().collect();
+            assert_eq!(values.len(), 1, "{name} on {} {}", sent.method, sent.uri);
+            assert_eq!(values[0].to_str().unwrap(), expected);
+            assert!(values[0].is_sensitive(), "{name} on {}", sent.method);
+        }
+        // Beside, not instead of, what the exchange sets.
+        assert!(sent.header("accept").is_some());
+        assert_eq!(sent.header("authorization"), None);
+        assert!(!format!("{sent:?}").contains(TOKEN), "{sent:?}");
+    }
+    // The legacy transport's requests carry them too.
+    let mut h = Harness::with(|c| c.headers.insert("X-Api-Key", Secret::new(TOKEN)).unwrap());
+    let post = h.send_request(0, "initialize");
+    h.head(post, 405, &[]);
+    let get = h.last_sent().stream;
+    h.head(get, 200, SSE);
+    h.body(get, "event: endpoint\ndata: /messages\n\n");
+    h.send_request(1, "tools/list");
+    assert_eq!(h.last_sent().uri, "http://127.0.0.1:9/messages");
+    let legacy: Vec<_> = h.sent().iter().map(|s| s.header("x-api-key")).collect();
+    assert_eq!(legacy, [Some(TOKEN); 3]);
+}
+
+#[test]
+fn extra_header_names_the_exchange_owns_and_invalid_values_are_refused() {
+    let refused = [
+        ("Accept", HeaderError::Reserved),
+        ("content-type", HeaderError::Reserved),
+        ("Content-Length", HeaderError::Reserved),
+        ("HOST", HeaderError::Reserved),
+        ("Authorization", HeaderError::Authorization),
+        ("Mcp-Session-Id", HeaderError::Reserved),
+        ("MCP-Protocol-Version", HeaderError::Reserved),
+        ("Last-Event-ID", HeaderError::Reserved),
+        ("Mcp-Anything-Else", HeaderError::Reserved),
+        ("mcp-", HeaderError::Reserved),
+        ("Transfer-Encoding", HeaderError::Reserved),
+        ("Connection", HeaderError::Reserved),
+        ("", HeaderError::InvalidName),
+        ("X Api", HeaderError::InvalidName),
+        ("X-Api:", HeaderError::InvalidName),
+        ("X-Ap\u{e9}", HeaderError::InvalidName),
+        ("X-Api\r\nX-Evil", HeaderError::InvalidName),
+    ];
+    for (name, error) in refused {
+        let mut headers = ExtraHeaders::new();
+        assert_eq!(
+            headers.insert(name, Secret::new("value-1")),
+            Err(error),
+            "{name:?}"
+        );
+        assert_eq!(ExtraHeaders::check_name(name), Err(error), "{name:?}");
+        assert!(headers.is_empty());
+    }
+    // Names that merely contain or resemble the owned ones are fine.
+    for name in ["X-Mcp-Tenant", "Accept-Language", "McpTenant", "X-Api-Key"] {
+        assert!(ExtraHeaders::check_name(name).is_ok(), "{name}");
+    }
+    let mut headers = ExtraHeaders::new();
+    for value in ["a\rb", "a\nb", "a\0b", "a\u{7f}b", "line\r\nX-Evil: 1"] {
+        assert_eq!(
+            headers.insert("X-Api-Key", Secret::new(value)),
+            Err(HeaderError::InvalidValue),
+            "{value:?}"
+        );
+    }
+    headers
+        .insert("X-Api-Key", Secret::new("with\ttab and space"))
+        .unwrap();
+    assert_eq!(
+        headers.insert("x-api-KEY", Secret::new(TOKEN)),
+        Err(HeaderError::Duplicate)
+    );
+    let names: Vec<_> = headers.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(names, ["x-api-key"]);
+    // The error never carries the value.
+    let message = HeaderError::InvalidValue.to_string();
+    assert!(!message.contains("line"), "{message}");
+}
+
+#[test]
+fn debug_output_shows_extra_header_names_not_values() {
+    let mut config = HttpConfig::new(URL).unwrap();
+    config
+        .headers
+        .insert("X-Api-Key", Secret::new(TOKEN))
+        .unwrap();
+    let exchange = Exchange::new(config.clone(), 1);
+    for printed in [format!("{config:?}"), format!("{:?}", config.headers)] {
+        assert!(printed.contains("x-api-key"), "{printed}");
+        assert!(!printed.contains(TOKEN), "{printed}");
+    }
+    assert!(!format!("{exchange:?}").contains(TOKEN));
+    assert_eq!(config.secrets(), [Secret::new(TOKEN)]);
+}
+
+#[test]
 fn the_session_id_of_the_initialize_reply_goes_on_every_later_request() {
     let mut h = Harness::with(|c| c.server_stream = true);
     let init = h.send_request(0, "initialize");
@@ -2214,6 +2340,21 @@ fn leaks(text: &str) -> bool {
 
 #[test]
 fn the_bearer_token_never_appears_in_a_failure_or_the_wire_log() {
+    credential_never_appears_in_a_failure_or_the_wire_log(|c| {
+        c.bearer_token = Some(Secret::new(TOKEN));
+    });
+}
+
+#[test]
+fn an_extra_headers_value_never_appears_in_a_failure_or_the_wire_log() {
+    credential_never_appears_in_a_failure_or_the_wire_log(|c| {
+        c.headers.insert("X-Api-Key", Secret::new(TOKEN)).unwrap();
+    });
+}
+
+/// Servers echo [`TOKEN`] everywhere they can, with the config carrying it as `configure`
+/// says.
+fn credential_never_appears_in_a_failure_or_the_wire_log(configure: fn(&mut HttpConfig)) {
     let echo = format!("your token {TOKEN} is no good");
     let challenge = format!(r#"Bearer error="invalid_token", error_description="{echo}""#);
     let location = format!("https://127.0.0.1:9/login?token={TOKEN}");
@@ -2231,7 +2372,7 @@ fn the_bearer_token_never_appears_in_a_failure_or_the_wire_log() {
     };
     let with_token = || {
         Harness::with(|c| {
-            c.bearer_token = Some(Secret::new(TOKEN));
+            configure(c);
             c.server_stream = true;
         })
     };

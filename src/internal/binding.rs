@@ -76,9 +76,7 @@ pub fn fuzz_call_result(data: &[u8]) {
         serde_json::from_slice(result_bytes).ok()
     };
     let outcome = match (&decoded, over_limit) {
-        (_, true) => Err(Error::from_failure(crate::exchange::over_budget(
-            limit,
-        ))),
+        (_, true) => Err(Error::from_failure(crate::exchange::over_budget(limit))),
         (None, false) => Err(Error::from_failure(Failure::new(
             FailureKind::Protocol,
             Delivery::Answered,
@@ -286,6 +284,7 @@ fn check_binding_rules(binding: &Binding) {
             token_env,
             tls,
             proxy,
+            header_env,
         } => {
             // Schemes are case-insensitive (RFC 3986, section 3.1).
             let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
@@ -317,6 +316,14 @@ fn check_binding_rules(binding: &Binding) {
                     "{proxy:?}"
                 );
                 assert!(!proxy.contains('@'), "credentials in {proxy:?}");
+            }
+            assert!(header_env.len() <= crate::binding::config::MAX_HEADER_ENV);
+            for (name, variable) in header_env {
+                assert!(
+                    crate::exchange::ExtraHeaders::check_name(name).is_ok(),
+                    "{name:?}"
+                );
+                assert!(env_name(variable), "{variable:?}");
             }
         }
         Server::Stdio { command, args, env } => {

@@ -31,7 +31,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinHandle;
 
 use crate::exchange::{Exchange, HttpRequest, Output, SendOptions, StreamId, TransportError};
-pub use crate::exchange::{HttpConfig, HttpLimits};
+pub use crate::exchange::{ExtraHeaders, HeaderError, HttpConfig, HttpLimits};
 use crate::jsonrpc::Message;
 
 use super::proxy;
