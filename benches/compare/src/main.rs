@@ -6,6 +6,7 @@
 //! ./run.sh                      # builds each package on its own, then runs this
 //! compare --runs 5 --only fresh,big
 //! compare --serve               # only the server, to profile a client by hand
+//! compare --baseline mcpwire@8842c1d=/tmp/.../bench-mcpwire   # one more mcpwire (baseline.sh)
 //! ```
 //!
 //! For each workload: one untimed warm-up run of each contender (which also checks its
@@ -15,7 +16,10 @@
 //! measured it (process start-up excluded), calls/s from it, the child's user+sys CPU time
 //! (whole process, from `wait4`), CPU per call, peak RSS (`VmHWM`, reported by the client at its
 //! end: `ru_maxrss` would include the driver's own peak, see the clients), and the server's count
-//! of HTTP requests and TCP connections per run.
+//! of HTTP requests and TCP connections per run. With `--baseline LABEL=PROGRAM` (see
+//! `baseline.sh`), another build of the mcpwire client program runs as one more contender, first
+//! in the list; this tree's is then called `mcpwire@HEAD`, and its ratios to the baseline are
+//! printed.
 
 // A benchmark reads the clock.
 #![allow(clippy::disallowed_methods)]
@@ -27,6 +31,18 @@ use std::time::{Duration, Instant};
 
 use mcpwire::demo::DemoServer;
 
+mod list_server;
+use list_server::ListServer;
+
+/// Which server a workload runs against.
+#[derive(Clone, Copy)]
+enum Server {
+    /// `mcpwire::demo::DemoServer`.
+    Demo,
+    /// `list_server::ListServer`: 100 tools in one `tools/list` page.
+    List,
+}
+
 struct Workload {
     key: &'static str,
     label: &'static str,
@@ -34,6 +50,7 @@ struct Workload {
     n: usize,
     /// Tool calls the workload makes (for calls/s and CPU per call).
     calls: usize,
+    server: Server,
 }
 
 const WORKLOADS: &[Workload] = &[
@@ -42,47 +59,62 @@ const WORKLOADS: &[Workload] = &[
         label: "1000 sequential calls, fresh session each",
         n: 1000,
         calls: 1000,
+        server: Server::Demo,
     },
     Workload {
         key: "session",
         label: "1000 sequential calls, one session",
         n: 1000,
         calls: 1000,
+        server: Server::Demo,
     },
     Workload {
         key: "concurrent",
         label: "256 concurrent calls, one session",
         n: 256,
         calls: 256,
+        server: Server::Demo,
     },
     Workload {
         key: "concurrent-fresh",
         label: "256 concurrent calls, fresh session each",
         n: 256,
         calls: 256,
+        server: Server::Demo,
     },
     Workload {
         key: "big",
         label: "one call, 10 MiB text result",
         n: 10 << 20,
         calls: 1,
+        server: Server::Demo,
     },
     Workload {
         key: "progress",
         label: "one call, 1000 progress notifications",
         n: 1000,
         calls: 1,
+        server: Server::Demo,
+    },
+    Workload {
+        key: "list",
+        label: "100 sequential tools/list calls, 100 tools (121 KiB) each, one session",
+        n: 100,
+        calls: 100,
+        server: Server::List,
     },
     Workload {
         key: "connect",
         label: "connect and close, no call (fixed cost)",
         n: 0,
         calls: 0,
+        server: Server::Demo,
     },
 ];
 
 struct Contender {
     name: &'static str,
+    /// A file name in the driver's directory, or a path.
     program: &'static str,
     extra: &'static [&'static str],
 }
@@ -123,8 +155,13 @@ fn timeval(tv: libc::timeval) -> Duration {
 }
 
 /// Runs one client to its end and takes its resource usage from `wait4`.
-fn run_child(program: &Path, args: &[String], server: &DemoServer) -> Result<Run, String> {
-    let before = server.stats();
+/// `stats` gives the server's counts of HTTP requests and TCP connections.
+fn run_child(
+    program: &Path,
+    args: &[String],
+    stats: &dyn Fn() -> (u64, u64),
+) -> Result<Run, String> {
+    let before = stats();
     let mut child = Command::new(program)
         .args(args)
         .stdout(Stdio::piped())
@@ -166,14 +203,14 @@ fn run_child(program: &Path, args: &[String], server: &DemoServer) -> Result<Run
     };
     let wall_us = field("wall_us")?;
     let hwm_kib = field("hwm_kib")?;
-    let after = server.stats();
+    let after = stats();
     Ok(Run {
         wall: Duration::from_micros(wall_us),
         cpu: timeval(usage.ru_utime) + timeval(usage.ru_stime),
         // Not `usage.ru_maxrss`: see `peak_rss_kib` in the clients.
         max_rss: hwm_kib * 1024,
-        requests: after.requests - before.requests,
-        connections: after.connections - before.connections,
+        requests: after.0 - before.0,
+        connections: after.1 - before.1,
     })
 }
 
@@ -219,6 +256,8 @@ struct Options {
     runs: usize,
     only: Option<Vec<String>>,
     contenders: Option<Vec<String>>,
+    /// Other builds of the mcpwire client program: (label, program).
+    baselines: Vec<(String, String)>,
 }
 
 fn options() -> Options {
@@ -227,6 +266,7 @@ fn options() -> Options {
         runs: 5,
         only: None,
         contenders: None,
+        baselines: Vec::new(),
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -246,9 +286,19 @@ fn options() -> Options {
             "--only" => options.only = Some(list(args.next())),
             "--serve" => options.serve = true,
             "--contenders" => options.contenders = Some(list(args.next())),
+            "--baseline" => match args.next().as_deref().and_then(|b| b.split_once('=')) {
+                Some((label, program)) => options
+                    .baselines
+                    .push((label.to_owned(), program.to_owned())),
+                None => {
+                    eprintln!("--baseline needs LABEL=PROGRAM");
+                    std::process::exit(2)
+                }
+            },
             _ => {
                 eprintln!(
                     "usage: compare [--runs N] [--only WORKLOAD,...] [--contenders mcpwire,shared,default]\n\
+                     \x20      [--baseline LABEL=PROGRAM]...   (another bench-mcpwire build, see baseline.sh)\n\
                      \x20      compare --serve   (only start the server, print its URL, wait)\n\
                      workloads: {}",
                     WORKLOADS
@@ -285,15 +335,38 @@ fn main() {
             std::process::exit(2);
         }
     }
-    let contenders: Vec<&Contender> = CONTENDERS
-        .iter()
-        .filter(|c| {
-            options.contenders.as_ref().is_none_or(|keep| {
-                keep.iter()
-                    .any(|k| c.name == k || c.extra.first().is_some_and(|e| e == k))
+    // Baselines first, then this tree's mcpwire (renamed mcpwire@HEAD beside a baseline), then
+    // rmcp. The labels live as long as the driver.
+    let mut contenders: Vec<&Contender> = Vec::new();
+    for (label, program) in &options.baselines {
+        if !Path::new(program).exists() {
+            eprintln!("{program} is missing: build it with ./baseline.sh");
+            std::process::exit(2);
+        }
+        contenders.push(Box::leak(Box::new(Contender {
+            name: label.clone().leak(),
+            program: program.clone().leak(),
+            extra: &[],
+        })));
+    }
+    let baselines = contenders.len();
+    contenders.extend(
+        CONTENDERS
+            .iter()
+            .filter(|c| {
+                options.contenders.as_ref().is_none_or(|keep| {
+                    keep.iter()
+                        .any(|k| c.name == k || c.extra.first().is_some_and(|e| e == k))
+                })
             })
-        })
-        .collect();
+            .map(|c| match c.program {
+                "bench-mcpwire" if baselines > 0 => Box::leak(Box::new(Contender {
+                    name: "mcpwire@HEAD",
+                    ..*c
+                })),
+                _ => c,
+            }),
+    );
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -302,8 +375,17 @@ fn main() {
         .block_on(DemoServer::start())
         .expect("the demo server");
     let url = server.url();
+    let list_server = runtime
+        .block_on(ListServer::start())
+        .expect("the tools/list server");
+    let demo_stats = || {
+        let stats = server.stats();
+        (stats.requests, stats.connections)
+    };
+    let list_stats = || list_server.stats();
     if options.serve {
         println!("{url}");
+        eprintln!("the list workload's server: {}", list_server.url());
         loop {
             std::thread::park();
         }
@@ -313,18 +395,27 @@ fn main() {
         "mcpwire vs rmcp 3.11.0, against `mcpwire::demo::DemoServer` at {url} (in the driver's process)"
     );
     println!(
+        "`list` against a 100-tool server at {} (benches/compare/src/list_server.rs, same process)",
+        list_server.url()
+    );
+    println!(
         "{} timed rounds per workload after one warm-up run each, order rotating; medians. \
          CPU = user+sys of the client process (wait4), RSS = its VmHWM.",
         options.runs
     );
     println!("load average at start: {}", loadavg());
     let mut verdicts = Vec::new();
+    let mut changes = Vec::new();
     for workload in WORKLOADS {
         if let Some(only) = &options.only
             && !only.iter().any(|o| o == workload.key)
         {
             continue;
         }
+        let (url, stats): (String, &dyn Fn() -> (u64, u64)) = match workload.server {
+            Server::Demo => (url.clone(), &demo_stats),
+            Server::List => (list_server.url(), &list_stats),
+        };
         let args = |c: &Contender| -> Vec<String> {
             let mut args = vec![url.clone(), workload.key.to_owned(), workload.n.to_string()];
             args.extend(c.extra.iter().map(|e| (*e).to_owned()));
@@ -332,7 +423,7 @@ fn main() {
         };
         let mut runs: Vec<Vec<Run>> = vec![Vec::new(); contenders.len()];
         let attempt = |c: &Contender| {
-            run_child(&dir.join(c.program), &args(c), &server).unwrap_or_else(|e| {
+            run_child(&dir.join(c.program), &args(c), stats).unwrap_or_else(|e| {
                 eprintln!("{}: {e}", workload.key);
                 std::process::exit(1)
             })
@@ -378,20 +469,31 @@ fn main() {
                 s.connections
             );
         }
-        if contenders.first().is_some_and(|c| c.name == "mcpwire") {
-            for (c, s) in contenders.iter().zip(&summaries).skip(1) {
-                let m = &summaries[0];
-                let rate = if workload.calls == 0 {
-                    "-".to_owned()
-                } else {
-                    format!("{:.2}x", m.calls_per_s / s.calls_per_s)
-                };
+        let ratio = |m: &Summary, s: &Summary| {
+            if workload.calls == 0 {
+                "-".to_owned()
+            } else {
+                format!("{:.2}x", m.calls_per_s / s.calls_per_s)
+            }
+        };
+        // This tree's mcpwire against the baselines before it and the rmcp clients after it.
+        if let Some(at) = contenders.iter().position(|c| c.program == "bench-mcpwire") {
+            let (name, m) = (contenders[at].name, &summaries[at]);
+            for (i, (c, s)) in contenders.iter().zip(&summaries).enumerate() {
+                if i == at {
+                    continue;
+                }
                 println!(
-                    "mcpwire / {:<20}  calls/s {rate}   CPU {:.2}x   peak RSS {:.2}x",
+                    "{name} / {:<20}  calls/s {}   CPU {:.2}x   peak RSS {:.2}x",
                     c.name,
+                    ratio(m, s),
                     m.cpu_ms / s.cpu_ms,
                     m.rss_mib / s.rss_mib
                 );
+                if i < baselines {
+                    changes.push((workload.key, c.name, s.cpu_per_call_ms, m.cpu_per_call_ms));
+                    continue;
+                }
                 if workload.calls > 0 {
                     verdicts.push((workload.key, c.name, "CPU", m.cpu_ms / s.cpu_ms));
                 }
@@ -399,6 +501,22 @@ fn main() {
                     verdicts.push((workload.key, c.name, "peak RSS", m.rss_mib / s.rss_mib));
                 }
             }
+        }
+    }
+    if !changes.is_empty() {
+        println!();
+        println!(
+            "== mcpwire@HEAD / baseline: client CPU per call, medians (below 1: HEAD uses less)"
+        );
+        for (workload, baseline, before, after) in changes {
+            println!(
+                "{:<17} {:<20} {:>10.3} ms -> {:>8.3} ms   {:.2}x",
+                workload,
+                baseline,
+                before,
+                after,
+                after / before
+            );
         }
     }
     if !verdicts.is_empty() {

@@ -9,10 +9,12 @@
 //! session: initialize, initialized, tools/call, DELETE), `session` (N sequential calls on one
 //! session), `concurrent` (N calls at once on one session), `concurrent-fresh` (N calls at
 //! once, each in its own session), `big` (one `big_text` call of N bytes), `progress` (one
-//! `progress_burst` call of N steps, every notification counted), `connect` (one session, no
-//! call: the fixed cost under the single-call workloads). Every result is checked; a wrong one
-//! exits with status 1. Prints `wall_us=...` (the workload alone, without process start-up) and
-//! `hwm_kib=...` (peak RSS, `VmHWM`).
+//! `progress_burst` call of N steps, every notification counted), `list` (N sequential
+//! `tools/list` calls on one session, against the driver's 100-tool server, each listing
+//! checked for [`TOOLS`] tools), `connect` (one session, no call: the fixed cost under the
+//! single-call workloads). Every result is checked; a wrong one exits with status 1. Prints
+//! `wall_us=...` (the workload alone, without process start-up) and `hwm_kib=...` (peak RSS,
+//! `VmHWM`).
 //!
 //! Both sides run on a current-thread tokio runtime and share one HTTP connection pool
 //! between their sessions (mcpwire's `HttpPool`).
@@ -29,6 +31,9 @@ use mcpwire::mcp::{CallToolResult, ContentBlock};
 use mcpwire::transport::http::{HttpConfig, HttpPool, TlsOptions};
 
 type Failure = Box<dyn std::error::Error + Send + Sync>;
+
+/// The tools the `list` workload's server lists (`../../src/list_server.rs`).
+const TOOLS: usize = 100;
 
 fn arguments(value: serde_json::Value) -> Option<serde_json::Map<String, serde_json::Value>> {
     value.as_object().cloned()
@@ -145,6 +150,16 @@ async fn run(url: &str, workload: &str, n: usize) -> Result<(), Failure> {
             let seen = seen.load(Ordering::Relaxed);
             if text != format!("done after {n} steps") || seen != n {
                 return Err(format!("{seen} progress notifications, then {text:?}").into());
+            }
+            client.close().await;
+        }
+        "list" => {
+            let client = connect(&pool, &url).await?;
+            for _ in 0..n {
+                let tools = client.list_tools().await?;
+                if tools.len() != TOOLS {
+                    return Err(format!("tools/list gave {} tools", tools.len()).into());
+                }
             }
             client.close().await;
         }

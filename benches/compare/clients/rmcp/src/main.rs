@@ -33,6 +33,9 @@ use rmcp::{ClientHandler, RoleClient, ServiceExt};
 
 type Failure = Box<dyn std::error::Error + Send + Sync>;
 
+/// The tools the `list` workload's server lists (`../../src/list_server.rs`).
+const TOOLS: usize = 100;
+
 /// Counts progress notifications.
 #[derive(Clone, Default)]
 struct Counter(Arc<AtomicUsize>);
@@ -173,6 +176,17 @@ async fn run(url: &str, workload: &str, n: usize, http: Http) -> Result<(), Fail
             let seen = seen.load(Ordering::Relaxed);
             if text != format!("done after {n} steps") || seen != n {
                 return Err(format!("{seen} progress notifications, then {text:?}").into());
+            }
+            client.cancel().await?;
+        }
+        "list" => {
+            let client = connect(&http, &url, ()).await?;
+            for _ in 0..n {
+                // One page: the server sends no nextCursor (and no ttlMs, so nothing is cached).
+                let tools = client.list_all_tools().await?;
+                if tools.len() != TOOLS {
+                    return Err(format!("tools/list gave {} tools", tools.len()).into());
+                }
             }
             client.cancel().await?;
         }
