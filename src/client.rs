@@ -917,19 +917,7 @@ impl Driver {
                     // A request we gave up on (deadline, cancel) has its stream closed now;
                     // one that was answered is read on briefly, so the connection can be
                     // reused.
-                    let answered = settled.outcome.as_ref().map_or_else(
-                        |failure| {
-                            !matches!(
-                                failure.kind,
-                                FailureKind::Timeout
-                                    | FailureKind::IdleTimeout
-                                    | FailureKind::Cancelled
-                                    | FailureKind::Closed
-                                    | FailureKind::ElicitationRequested
-                            )
-                        },
-                        |_| true,
-                    );
+                    let answered = settled.answered();
                     link.exchange().finish(&settled.id, answered, now);
                 }
                 if self.session.initialize_id() == Some(&settled.id) {

@@ -676,19 +676,7 @@ impl Harness {
                     .send(transmit.message, limits, transmit.barrier, now);
             }
             Output::Settled(settled) => {
-                let answered = settled.outcome.as_ref().map_or_else(
-                    |failure| {
-                        !matches!(
-                            failure.kind,
-                            FailureKind::Timeout
-                                | FailureKind::IdleTimeout
-                                | FailureKind::Cancelled
-                                | FailureKind::Closed
-                                | FailureKind::ElicitationRequested
-                        )
-                    },
-                    |_| true,
-                );
+                let answered = settled.answered();
                 self.exchange.finish(&settled.id, answered, now);
                 if self.session.initialize_id() == Some(&settled.id) {
                     if let Err(failure) = settled.outcome {

@@ -177,6 +177,26 @@ pub struct Settled {
     pub outcome: Result<Payload, Failure>,
 }
 
+impl Settled {
+    /// Whether the server answered the request (a result or a JSON-RPC error, or a failure
+    /// the transport saw while reading the answer), as opposed to our giving up on it
+    /// (timeout, cancel, close, elicitation). A transport reads an answered request's stream
+    /// on briefly, so its connection can be reused, and closes an abandoned one at once.
+    pub fn answered(&self) -> bool {
+        match &self.outcome {
+            Ok(_) => true,
+            Err(failure) => !matches!(
+                failure.kind,
+                FailureKind::Timeout
+                    | FailureKind::IdleTimeout
+                    | FailureKind::Cancelled
+                    | FailureKind::Closed
+                    | FailureKind::ElicitationRequested
+            ),
+        }
+    }
+}
+
 /// A request's `result`: the raw JSON, or already decoded, in the same pass as its envelope,
 /// into the type the request's caller asked the transport for
 /// ([`Session::handle_decoded_response`]).
