@@ -100,10 +100,8 @@ async fn connect_client(url: &str, start: Instant) -> Result<Client, mcpwire::Er
     config.wire_log = Some(Arc::new(move |line: &str| {
         eprintln!("[{:>6} ms] {line}", start.elapsed().as_millis());
     }));
-    let options = ClientOptions {
-        request_timeout: Duration::from_secs(10),
-        ..ClientOptions::default()
-    };
+    let mut options = ClientOptions::default();
+    options.request_timeout = Duration::from_secs(10);
     Client::connect_http(&pool, config, options).await
 }
 
@@ -123,7 +121,10 @@ async fn initialize(url: &str, start: Instant) -> Outcome {
         Err(e) => return Outcome::Failed(e),
     };
     let version = client.protocol_version();
-    let listed = if client.server().capabilities.tools.is_some() {
+    let listed = if client
+        .server()
+        .is_none_or(|s| s.capabilities.tools.is_some())
+    {
         Some(client.list_tools().await)
     } else {
         None

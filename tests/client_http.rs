@@ -351,10 +351,8 @@ async fn the_server_stream_is_opt_in_reopened_with_last_event_id_and_ended_by_40
     let (notifications, mut received) = tokio::sync::mpsc::channel(8);
     let mut config = config(&server.url("/mcp"));
     config.server_stream = true;
-    let options = ClientOptions {
-        notifications: Some(notifications),
-        ..ClientOptions::default()
-    };
+    let mut options = ClientOptions::default();
+    options.notifications = Some(notifications);
     let client = Client::connect_http(&pool(), config, options)
         .await
         .expect("connect");

@@ -76,16 +76,16 @@ fn config(url: &str) -> HttpConfig {
 }
 
 pub(crate) fn options() -> ClientOptions {
-    let mut options = ClientOptions {
-        request_timeout: STEP,
-        ..ClientOptions::default()
-    };
+    let mut options = ClientOptions::default();
+    options.request_timeout = STEP;
     options.session.initialize_timeout = STEP;
     options
 }
 
+/// A 2025-era client offering `version` in `initialize` (no era probe).
 pub(crate) fn offering(version: ProtocolVersion) -> ClientOptions {
     let mut options = options();
+    options.session.era = mcpwire::session::EraPolicy::Legacy;
     options.session.offered_version = version;
     options
 }
@@ -403,7 +403,7 @@ async fn everything_http_initialize_and_tools() {
     let pool = pool();
     let client = connect(&pool, &server.url).await;
 
-    let init = client.server();
+    let init = client.server().expect("the server described itself");
     assert_eq!(init.protocol_version, "2025-11-25");
     assert_eq!(client.protocol_version(), ProtocolVersion::V2025_11_25);
     assert_eq!(init.server_info.name, "mcp-servers/everything");
@@ -642,7 +642,14 @@ async fn everything_legacy_sse_fallback() {
     );
     assert!(lines[3].contains("/message?sessionId="), "{lines:#?}");
     assert_eq!(client.session_id(), None);
-    assert_eq!(client.server().server_info.name, "mcp-servers/everything");
+    assert_eq!(
+        client
+            .server()
+            .expect("the server described itself")
+            .server_info
+            .name,
+        "mcp-servers/everything"
+    );
     let names = list_names(&client).await;
     assert!(names.contains("echo"), "{names:?}");
     let echo = call(&client, "echo", json!({"message": "over sse"})).await;
@@ -671,7 +678,13 @@ async fn everything_legacy_sse_negotiates_2024_11_05() {
     }
     let server = PeerServer::everything("sse");
     let client = connect(&pool(), &server.url).await;
-    assert_eq!(client.server().protocol_version, "2024-11-05");
+    assert_eq!(
+        client
+            .server()
+            .expect("the server described itself")
+            .protocol_version,
+        "2024-11-05"
+    );
     assert_eq!(client.protocol_version(), ProtocolVersion::V2024_11_05);
     client.close().await;
 }
@@ -689,7 +702,13 @@ async fn everything_http_downgrade() {
     ] {
         let client = connect_with(&pool, config(&server.url), offering(version)).await;
         assert_eq!(client.protocol_version(), version);
-        assert_eq!(client.server().protocol_version, name);
+        assert_eq!(
+            client
+                .server()
+                .expect("the server described itself")
+                .protocol_version,
+            name
+        );
         assert!(list_names(&client).await.contains("get-sum"));
         let sum = call(&client, "get-sum", json!({"a": 1, "b": 2})).await;
         assert_eq!(only_text(&sum), "The sum of 1 and 2 is 3.");
@@ -851,7 +870,7 @@ async fn sse_initialize_and_content(sdk: Sdk) {
     let pool = pool();
     let client = connect(&pool, &server.url).await;
 
-    let init = client.server();
+    let init = client.server().expect("the server described itself");
     assert_eq!(init.server_info.name, "mcpwire-py-test-server");
     assert_eq!(init.protocol_version, "2025-11-25");
     assert_eq!(client.protocol_version(), ProtocolVersion::V2025_11_25);
@@ -1374,7 +1393,14 @@ async fn legacy_sse_transport(sdk: Sdk) {
     );
     assert!(lines[3].contains("/messages/?session_id="), "{lines:#?}");
     assert_eq!(client.session_id(), None);
-    assert_eq!(client.server().server_info.name, "mcpwire-py-test-server");
+    assert_eq!(
+        client
+            .server()
+            .expect("the server described itself")
+            .server_info
+            .name,
+        "mcpwire-py-test-server"
+    );
     assert_eq!(list_names(&client).await, py_tools());
     let echo = call(&client, "echo_text", json!({"text": "legacy"})).await;
     assert_eq!(only_text(&echo), "legacy");
@@ -1390,7 +1416,13 @@ async fn legacy_sse_transport(sdk: Sdk) {
 async fn legacy_sse_negotiates_2024_11_05(sdk: Sdk) {
     let server = PeerServer::python(sdk, &["--transport", "sse"]);
     let client = connect(&pool(), &server.url).await;
-    assert_eq!(client.server().protocol_version, "2024-11-05");
+    assert_eq!(
+        client
+            .server()
+            .expect("the server described itself")
+            .protocol_version,
+        "2024-11-05"
+    );
     assert_eq!(client.protocol_version(), ProtocolVersion::V2024_11_05);
     client.close().await;
 }
@@ -1404,7 +1436,13 @@ async fn downgrade(sdk: Sdk) {
     ] {
         let client = connect_with(&pool, config(&server.url), offering(version)).await;
         assert_eq!(client.protocol_version(), version);
-        assert_eq!(client.server().protocol_version, name);
+        assert_eq!(
+            client
+                .server()
+                .expect("the server described itself")
+                .protocol_version,
+            name
+        );
         assert_eq!(list_names(&client).await, py_tools());
         let echo = call(&client, "echo_text", json!({"text": "old"})).await;
         assert_eq!(only_text(&echo), "old");

@@ -30,7 +30,14 @@ async fn everything_stdio() {
     let (program, args) = peers::everything_stdio_command();
     let client = spawn(program, args).await;
     assert_eq!(client.protocol_version(), ProtocolVersion::V2025_11_25);
-    assert_eq!(client.server().server_info.name, "mcp-servers/everything");
+    assert_eq!(
+        client
+            .server()
+            .expect("the server described itself")
+            .server_info
+            .name,
+        "mcp-servers/everything"
+    );
     assert_eq!(client.session_id(), None);
     let names = list_names(&client).await;
     for name in ["echo", "get-sum", "trigger-long-running-operation"] {
@@ -58,7 +65,14 @@ async fn python_stdio(sdk: Sdk) {
     let (program, args) = peers::python_stdio_command(sdk);
     let client = spawn(program, args).await;
     assert_eq!(client.protocol_version(), ProtocolVersion::V2025_11_25);
-    assert_eq!(client.server().server_info.name, "mcpwire-py-test-server");
+    assert_eq!(
+        client
+            .server()
+            .expect("the server described itself")
+            .server_info
+            .name,
+        "mcpwire-py-test-server"
+    );
     assert_eq!(list_names(&client).await, py_tools());
     let echo = call(&client, "echo_text", json!({"text": "stdio ✓"})).await;
     assert_eq!(only_text(&echo), "stdio ✓");

@@ -198,7 +198,14 @@ async fn stdio_banner_and_stderr_are_logged_not_errors() {
     // A polite server exits at EOF: close() must not wait out a long grace.
     config.shutdown_grace = Duration::from_secs(5);
     let client = connect(config).await;
-    assert_eq!(client.server().server_info.name, "fake-stdio-chatty");
+    assert_eq!(
+        client
+            .server()
+            .expect("the server described itself")
+            .server_info
+            .name,
+        "fake-stdio-chatty"
+    );
     let tools = tokio::time::timeout(STEP, client.list_tools())
         .await
         .expect("tools/list took too long")
@@ -559,7 +566,14 @@ async fn the_stdio_demo_server_lists_calls_reports_progress_and_outlives_a_timeo
     .await
     .expect("in time")
     .expect("connect");
-    assert_eq!(client.server().server_info.name, "mcpwire-demo");
+    assert_eq!(
+        client
+            .server()
+            .expect("the server described itself")
+            .server_info
+            .name,
+        "mcpwire-demo"
+    );
     let tools = client.list_tools().await.expect("tools/list");
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(

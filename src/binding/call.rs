@@ -460,6 +460,7 @@ impl Caller {
             meta: Some(meta),
             max_response_bytes: Some(binding.max_output_bytes),
             cancel,
+            input_schema: Some(binding.input_schema.clone()),
             on_progress: Some(Box::new(move |p| {
                 let progress = Progress {
                     call_id: progress_call_id.clone(),

@@ -25,7 +25,10 @@ struct Harness {
 
 impl Harness {
     fn new() -> Self {
-        Harness::with_config(Config::default())
+        Harness::with_config(Config {
+            era: EraPolicy::Legacy,
+            ..Config::default()
+        })
     }
 
     fn with_config(config: Config) -> Self {
@@ -146,7 +149,10 @@ fn an_unaccepted_version_closes_the_session_with_a_known_outcome() {
 
 #[test]
 fn the_legacy_version_is_accepted_when_configured() {
-    let mut config = Config::default();
+    let mut config = Config {
+        era: EraPolicy::Legacy,
+        ..Config::default()
+    };
     config.accepted_versions.push(ProtocolVersion::V2024_11_05);
     let mut h = Harness::with_config(config);
     h.session.start(h.now);
@@ -488,6 +494,7 @@ fn close_settles_everything_and_sends_nothing_more() {
 fn the_pending_limit_refuses_without_sending() {
     let config = Config {
         max_pending_requests: 2,
+        era: EraPolicy::Legacy,
         ..Config::default()
     };
     let mut h = Harness::with_config(config);

@@ -51,6 +51,7 @@ pub struct HttpPool {
     opened: Arc<AtomicU64>,
     tls: Arc<TlsOptions>,
     proxy: Arc<ProxyConfig>,
+    eras: crate::client::EraCache,
 }
 
 impl std::fmt::Debug for HttpPool {
@@ -110,7 +111,14 @@ impl HttpPool {
             opened,
             tls: Arc::new(tls.clone()),
             proxy,
+            eras: crate::client::EraCache::new(),
         })
+    }
+
+    /// The era verdicts of the endpoints this pool's clients connected to: a client probes an
+    /// endpoint only the first time (see [`EraCache`](crate::client::EraCache)).
+    pub fn era_cache(&self) -> &crate::client::EraCache {
+        &self.eras
     }
 
     /// How many connections this pool has opened (a measure of keep-alive reuse). Through a

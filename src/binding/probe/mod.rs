@@ -671,17 +671,23 @@ impl Run<'_> {
                             Some(check::session_id_seen(session.as_bytes()));
                     }
                 }
-                let server = client.server();
-                self.report.server = Some(ServerSummary {
-                    name: cut(&server.server_info.name, 100),
-                    version: cut(&server.server_info.version, 40),
-                    title: server.server_info.title.as_deref().map(|t| cut(t, 100)),
-                    capabilities: capability_names(
-                        &serde_json::to_value(&server.capabilities).unwrap_or_default(),
-                    ),
-                    instructions: server.instructions.is_some(),
-                    source: "initialize".to_owned(),
-                });
+                if let Some(server) = client.server() {
+                    self.report.server = Some(ServerSummary {
+                        name: cut(&server.server_info.name, 100),
+                        version: cut(&server.server_info.version, 40),
+                        title: server.server_info.title.as_deref().map(|t| cut(t, 100)),
+                        capabilities: capability_names(
+                            &serde_json::to_value(&server.capabilities).unwrap_or_default(),
+                        ),
+                        instructions: server.instructions.is_some(),
+                        source: if client.is_modern() {
+                            "server/discover"
+                        } else {
+                            "initialize"
+                        }
+                        .to_owned(),
+                    });
+                }
                 Some(client)
             }
             Ok(Err(error)) => {
