@@ -401,6 +401,9 @@ impl ResultEnvelope {
     /// Reads the envelope of `raw`, checking it: a known `resultType`, and for
     /// `input_required` an object of requests and a string state, at least one of them.
     pub fn read(raw: &RawValue) -> Result<ResultEnvelope, ResultError> {
+        if !raw.get().trim_start().starts_with('{') {
+            return Err(ResultError::Malformed("a result is a JSON object".to_owned()));
+        }
         let envelope: ResultEnvelope =
             serde_json::from_str(raw.get()).map_err(|e| ResultError::Malformed(e.to_string()))?;
         match envelope.result_type() {
@@ -564,5 +567,181 @@ pub fn supported_in_error(data: Option<&str>, ours: &[ProtocolVersion]) -> Optio
     match era_from_error(error_code::UNSUPPORTED_PROTOCOL_VERSION, data, ours) {
         EraVerdict::Retry(version) => Some(version),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn raw(text: &str) -> Box<RawValue> {
+        RawValue::from_string(text.to_owned()).unwrap()
+    }
+
+    fn envelope() -> Envelope {
+        Envelope {
+            version: ProtocolVersion::V2026_07_28,
+            capabilities: ClientCapabilities::default(),
+            client_info: Implementation::new("c", "1"),
+        }
+    }
+
+    #[test]
+    fn stamping_keeps_every_member_byte_for_byte_and_replaces_envelope_keys() {
+        let params = raw(
+            r#"{"name":"t\u00e9","arguments":{"x":"\/a","n":1.50},"_meta":{"progressToken":3,"io.modelcontextprotocol/protocolVersion":"1999-01-01"}}"#,
+        );
+        let stamped = envelope().stamp(Some(&params)).unwrap();
+        let text = stamped.get();
+        assert!(
+            text.starts_with(r#"{"name":"t\u00e9","arguments":{"x":"\/a","n":1.50},"_meta":"#),
+            "{text}"
+        );
+        let value: Value = serde_json::from_str(text).unwrap();
+        let meta = &value["_meta"];
+        assert_eq!(meta["progressToken"], 3);
+        assert_eq!(meta[PROTOCOL_VERSION_KEY], "2026-07-28");
+        assert_eq!(meta[CLIENT_CAPABILITIES_KEY], json!({}));
+        assert_eq!(meta[CLIENT_INFO_KEY], json!({"name": "c", "version": "1"}));
+        assert_eq!(
+            envelope()
+                .stamp(None)
+                .unwrap()
+                .get()
+                .matches("_meta")
+                .count(),
+            1
+        );
+        for bad in ["[1]", "\"s\"", r#"{"_meta":[]}"#, "null"] {
+            assert_eq!(
+                envelope().stamp(Some(&raw(bad))).unwrap_err(),
+                ParamsError::NotAnObject,
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_retry_echoes_the_state_exactly_and_drops_stale_members() {
+        let original =
+            raw(r#"{"name":"t","arguments":{},"requestState":"old","inputResponses":{}}"#);
+        let state = raw(r#""{\"nonce\":\"\u00e9\/\"}""#);
+        let responses = raw(r#"{"confirm":{"action":"accept"}}"#);
+        let retry = retry_params(Some(&original), Some(&responses), Some(&state)).unwrap();
+        assert_eq!(
+            retry.get(),
+            r#"{"name":"t","arguments":{},"inputResponses":{"confirm":{"action":"accept"}},"requestState":"{\"nonce\":\"\u00e9\/\"}"}"#
+        );
+        let retry = retry_params(Some(&original), Some(&responses), None).unwrap();
+        assert!(!retry.get().contains("requestState"), "{}", retry.get());
+    }
+
+    #[test]
+    fn result_envelopes_are_checked() {
+        let complete = ResultEnvelope::read(&raw(r#"{"content":[]}"#)).unwrap();
+        assert_eq!(complete.result_type(), ResultType::Complete);
+        let needs = ResultEnvelope::read(&raw(
+            r#"{"resultType":"input_required","inputRequests":{"a":{"method":"elicitation/create","params":{"message":"ok?"}},"b":{"method":"roots/list"}},"requestState":"s"}"#,
+        ))
+        .unwrap();
+        assert_eq!(needs.result_type(), ResultType::InputRequired);
+        let requests = needs.input_requests().unwrap();
+        assert_eq!(requests.len(), 2);
+        assert_eq!(
+            (requests[0].key.as_str(), requests[0].method.as_str()),
+            ("a", "elicitation/create")
+        );
+        assert!(requests[1].params.is_none());
+        assert_eq!(needs.request_state.as_deref().unwrap().get(), "\"s\"");
+        assert_eq!(
+            ResultEnvelope::read(&raw(r#"{"resultType":"task"}"#)).unwrap_err(),
+            ResultError::UnknownType("task".to_owned())
+        );
+        assert_eq!(
+            ResultEnvelope::read(&raw(r#"{"resultType":"input_required"}"#)).unwrap_err(),
+            ResultError::EmptyInputRequired
+        );
+        for bad in [
+            r#"{"resultType":"input_required","requestState":7}"#,
+            r#"{"resultType":"input_required","inputRequests":[]}"#,
+            r#"{"resultType":5}"#,
+            "[]",
+        ] {
+            assert!(ResultEnvelope::read(&raw(bad)).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn era_verdicts() {
+        let ours = [ProtocolVersion::V2026_07_28];
+        let (verdict, result) = era_from_result(
+            &raw(
+                r#"{"supportedVersions":["2026-07-28","2027-01-01"],"capabilities":{},"serverInfo":{"name":"s","version":"1"}}"#,
+            ),
+            &ours,
+        );
+        assert_eq!(verdict, EraVerdict::Modern(ProtocolVersion::V2026_07_28));
+        assert_eq!(result.unwrap().server_info().unwrap().name, "s");
+        for legacy in [
+            r#"{}"#,
+            r#"{"supportedVersions":["2025-11-25"],"capabilities":{}}"#,
+            r#"{"supportedVersions":"2026-07-28","capabilities":{}}"#,
+        ] {
+            assert!(
+                matches!(
+                    era_from_result(&raw(legacy), &ours).0,
+                    EraVerdict::Legacy(_)
+                ),
+                "{legacy}"
+            );
+        }
+        assert_eq!(
+            era_from_error(
+                -32022,
+                Some(r#"{"supported":["2026-07-28"],"requested":"2026-07-28"}"#),
+                &ours
+            ),
+            EraVerdict::Retry(ProtocolVersion::V2026_07_28)
+        );
+        assert_eq!(
+            era_from_error(-32022, Some(r#"{"supported":["2027-02-02"]}"#), &ours),
+            EraVerdict::NoCommonVersion(vec!["2027-02-02".to_owned()])
+        );
+        for (code, data) in [
+            (-32022, Some(r#"{"supported":["2025-11-25"]}"#)),
+            (-32022, None),
+            (-32022, Some(r#"{"supported":"x"}"#)),
+            (-32601, None),
+            (-32000, Some(r#"{"supported":["2026-07-28"]}"#)),
+            (-32020, None),
+        ] {
+            assert!(
+                matches!(era_from_error(code, data, &ours), EraVerdict::Legacy(_)),
+                "{code} {data:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn cache_hints_default_to_nothing_private() {
+        assert_eq!(
+            CacheHint::read(None, None),
+            CacheHint {
+                ttl: Duration::ZERO,
+                scope: CacheScope::Private
+            }
+        );
+        assert_eq!(
+            CacheHint::read(Some(&json!(-5)), Some("public")).ttl,
+            Duration::ZERO
+        );
+        assert_eq!(
+            CacheHint::read(Some(&json!(1500)), Some("public")),
+            CacheHint {
+                ttl: Duration::from_millis(1500),
+                scope: CacheScope::Public
+            }
+        );
     }
 }
