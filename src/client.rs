@@ -268,11 +268,19 @@ impl EraCache {
         EraCache::default()
     }
 
+    /// The key of `url`: as [`HttpConfig::url`] prints it (`http://h` and `http://h/` are one
+    /// endpoint).
+    fn key(url: &str) -> String {
+        url.parse::<http::Uri>()
+            .map_or_else(|_| url.to_owned(), |uri| uri.to_string())
+    }
+
     fn get(&self, url: &str) -> Option<Verdict> {
-        self.0.lock().ok()?.get(url).cloned()
+        self.0.lock().ok()?.get(&Self::key(url)).cloned()
     }
 
     fn put(&self, url: &str, verdict: Verdict) {
+        let url = &Self::key(url);
         if let Ok(mut map) = self.0.lock() {
             if map.len() >= ERA_CACHE_ENTRIES && !map.contains_key(url) {
                 map.clear();
@@ -281,10 +289,23 @@ impl EraCache {
         }
     }
 
+    /// Remembers a verdict found earlier (one a host persisted): `url` speaks stateless
+    /// revision `modern`, or with `None` is a 2025-era server, so the next connection to it
+    /// does not probe. A verdict that no longer holds is forgotten when a connection fails.
+    pub fn remember(&self, url: &str, modern: Option<ProtocolVersion>) {
+        self.put(
+            url,
+            Verdict {
+                modern,
+                server: None,
+            },
+        );
+    }
+
     /// Forgets `url`'s verdict: the next connection probes again.
     pub fn forget(&self, url: &str) {
         if let Ok(mut map) = self.0.lock() {
-            map.remove(url);
+            map.remove(&Self::key(url));
         }
     }
 

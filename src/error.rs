@@ -165,6 +165,7 @@ impl Error {
         self.message = secret.redact(&self.message);
         if let Some(failure) = &mut self.failure {
             failure.detail = secret.redact(&failure.detail);
+            failure.map_data(|data| secret.redact(data));
         }
         self
     }

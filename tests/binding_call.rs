@@ -444,7 +444,15 @@ async fn a_401_or_403_on_initialize_is_a_known_outcome() {
         assert_failed(&result, "unauthorized", false);
         let requests = server.requests();
         assert!(posts_of(&requests, "tools/call").is_empty(), "{requests:?}");
-        assert!(!posts_of(&requests, "initialize").is_empty());
+        // An auth answer to the era probe is no era verdict: connecting stops there.
+        assert_eq!(
+            requests
+                .iter()
+                .map(|r| r.jsonrpc_method())
+                .collect::<Vec<_>>(),
+            [Some("server/discover".to_owned())],
+            "{requests:?}"
+        );
     }
 }
 

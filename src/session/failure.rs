@@ -102,6 +102,13 @@ impl Failure {
         self.data.as_deref()
     }
 
+    /// Rewrites the error `data` (to take credentials a server echoed out of it).
+    pub(crate) fn map_data(&mut self, rewrite: impl FnOnce(&str) -> String) {
+        if let Some(data) = &self.data {
+            self.data = Some(std::sync::Arc::from(rewrite(data)));
+        }
+    }
+
     /// A JSON-RPC error response.
     pub fn from_error_object(error: &ErrorObject<'_>) -> Self {
         let mut detail = format!("server error {}: {}", error.code, error.message);

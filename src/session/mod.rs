@@ -645,12 +645,11 @@ impl Session {
         if !self.config.accepted_versions.contains(&legacy) {
             self.config.accepted_versions.push(legacy);
         }
-        self.phase = Phase::New;
         let next_id = self.next_id;
         if let Id::Number(number) = old {
             self.next_id = number;
         }
-        self.start(now);
+        self.start_initialize(now);
         self.next_id = self.next_id.max(next_id);
     }
 
