@@ -91,7 +91,11 @@ async fn a_session_sends_the_right_headers_and_ends_with_delete() {
     assert_eq!(probe.header("mcp-method"), Some("server/discover"));
     let init = posts_of(&requests, "initialize")[0];
     assert_eq!(init.index, 1);
-    assert_eq!(init.header("mcp-method"), None, "2025-era requests as before");
+    assert_eq!(
+        init.header("mcp-method"),
+        None,
+        "2025-era requests as before"
+    );
     assert_eq!(
         init.header("accept"),
         Some("application/json, text/event-stream")

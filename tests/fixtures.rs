@@ -206,7 +206,8 @@ async fn replay_fixture(dir: PathBuf, mode: Mode) -> Result<(), String> {
     // A conversation recorded from a 2025-era client opens with `initialize`: the replaying
     // client is told the verdict the recording client had, as a host that kept it would be,
     // so it opens the same way.
-    let exchanges = std::fs::read_to_string(dir.join("exchanges.jsonl")).map_err(|e| e.to_string())?;
+    let exchanges =
+        std::fs::read_to_string(dir.join("exchanges.jsonl")).map_err(|e| e.to_string())?;
     let first = exchanges.lines().next().unwrap_or_default();
     if !first.contains("server/discover") {
         let mut urls = vec![url.clone()];

@@ -82,6 +82,18 @@ pub(crate) fn options() -> ClientOptions {
     options
 }
 
+/// What the Python tests connect with: these tests are of the 2025-era path. `mcp` 1.x speaks
+/// only that, so the client probes and falls back as it does for any 2025-era server; `mcp`
+/// 2.x speaks 2026-07-28 too, so its 2025 path is taken by a client that does not probe
+/// (2026-07-28 has tests of its own).
+pub(crate) fn py_options(sdk: Sdk) -> ClientOptions {
+    let mut options = options();
+    if sdk == Sdk::V2 {
+        options.session.era = mcpwire::session::EraPolicy::Legacy;
+    }
+    options
+}
+
 /// A 2025-era client offering `version` in `initialize` (no era probe).
 pub(crate) fn offering(version: ProtocolVersion) -> ClientOptions {
     let mut options = options();
@@ -633,8 +645,14 @@ async fn everything_legacy_sse_fallback() {
     let wire = Wire::default();
     wire.attach(&mut config);
     let client = connect_with(&pool, config, options()).await;
-    // The initialize POST to /sse is refused (404), so the client opens the legacy stream.
-    let lines = wire.lines();
+    // The era probe is refused without a JSON-RPC error (a 2025-era server), then the
+    // initialize POST to /sse (404), so the client opens the legacy stream.
+    let all = wire.lines();
+    let probe = all.iter().position(|l| l.contains("server/discover"));
+    assert_eq!(probe, Some(0), "{all:#?}");
+    assert!(all[1].starts_with("< 404"), "{all:#?}");
+    let lines = &all[2..];
+    assert!(lines[0].contains("\"initialize\""), "{all:#?}");
     assert!(lines[1].starts_with("< 404"), "{lines:#?}");
     assert!(
         lines[2].starts_with("> GET") && lines[2].contains("legacy"),
@@ -868,7 +886,7 @@ python_tests!(
 async fn sse_initialize_and_content(sdk: Sdk) {
     let server = PeerServer::python(sdk, &[]);
     let pool = pool();
-    let client = connect(&pool, &server.url).await;
+    let client = connect_with(&pool, config(&server.url), py_options(sdk)).await;
 
     let init = client.server().expect("the server described itself");
     assert_eq!(init.server_info.name, "mcpwire-py-test-server");
@@ -985,7 +1003,7 @@ async fn sse_progress_and_logging(sdk: Sdk) {
     let server = PeerServer::python(sdk, &[]);
     let pool = pool();
     let (notifications, mut received) = tokio::sync::mpsc::channel::<Notification<'static>>(64);
-    let mut options = options();
+    let mut options = py_options(sdk);
     options.notifications = Some(notifications);
     let client = connect_with(&pool, config(&server.url), options).await;
 
@@ -1020,7 +1038,7 @@ async fn sse_progress_and_logging(sdk: Sdk) {
 async fn json_response_mode(sdk: Sdk) {
     let server = PeerServer::python(sdk, &["--json-response"]);
     let pool = pool();
-    let client = connect(&pool, &server.url).await;
+    let client = connect_with(&pool, config(&server.url), py_options(sdk)).await;
     assert!(client.session_id().is_some());
     assert_eq!(list_names(&client).await, py_tools());
     assert_eq!(
@@ -1074,7 +1092,7 @@ async fn stateless_json_response_mode(sdk: Sdk) {
     let mut config = config(&server.url);
     let wire = Wire::default();
     wire.attach(&mut config);
-    let client = connect_with(&pool, config, options()).await;
+    let client = connect_with(&pool, config, py_options(sdk)).await;
     assert_eq!(client.session_id(), None);
     assert_eq!(client.protocol_version(), ProtocolVersion::V2025_11_25);
     assert_eq!(list_names(&client).await, py_tools());
@@ -1100,7 +1118,7 @@ async fn event_store_priming(sdk: Sdk) {
     let mut config = config(&server.url);
     let wire = Wire::default();
     wire.attach(&mut config);
-    let client = connect_with(&pool, config, options()).await;
+    let client = connect_with(&pool, config, py_options(sdk)).await;
     assert_eq!(client.protocol_version(), ProtocolVersion::V2025_11_25);
     assert_eq!(list_names(&client).await, py_tools());
     let echo = call(&client, "echo_text", json!({"text": "primed"})).await;
@@ -1129,7 +1147,7 @@ async fn event_store_resumes_a_dropped_stream(sdk: Sdk) {
     let mut config = config(&server.url);
     let wire = Wire::default();
     wire.attach(&mut config);
-    let client = connect_with(&pool, config, options()).await;
+    let client = connect_with(&pool, config, py_options(sdk)).await;
     assert_eq!(client.protocol_version(), ProtocolVersion::V2025_11_25);
     let progress = Progress::default();
     let started = Instant::now();
@@ -1185,7 +1203,7 @@ async fn paged_tools_list(sdk: Sdk) {
     let mut config = config(&server.url);
     let wire = Wire::default();
     wire.attach(&mut config);
-    let client = connect_with(&pool, config, options()).await;
+    let client = connect_with(&pool, config, py_options(sdk)).await;
     let tools = client.list_tools().await.expect("tools/list");
     assert_eq!(tools.len(), PY_TOOLS.len());
     assert_eq!(names(&tools), py_tools());
@@ -1203,7 +1221,7 @@ async fn paged_tools_list(sdk: Sdk) {
 async fn sampling_request_answered_method_not_found(sdk: Sdk) {
     let server = PeerServer::python(sdk, &[]);
     let pool = pool();
-    let client = connect(&pool, &server.url).await;
+    let client = connect_with(&pool, config(&server.url), py_options(sdk)).await;
     let started = Instant::now();
     let result = call(&client, "ask_sampling", json!({})).await;
     assert!(!result.is_error(), "{result:?}");
@@ -1224,7 +1242,7 @@ async fn sampling_request_answered_method_not_found(sdk: Sdk) {
 async fn elicitation_request_fails_the_call(sdk: Sdk) {
     let server = PeerServer::python(sdk, &[]);
     let pool = pool();
-    let client = connect(&pool, &server.url).await;
+    let client = connect_with(&pool, config(&server.url), py_options(sdk)).await;
     let started = Instant::now();
     let error = expect_err(
         call_with(&client, "ask_elicitation", json!({}), call_options()).await,
@@ -1243,7 +1261,7 @@ async fn elicitation_request_fails_the_call(sdk: Sdk) {
 async fn cancel_a_slow_call(sdk: Sdk) {
     let server = PeerServer::python(sdk, &[]);
     let pool = pool();
-    let client = connect(&pool, &server.url).await;
+    let client = connect_with(&pool, config(&server.url), py_options(sdk)).await;
     let cancel = CancelToken::new();
     let trigger = cancel.clone();
     tokio::spawn(async move {
@@ -1287,7 +1305,7 @@ async fn cancel_a_slow_call(sdk: Sdk) {
 async fn timeout_of_a_slow_call(sdk: Sdk) {
     let server = PeerServer::python(sdk, &[]);
     let pool = pool();
-    let client = connect(&pool, &server.url).await;
+    let client = connect_with(&pool, config(&server.url), py_options(sdk)).await;
     let started = Instant::now();
     let error = expect_err(
         call_with(
@@ -1321,7 +1339,7 @@ async fn timeout_of_a_slow_call(sdk: Sdk) {
 async fn response_over_max_bytes(sdk: Sdk) {
     let server = PeerServer::python(sdk, &[]);
     let pool = pool();
-    let client = connect(&pool, &server.url).await;
+    let client = connect_with(&pool, config(&server.url), py_options(sdk)).await;
     let limit = 1024 * 1024;
     let within = call_with(
         &client,
@@ -1360,7 +1378,7 @@ async fn response_over_max_bytes(sdk: Sdk) {
 async fn dead_session_is_session_expired(sdk: Sdk) {
     let server = PeerServer::python(sdk, &[]);
     let pool = pool();
-    let client = connect(&pool, &server.url).await;
+    let client = connect_with(&pool, config(&server.url), py_options(sdk)).await;
     let session_id = client.session_id().expect("a session id").to_owned();
     let (status, response) = raw_delete(server.port, Some(&session_id));
     assert_eq!(status, 200, "{response}");
@@ -1383,9 +1401,21 @@ async fn legacy_sse_transport(sdk: Sdk) {
     let mut config = config(&server.url);
     let wire = Wire::default();
     wire.attach(&mut config);
-    let client = connect_with(&pool, config, options()).await;
-    // The initialize POST to /sse is refused (405), so the client opens the legacy stream.
-    let lines = wire.lines();
+    let client = connect_with(&pool, config, py_options(sdk)).await;
+    // The era probe is refused without a JSON-RPC error (a 2025-era server), then the
+    // initialize POST to /sse (405), so the client opens the legacy stream.
+    let all = wire.lines();
+    let probe = all.iter().position(|l| l.contains("server/discover"));
+    // mcp 2.x's 2025 path is taken without probing (`py_options`).
+    let lines = if sdk == Sdk::V1 {
+        assert_eq!(probe, Some(0), "{all:#?}");
+        assert!(all[1].starts_with("< 405"), "{all:#?}");
+        &all[2..]
+    } else {
+        assert_eq!(probe, None, "{all:#?}");
+        &all[..]
+    };
+    assert!(lines[0].contains("\"initialize\""), "{all:#?}");
     assert!(lines[1].starts_with("< 405"), "{lines:#?}");
     assert!(
         lines[2].starts_with("> GET") && lines[2].contains("legacy"),
@@ -1798,4 +1828,131 @@ async fn probe_legacy_sse_transport(sdk: Sdk) {
     assert_eq!(stream.answer, "an endpoint event first");
     assert_eq!(probed_tools(&report), py_tools());
     assert!(report.deviations.is_empty(), "{text}");
+}
+
+// --- 2026-07-28 against mcp 2.x ------------------------------------------------------------
+
+/// mcp 2.x (default stateful mode, and stateless JSON) answers the era probe with a
+/// DiscoverResult: the client speaks 2026-07-28, one POST per request, no session.
+async fn py_v2_modern(extra: &[&str], streams_progress: bool) {
+    let server = PeerServer::python(Sdk::V2, extra);
+    let pool = pool();
+    let mut config = config(&server.url);
+    let wire = Wire::default();
+    wire.attach(&mut config);
+    let client = connect_with(&pool, config, options()).await;
+    assert_eq!(client.protocol_version(), ProtocolVersion::V2026_07_28);
+    assert!(client.is_modern());
+    assert_eq!(client.session_id(), None);
+    let server_info = client.server().expect("the discover result");
+    assert_eq!(server_info.server_info.name, "mcpwire-py-test-server");
+    assert!(server_info.capabilities.tools.is_some());
+    assert_eq!(
+        server_info.instructions.as_deref(),
+        Some("Test tools for mcpwire interop tests.")
+    );
+    let tools = client.list_tools().await.expect("tools/list");
+    assert_eq!(names(&tools), py_tools());
+    let echo = call(&client, "echo_text", json!({"text": "zwei ✓"})).await;
+    assert_eq!(only_text(&echo), "zwei ✓");
+    let weather = call(&client, "weather", json!({"city": "Lyon"})).await;
+    assert_eq!(weather.structured_content.as_ref().unwrap()["city"], "Lyon");
+    let fail = call(&client, "fail", json!({"message": "kaput 2026"})).await;
+    assert!(fail.is_error(), "{fail:?}");
+    let (result, progress) =
+        call_with_progress(&client, "progress", json!({"steps": 3, "delay": 0.01})).await;
+    assert_eq!(only_text(&result), "done after 3 steps");
+    if streams_progress {
+        progress.assert_steps(3, true);
+    } else {
+        // A JSON reply has no room for notifications before the response.
+        progress.assert_steps(0, true);
+    }
+    let refused = client.ping().await.expect_err("no ping at 2026-07-28");
+    assert_eq!(refused.kind(), ErrorKind::Refused);
+    client.close().await;
+    let lines = wire.lines();
+    // Every request a POST with the revision's headers; no GET, no DELETE, no notification.
+    assert!(
+        lines
+            .iter()
+            .all(|l| !l.starts_with("> GET") && !l.starts_with("> DELETE")),
+        "{lines:#?}"
+    );
+    let sent: Vec<_> = lines.iter().filter(|l| l.starts_with("> ")).collect();
+    assert!(
+        !sent.iter().any(|l| l.contains("\"notifications/")),
+        "{sent:#?}"
+    );
+    assert!(
+        !lines.iter().any(|l| l.contains("\"initialize\"")),
+        "{lines:#?}"
+    );
+    assert_eq!(wire.count("server/discover"), 1, "{lines:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn py_v2_speaks_2026_07_28_in_its_default_mode() {
+    if !crate::support::peers::require(crate::support::peers::Peer::Python(Sdk::V2)) {
+        return;
+    }
+    py_v2_modern(&[], true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn py_v2_speaks_2026_07_28_stateless_with_json() {
+    if !crate::support::peers::require(crate::support::peers::Peer::Python(Sdk::V2)) {
+        return;
+    }
+    py_v2_modern(&["--stateless", "--json-response"], false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn py_v2_modern_cancel_closes_the_stream_and_a_second_client_skips_the_probe() {
+    if !crate::support::peers::require(crate::support::peers::Peer::Python(Sdk::V2)) {
+        return;
+    }
+    let server = PeerServer::python(Sdk::V2, &[]);
+    let pool = pool();
+    let client = connect_with(&pool, config(&server.url), options()).await;
+    assert!(client.is_modern());
+    let cancel = CancelToken::new();
+    let trigger = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        trigger.cancel();
+    });
+    let started = Instant::now();
+    let error = expect_err(
+        call_with(
+            &client,
+            "slow",
+            json!({"seconds": 30}),
+            CallOptions {
+                cancel: Some(cancel),
+                ..call_options()
+            },
+        )
+        .await,
+        "slow",
+    );
+    assert_eq!(error.kind(), ErrorKind::Cancelled, "{error}");
+    assert!(error.outcome_unknown());
+    assert!(started.elapsed() < Duration::from_secs(2));
+    // The pool kept the verdict: the next client's first message is its first request.
+    let mut config = config(&server.url);
+    let wire = Wire::default();
+    wire.attach(&mut config);
+    let second = connect_with(&pool, config, options()).await;
+    assert!(second.is_modern());
+    assert_eq!(
+        only_text(&call(&second, "echo_text", json!({"text": "one POST"})).await),
+        "one POST"
+    );
+    let lines = wire.lines();
+    let posts: Vec<_> = lines.iter().filter(|l| l.starts_with("> POST")).collect();
+    assert_eq!(posts.len(), 1, "{lines:#?}");
+    assert!(posts[0].contains("tools/call"), "{lines:#?}");
+    client.close().await;
+    second.close().await;
 }

@@ -2560,7 +2560,10 @@ fn error_delivered(h: &Harness) -> Vec<(Option<Id>, i64)> {
 fn modern_requests_carry_the_derived_headers_and_no_session() {
     let mut h = modern();
     let headers = vec![
-        (HeaderName::from_static("mcp-name"), HeaderValue::from_static("echo")),
+        (
+            HeaderName::from_static("mcp-name"),
+            HeaderValue::from_static("echo"),
+        ),
         (
             HeaderName::from_static("mcp-param-region"),
             HeaderValue::from_static("=?base64?WsO8cmljaA==?="),
@@ -2576,8 +2579,14 @@ fn modern_requests_carry_the_derived_headers_and_no_session() {
     assert_eq!(sent.header("mcp-protocol-version"), Some("2026-07-28"));
     assert_eq!(sent.header("mcp-method"), Some("tools/call"));
     assert_eq!(sent.header("mcp-name"), Some("echo"));
-    assert_eq!(sent.header("mcp-param-region"), Some("=?base64?WsO8cmljaA==?="));
-    assert_eq!(sent.header("accept"), Some("application/json, text/event-stream"));
+    assert_eq!(
+        sent.header("mcp-param-region"),
+        Some("=?base64?WsO8cmljaA==?=")
+    );
+    assert_eq!(
+        sent.header("accept"),
+        Some("application/json, text/event-stream")
+    );
     assert!(sent.header("mcp-session-id").is_none());
     // The same headers on a 2025-era exchange are not sent.
     let mut old = Harness::new();
@@ -2653,7 +2662,14 @@ fn modern_streams_are_not_resumed_and_no_server_stream_or_delete_exists() {
     let mut h = Harness::with(|config| config.server_stream = true);
     h.exchange.set_modern(Some("2026-07-28"));
     let stream = h.send_request(5, "tools/call");
-    h.head(stream, 200, &[("content-type", "text/event-stream"), ("mcp-session-id", "s-1")]);
+    h.head(
+        stream,
+        200,
+        &[
+            ("content-type", "text/event-stream"),
+            ("mcp-session-id", "s-1"),
+        ],
+    );
     h.body(stream, "id: 1\nretry: 10\ndata: \n\n");
     h.end(stream);
     let failure = h.failure(5);

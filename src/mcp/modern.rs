@@ -402,7 +402,9 @@ impl ResultEnvelope {
     /// `input_required` an object of requests and a string state, at least one of them.
     pub fn read(raw: &RawValue) -> Result<ResultEnvelope, ResultError> {
         if !raw.get().trim_start().starts_with('{') {
-            return Err(ResultError::Malformed("a result is a JSON object".to_owned()));
+            return Err(ResultError::Malformed(
+                "a result is a JSON object".to_owned(),
+            ));
         }
         let envelope: ResultEnvelope =
             serde_json::from_str(raw.get()).map_err(|e| ResultError::Malformed(e.to_string()))?;

@@ -638,6 +638,8 @@ impl Run<'_> {
             ..ClientOptions::default()
         };
         options.session.initialize_timeout = budget;
+        // This step examines the 2025-era handshake; the modern era was probed above.
+        options.session.era = crate::session::EraPolicy::Legacy;
         options.session.client_info =
             Implementation::new("mcpwire-probe", env!("CARGO_PKG_VERSION"));
         let connected = tokio::time::timeout(
@@ -680,12 +682,7 @@ impl Run<'_> {
                             &serde_json::to_value(&server.capabilities).unwrap_or_default(),
                         ),
                         instructions: server.instructions.is_some(),
-                        source: if client.is_modern() {
-                            "server/discover"
-                        } else {
-                            "initialize"
-                        }
-                        .to_owned(),
+                        source: "initialize".to_owned(),
                     });
                 }
                 Some(client)
