@@ -346,7 +346,7 @@ enum Command {
     },
     Request {
         key: u64,
-        method: &'static str,
+        method: std::borrow::Cow<'static, str>,
         params: Option<Box<RawValue>>,
         options: RequestOptions,
         limits: SendOptions,
@@ -359,6 +359,11 @@ enum Command {
     },
     /// Speak another stateless revision, one a `-32022` named.
     SwitchVersion(ProtocolVersion),
+    /// The input handler's answer to a server request.
+    Answer {
+        id: Id,
+        answer: Result<Box<RawValue>, crate::jsonrpc::ErrorObject<'static>>,
+    },
     Close {
         reply: oneshot::Sender<()>,
     },
@@ -462,9 +467,12 @@ impl Client {
     ) -> Result<Client, Error> {
         if let Some(handler) = &options.input_handler {
             options.session.capabilities = handler.capabilities();
+            options.session.forward_input_requests = true;
         }
         let (commands, command_rx) = mpsc::channel(64);
         let driver = Driver {
+            input_handler: options.input_handler.clone(),
+            answers: commands.clone(),
             session: Session::new(options.session.clone()),
             link,
             commands: command_rx,
@@ -883,6 +891,63 @@ impl Client {
         Ok(())
     }
 
+    /// Sends any request (`resources/list`, `prompts/get`, an extension's method) and returns
+    /// its result as the server sent it, credentials taken out. At a stateless revision the
+    /// `_meta` envelope and `Mcp-Method` are added, and `Mcp-Name` from `params.name` (or
+    /// `params.uri` for `resources/read`) as the spec asks; the result's `resultType` is
+    /// checked (an `input_required` result is returned as it is, for the caller to answer).
+    /// A request whose stream breaks is not sent again: only the caller knows whether it is
+    /// safe to repeat.
+    pub async fn request_raw(
+        &self,
+        method: &str,
+        params: Option<serde_json::Value>,
+        timeout: Option<Duration>,
+    ) -> Result<Box<RawValue>, Error> {
+        let modern = self.is_modern();
+        let mut headers = Vec::new();
+        if modern {
+            let name = params.as_ref().and_then(|p| {
+                let member = if method == methods::RESOURCES_READ {
+                    "uri"
+                } else {
+                    "name"
+                };
+                p.get(member)?.as_str()
+            });
+            if let Some(name) = name.filter(|_| {
+                matches!(
+                    method,
+                    methods::TOOLS_CALL | methods::PROMPTS_GET | methods::RESOURCES_READ
+                )
+            }) && let Ok(value) = HeaderValue::from_str(&mcp_headers::encode_header_value(name))
+            {
+                headers.push((HeaderName::from_static("mcp-name"), value));
+            }
+        }
+        let params = params
+            .map(|p| serde_json::value::to_raw_value(&p))
+            .transpose()
+            .map_err(Error::internal)?;
+        let payload = self
+            .request(
+                method.to_owned(),
+                params,
+                RequestOptions::with_timeout(timeout.unwrap_or(self.options.request_timeout)),
+                SendOptions::default().with_headers(headers),
+                &mut None,
+                None,
+            )
+            .await?;
+        let Payload::Raw(raw) = payload else {
+            return Err(malformed_result(method, &"decoded as another type"));
+        };
+        if modern {
+            ResultEnvelope::read(&raw).map_err(|e| malformed_result(method, &e))?;
+        }
+        Ok(raw)
+    }
+
     /// Sends `ping` and waits for the answer. At a stateless revision, which has no `ping`,
     /// it is refused without sending.
     pub async fn ping(&self) -> Result<(), Error> {
@@ -913,7 +978,7 @@ impl Client {
 
     async fn request(
         &self,
-        method: &'static str,
+        method: impl Into<std::borrow::Cow<'static, str>>,
         params: Option<Box<RawValue>>,
         options: RequestOptions,
         limits: SendOptions,
@@ -932,7 +997,7 @@ impl Client {
         self.commands
             .send(Command::Request {
                 key,
-                method,
+                method: method.into(),
                 params,
                 options,
                 limits,
@@ -1161,6 +1226,10 @@ struct Entry {
 }
 
 struct Driver {
+    /// Answers the server's 2025-era requests for input.
+    input_handler: Option<Arc<dyn InputHandler>>,
+    /// Where the handler's answers come back.
+    answers: mpsc::Sender<Command>,
     session: Session,
     link: Link,
     commands: mpsc::Receiver<Command>,
@@ -1300,7 +1369,7 @@ impl Driver {
                 limits,
                 progress,
                 reply,
-            } => match self.session.request(method, params, options, now) {
+            } => match self.session.request(&method, params, options, now) {
                 Ok(id) => {
                     self.keys.insert(key, id.clone());
                     self.entries.insert(
@@ -1322,6 +1391,7 @@ impl Driver {
                     self.session.cancel(&id, &reason);
                 }
             }
+            Command::Answer { id, answer } => self.session.answer_server_request(&id, answer),
             Command::SwitchVersion(version) => {
                 self.session.switch_version(version);
                 if let Link::Http(link) = &mut self.link {
@@ -1480,6 +1550,39 @@ impl Driver {
                 if let Some(sink) = &self.notifications {
                     let _ = sink.try_send(notification);
                 }
+            }
+            Output::ServerRequest(request) => {
+                let id = request.id.clone();
+                let Some(handler) = self.input_handler.clone() else {
+                    let error = crate::jsonrpc::ErrorObject::new(
+                        crate::jsonrpc::METHOD_NOT_FOUND,
+                        "this client has no input handler",
+                    );
+                    self.session.answer_server_request(&id, Err(error));
+                    return;
+                };
+                let answers = self.answers.clone();
+                let input = InputRequest {
+                    key: String::new(),
+                    method: request.method.into_owned(),
+                    params: request.params.map(|p| p.into_owned()),
+                };
+                // The handler may wait on a person: its answer comes back as a command.
+                tokio::spawn(async move {
+                    let answer = match handler.answer(input).await {
+                        Ok(value) => serde_json::value::to_raw_value(&value).map_err(|e| {
+                            crate::jsonrpc::ErrorObject::new(
+                                crate::jsonrpc::INTERNAL_ERROR,
+                                format!("the answer is not JSON: {e}"),
+                            )
+                        }),
+                        Err(error) => Err(crate::jsonrpc::ErrorObject::new(
+                            crate::jsonrpc::INTERNAL_ERROR,
+                            format!("the client could not answer: {error}"),
+                        )),
+                    };
+                    let _ = answers.send(Command::Answer { id, answer }).await;
+                });
             }
         }
     }

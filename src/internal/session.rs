@@ -441,6 +441,9 @@ impl Model {
                 Output::Notification(_) => {}
                 // The handshake's outcome is checked where its initialize request settles.
                 Output::Ready(_) => {}
+                Output::ServerRequest(request) => {
+                    panic!("forwarded a server request with forwarding off: {request:?}")
+                }
             }
         }
     }

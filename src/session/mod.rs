@@ -84,7 +84,17 @@ pub struct Config {
     pub initialize_timeout: Duration,
     /// The most requests in flight at once; more are refused without being sent.
     pub max_pending_requests: usize,
+    /// Whether the server's requests for input (`elicitation/create`,
+    /// `sampling/createMessage`, `roots/list` at 2025-era revisions) go to the driver as
+    /// [`Output::ServerRequest`], for a handler to answer ([`Session::answer_server_request`]).
+    /// Off by default: the session answers them itself (elicitation ends the calls in flight
+    /// with an unknown outcome; the others get `-32601`).
+    pub forward_input_requests: bool,
 }
+
+/// The most server requests waiting for the driver's answer at once; more are answered with
+/// an error at once (a server cannot grow the table).
+const MAX_FORWARDED_REQUESTS: usize = 64;
 
 /// How a session learns the server's era.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -114,6 +124,7 @@ impl Default for Config {
             accepted_versions: mcp::SUPPORTED.to_vec(),
             initialize_timeout: Duration::from_secs(30),
             max_pending_requests: 1024,
+            forward_input_requests: false,
         }
     }
 }
@@ -164,6 +175,9 @@ pub enum Output {
     /// A notification for the host: logging messages and list changes. Other notifications are
     /// ignored by the session.
     Notification(Notification<'static>),
+    /// A request of the server's for the client's input, to answer with
+    /// [`Session::answer_server_request`] ([`Config::forward_input_requests`]).
+    ServerRequest(Request<'static>),
 }
 
 /// The outcome of a successful handshake.
@@ -372,6 +386,8 @@ pub struct Session {
     pending: HashMap<Id, Pending>,
     progress_routes: HashMap<ProgressToken, Id>,
     outputs: VecDeque<Output>,
+    /// The ids of the server requests handed to the driver and not answered yet.
+    forwarded: std::collections::HashSet<Id>,
     /// Responses that arrived for no pending request that was sent (late after a timeout or
     /// cancel, unknown ids, or ids of requests still queued): dropped, counted for diagnostics.
     dropped_responses: u64,
@@ -392,6 +408,7 @@ impl Session {
             pending: HashMap::new(),
             progress_routes: HashMap::new(),
             outputs: VecDeque::new(),
+            forwarded: std::collections::HashSet::new(),
             dropped_responses: 0,
         }
     }
@@ -827,6 +844,24 @@ impl Session {
         }
     }
 
+    /// Answers a server request that was handed out as [`Output::ServerRequest`]: its result,
+    /// or the error to send. Ignored for an id that is not waiting (answered already, or
+    /// never handed out).
+    pub fn answer_server_request(
+        &mut self,
+        id: &Id,
+        answer: Result<Box<RawValue>, ErrorObject<'static>>,
+    ) {
+        if !self.forwarded.remove(id) || matches!(self.phase, Phase::Closed) {
+            return;
+        }
+        let response = match answer {
+            Ok(result) => Response::ok(id.clone(), result),
+            Err(error) => Response::error(Some(id.clone()), error),
+        };
+        self.transmit(Message::Response(response));
+    }
+
     /// The next instant at which [`handle_timeout`](Session::handle_timeout) has work to do.
     pub fn poll_timeout(&self) -> Option<Instant> {
         self.pending.values().map(Pending::next_deadline).min()
@@ -1021,6 +1056,28 @@ impl Session {
 
     fn handle_server_request(&mut self, request: Request<'_>) {
         if matches!(self.phase, Phase::Closed) {
+            return;
+        }
+        if self.config.forward_input_requests
+            && matches!(
+                request.method.as_ref(),
+                methods::ELICITATION_CREATE
+                    | methods::SAMPLING_CREATE_MESSAGE
+                    | methods::ROOTS_LIST
+            )
+        {
+            if self.forwarded.len() >= MAX_FORWARDED_REQUESTS
+                || !self.forwarded.insert(request.id.clone())
+            {
+                let error = ErrorObject::new(
+                    jsonrpc::INTERNAL_ERROR,
+                    "too many requests of the server's are waiting for an answer",
+                );
+                self.transmit(Message::Response(Response::error(Some(request.id), error)));
+                return;
+            }
+            self.outputs
+                .push_back(Output::ServerRequest(request.into_owned()));
             return;
         }
         let response = match request.method.as_ref() {

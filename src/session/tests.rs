@@ -21,6 +21,7 @@ struct Harness {
     progress: Vec<(Id, f64)>,
     notifications: Vec<String>,
     ready: Vec<Ready>,
+    forwarded: Vec<Request<'static>>,
 }
 
 impl Harness {
@@ -40,6 +41,7 @@ impl Harness {
             progress: Vec::new(),
             notifications: Vec::new(),
             ready: Vec::new(),
+            forwarded: Vec::new(),
         }
     }
 
@@ -54,6 +56,7 @@ impl Harness {
                 Output::Progress { id, params } => self.progress.push((id, params.progress)),
                 Output::Notification(n) => self.notifications.push(n.method.into_owned()),
                 Output::Ready(ready) => self.ready.push(*ready),
+                Output::ServerRequest(request) => self.forwarded.push(request),
             }
         }
     }
@@ -982,4 +985,44 @@ fn id_value(id: &Id) -> Value {
         Id::Number(n) => json!(n),
         Id::String(s) => json!(s),
     }
+}
+
+#[test]
+fn forwarded_input_requests_are_answered_by_the_driver_once() {
+    let mut h = Harness::with_config(Config {
+        era: EraPolicy::Legacy,
+        forward_input_requests: true,
+        ..Config::default()
+    });
+    h.session.start(h.now);
+    h.pump();
+    h.receive(json!({"jsonrpc": "2.0", "id": 0, "result": {
+        "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+        "serverInfo": {"name": "s", "version": "1"}}}));
+    let call = h.call(RequestOptions::with_timeout(secs(30)));
+    h.sent.clear();
+    h.receive(
+        json!({"jsonrpc": "2.0", "id": "e1", "method": "elicitation/create",
+        "params": {"message": "ok?", "requestedSchema": {"type": "object"}}}),
+    );
+    assert_eq!(h.forwarded.len(), 1);
+    assert!(h.sent.is_empty(), "nothing answered by the session itself");
+    assert!(
+        h.session.is_pending(&call),
+        "the call goes on while the handler answers"
+    );
+    // ping is still the session's own.
+    h.receive(json!({"jsonrpc": "2.0", "id": "p", "method": "ping"}));
+    assert_eq!(h.sent.len(), 1);
+    let id = Id::String("e1".into());
+    let answer = serde_json::value::to_raw_value(&json!({"action": "accept"})).unwrap();
+    h.session.answer_server_request(&id, Ok(answer.clone()));
+    h.pump();
+    assert_eq!(
+        h.sent[1],
+        json!({"jsonrpc": "2.0", "id": "e1", "result": {"action": "accept"}})
+    );
+    h.session.answer_server_request(&id, Ok(answer));
+    h.pump();
+    assert_eq!(h.sent.len(), 2, "answered once");
 }
