@@ -135,9 +135,10 @@ struct AcceptWithDefaults;
 
 impl InputHandler for AcceptWithDefaults {
     fn capabilities(&self) -> ClientCapabilities {
-        let mut capabilities = ClientCapabilities::default();
-        capabilities.elicitation = Some(JsonObject::new());
-        capabilities
+        ClientCapabilities {
+            elicitation: Some(JsonObject::new()),
+            ..ClientCapabilities::default()
+        }
     }
 
     fn answer(&self, request: InputRequest) -> InputFuture {
