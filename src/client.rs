@@ -242,6 +242,8 @@ pub struct Client {
     tool_headers: std::sync::Mutex<HashMap<String, Arc<[ParamHeader]>>>,
     /// Where the era verdict is kept for the next connection to the same endpoint.
     era_cache: Option<(EraCache, String)>,
+    /// Where `tools/list` pages are kept, with the endpoint and the credentials' fingerprint.
+    list_cache: Option<(ListCache, String, u64)>,
 }
 
 /// What probing found out about each endpoint: its era (a stateless revision, or `None` for a
@@ -328,6 +330,84 @@ impl std::fmt::Debug for Client {
     }
 }
 
+/// `tools/list` pages kept as long as their `ttlMs` says (2026-07-28
+/// `server/utilities/caching.mdx`), per endpoint and cursor; a `private` page only for the
+/// same credentials (a fingerprint of them, never the credentials), a `public` one for anyone.
+/// `notifications/tools/list_changed` from the endpoint drops its pages. Bounded: past
+/// [`LIST_CACHE_ENTRIES`] pages the cache starts afresh.
+#[derive(Clone, Debug, Default)]
+pub struct ListCache(
+    Arc<std::sync::Mutex<HashMap<ListKey, (std::time::Instant, ListToolsResult)>>>,
+);
+
+/// Endpoint, cursor, and the credentials' fingerprint for a private page.
+type ListKey = (String, Option<String>, Option<u64>);
+
+/// How many pages a [`ListCache`] holds at most.
+const LIST_CACHE_ENTRIES: usize = 256;
+
+impl ListCache {
+    /// An empty cache.
+    pub fn new() -> Self {
+        ListCache::default()
+    }
+
+    fn get(
+        &self,
+        url: &str,
+        cursor: &Option<String>,
+        fingerprint: u64,
+        now: std::time::Instant,
+    ) -> Option<ListToolsResult> {
+        let map = self.0.lock().ok()?;
+        [None, Some(fingerprint)].into_iter().find_map(|who| {
+            map.get(&(url.to_owned(), cursor.clone(), who))
+                .filter(|(expires, _)| *expires > now)
+                .map(|(_, page)| page.clone())
+        })
+    }
+
+    fn put(&self, key: ListKey, expires: std::time::Instant, page: ListToolsResult) {
+        if let Ok(mut map) = self.0.lock() {
+            if map.len() >= LIST_CACHE_ENTRIES && !map.contains_key(&key) {
+                map.clear();
+            }
+            map.insert(key, (expires, page));
+        }
+    }
+
+    /// Drops every page of `url` (its tool list changed).
+    pub fn invalidate(&self, url: &str) {
+        if let Ok(mut map) = self.0.lock() {
+            map.retain(|(endpoint, _, _), _| endpoint != url);
+        }
+    }
+
+    /// How many pages are held.
+    pub fn len(&self) -> usize {
+        self.0.lock().map_or(0, |map| map.len())
+    }
+
+    /// Whether no page is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A fingerprint of the credentials a client sends, for keying private cache entries: a
+/// process-keyed SipHash of them, never stored or shown.
+fn fingerprint(secrets: &[Secret]) -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    static KEYS: std::sync::OnceLock<std::collections::hash_map::RandomState> =
+        std::sync::OnceLock::new();
+    let mut hasher = KEYS.get_or_init(Default::default).build_hasher();
+    for secret in secrets {
+        hasher.write(secret.expose().as_bytes());
+        hasher.write_u8(0);
+    }
+    hasher.finish()
+}
+
 /// Why a request produced no result.
 #[derive(Debug)]
 enum CallError {
@@ -404,9 +484,13 @@ impl Client {
             };
         }
         let link = HttpLink::new(pool.clone(), config);
-        let started = Client::start(Link::Http(Box::new(link)), options, secrets).await;
+        let lists = pool.list_cache().clone();
+        let invalidate = Some((lists.clone(), url.clone()));
+        let started = Client::start(Link::Http(Box::new(link)), options, secrets, invalidate).await;
         match started {
             Ok(mut client) => {
+                let mark = fingerprint(&client.secrets);
+                client.list_cache = Some((lists, url.clone(), mark));
                 match &cached {
                     // Known already: what the probe learnt stands in for what was not asked.
                     Some(verdict) => {
@@ -456,6 +540,7 @@ impl Client {
             },
             options,
             secrets,
+            None,
         )
         .await
     }
@@ -464,6 +549,7 @@ impl Client {
         link: Link,
         mut options: ClientOptions,
         secrets: Vec<Secret>,
+        lists: Option<(ListCache, String)>,
     ) -> Result<Client, Error> {
         if let Some(handler) = &options.input_handler {
             options.session.capabilities = handler.capabilities();
@@ -471,6 +557,7 @@ impl Client {
         }
         let (commands, command_rx) = mpsc::channel(64);
         let driver = Driver {
+            lists,
             input_handler: options.input_handler.clone(),
             answers: commands.clone(),
             session: Session::new(options.session.clone()),
@@ -502,6 +589,7 @@ impl Client {
             options,
             tool_headers: std::sync::Mutex::new(HashMap::new()),
             era_cache: None,
+            list_cache: None,
         })
     }
 
@@ -584,6 +672,16 @@ impl Client {
             cursor,
             ..ListToolsRequestParams::default()
         };
+        let cached = match &self.list_cache {
+            Some((lists, url, mark)) if self.is_modern() => {
+                lists.get(url, &params.cursor, *mark, now())
+            }
+            _ => None,
+        };
+        if let Some(page) = cached {
+            return Ok(page);
+        }
+        let cursor = params.cursor.clone();
         let params = serde_json::value::to_raw_value(&params).map_err(Error::internal)?;
         let mut resent = false;
         let page = loop {
@@ -612,6 +710,16 @@ impl Client {
                     methods::TOOLS_LIST,
                     &format!("resultType {result_type:?}"),
                 ));
+            }
+            let hint = modern::CacheHint::from_members(&page.extra);
+            if let Some((lists, url, mark)) = &self.list_cache
+                && !hint.ttl.is_zero()
+            {
+                let who = match hint.scope {
+                    modern::CacheScope::Public => None,
+                    _ => Some(*mark),
+                };
+                lists.put((url.clone(), cursor, who), now() + hint.ttl, page.clone());
             }
         }
         Ok(page)
@@ -1226,6 +1334,8 @@ struct Entry {
 }
 
 struct Driver {
+    /// The `tools/list` pages of this endpoint, dropped when its tool list changes.
+    lists: Option<(ListCache, String)>,
     /// Answers the server's 2025-era requests for input.
     input_handler: Option<Arc<dyn InputHandler>>,
     /// Where the handler's answers come back.
@@ -1547,6 +1657,11 @@ impl Driver {
                 }
             }
             Output::Notification(notification) => {
+                if notification.method == methods::TOOLS_LIST_CHANGED
+                    && let Some((lists, url)) = &self.lists
+                {
+                    lists.invalidate(url);
+                }
                 if let Some(sink) = &self.notifications {
                     let _ = sink.try_send(notification);
                 }

@@ -17,6 +17,7 @@ mod hostile;
 mod interop;
 mod interop_stdio;
 mod layering;
+mod modern;
 mod probe;
 mod proxy;
 mod secrets;

@@ -52,6 +52,7 @@ pub struct HttpPool {
     tls: Arc<TlsOptions>,
     proxy: Arc<ProxyConfig>,
     eras: crate::client::EraCache,
+    lists: crate::client::ListCache,
 }
 
 impl std::fmt::Debug for HttpPool {
@@ -112,7 +113,14 @@ impl HttpPool {
             tls: Arc::new(tls.clone()),
             proxy,
             eras: crate::client::EraCache::new(),
+            lists: crate::client::ListCache::new(),
         })
+    }
+
+    /// The `tools/list` pages this pool's clients may reuse, as long as their `ttlMs` says
+    /// (see [`ListCache`](crate::client::ListCache)).
+    pub fn list_cache(&self) -> &crate::client::ListCache {
+        &self.lists
     }
 
     /// The era verdicts of the endpoints this pool's clients connected to: a client probes an
