@@ -78,7 +78,7 @@ fn pool() -> HttpPool {
     HttpPool::new(&TlsOptions::default()).expect("pool")
 }
 
-fn posts<'a>(server: &'a FaultServer, method: &str) -> Vec<Recorded> {
+fn posts(server: &FaultServer, method: &str) -> Vec<Recorded> {
     server
         .requests()
         .into_iter()
