@@ -1056,6 +1056,51 @@ impl Client {
         Ok(raw)
     }
 
+    /// Listens for what the server announces (2026-07-28 `subscriptions/listen`, which
+    /// replaces the standalone GET stream): `notifications/subscriptions/acknowledged` with
+    /// what was granted, then the list changes and resource updates asked for in
+    /// `notifications` (for instance `{"toolsListChanged": true}`), each given to
+    /// [`ClientOptions::notifications`]; a tools list change also drops this endpoint's
+    /// cached `tools/list` pages. Returns when the server ends the stream, when `cancel` is
+    /// triggered (the stream is closed), or at `max_duration`. Refused at 2025-era revisions,
+    /// whose servers announce on the GET stream ([`HttpConfig::server_stream`]).
+    pub async fn listen(
+        &self,
+        notifications: serde_json::Value,
+        max_duration: Duration,
+        cancel: Option<CancelToken>,
+    ) -> Result<(), Error> {
+        if !self.is_modern() {
+            return Err(Error::refused(RequestError::NotInRevision {
+                method: methods::SUBSCRIPTIONS_LISTEN.to_owned(),
+                version: self.protocol_version(),
+            }));
+        }
+        let params = serde_json::value::to_raw_value(&serde_json::json!({
+            "notifications": notifications
+        }))
+        .map_err(Error::internal)?;
+        let outcome = self
+            .request(
+                methods::SUBSCRIPTIONS_LISTEN,
+                Some(params),
+                RequestOptions::with_timeout(max_duration),
+                SendOptions::default(),
+                &mut None,
+                cancel,
+            )
+            .await;
+        match outcome {
+            Ok(Payload::Raw(raw)) => {
+                ResultEnvelope::read(&raw)
+                    .map_err(|e| malformed_result(methods::SUBSCRIPTIONS_LISTEN, &e))?;
+                Ok(())
+            }
+            Ok(_) => Ok(()),
+            Err(error) => Err(error),
+        }
+    }
+
     /// Sends `ping` and waits for the answer. At a stateless revision, which has no `ping`,
     /// it is refused without sending.
     pub async fn ping(&self) -> Result<(), Error> {

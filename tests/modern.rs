@@ -395,3 +395,60 @@ async fn a_modern_call_carries_headers_from_the_binding_schema_without_a_listing
         "=?base64?WsO8cmljaA==?="
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listen_delivers_the_acknowledgement_and_list_changes_and_drops_cached_pages() {
+    let server = modern_server(|req| match req.jsonrpc_method().as_deref() {
+        Some("tools/list") => tools(req, 60_000, "public"),
+        Some("subscriptions/listen") => {
+            let id = req.jsonrpc_id().unwrap();
+            let ack = json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+                "params": {"notifications": {"toolsListChanged": true},
+                    "_meta": {"io.modelcontextprotocol/subscriptionId": id}}});
+            let changed = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
+                "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": id}}});
+            let end = json!({"jsonrpc": "2.0", "id": id, "result": {"resultType": "complete",
+                "_meta": {"io.modelcontextprotocol/subscriptionId": id}}});
+            Reply::sse_steps(
+                200,
+                vec![
+                    Step::text(&crate::support::mcp_script::sse_event(&ack)),
+                    Step::text(": keepalive\n\n"),
+                    Step::text(&crate::support::mcp_script::sse_event(&changed)),
+                    Step::text(&crate::support::mcp_script::sse_event(&end)),
+                ],
+            )
+        }
+        _ => Reply::empty(404),
+    })
+    .await;
+    let pool = pool();
+    let (sink, mut received) = tokio::sync::mpsc::channel(8);
+    let mut options = ClientOptions::default();
+    options.notifications = Some(sink);
+    let client = connect(&pool, &server, options).await;
+    client.list_tools().await.unwrap();
+    assert!(!pool.list_cache().is_empty());
+    client
+        .listen(
+            json!({"toolsListChanged": true}),
+            std::time::Duration::from_secs(5),
+            None,
+        )
+        .await
+        .expect("the server ended the stream");
+    let first = received.recv().await.unwrap();
+    assert_eq!(first.method, "notifications/subscriptions/acknowledged");
+    let second = received.recv().await.unwrap();
+    assert_eq!(second.method, "notifications/tools/list_changed");
+    assert!(
+        pool.list_cache().is_empty(),
+        "the change dropped the cached page"
+    );
+    let listen = &posts(&server, "subscriptions/listen")[0];
+    assert_eq!(listen.header("mcp-method"), Some("subscriptions/listen"));
+    assert_eq!(
+        listen.json().unwrap()["params"]["notifications"],
+        json!({"toolsListChanged": true})
+    );
+}

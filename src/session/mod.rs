@@ -1118,6 +1118,7 @@ impl Session {
                 }
             }
             methods::LOGGING_MESSAGE
+            | methods::SUBSCRIPTIONS_ACKNOWLEDGED
             | methods::TOOLS_LIST_CHANGED
             | methods::RESOURCES_LIST_CHANGED
             | methods::RESOURCES_UPDATED
