@@ -334,7 +334,7 @@ impl std::fmt::Debug for Client {
 /// `server/utilities/caching.mdx`), per endpoint and cursor; a `private` page only for the
 /// same credentials (a fingerprint of them, never the credentials), a `public` one for anyone.
 /// `notifications/tools/list_changed` from the endpoint drops its pages. Bounded: past
-/// [`LIST_CACHE_ENTRIES`] pages the cache starts afresh.
+/// 256 pages the cache starts afresh.
 #[derive(Clone, Debug, Default)]
 pub struct ListCache(
     Arc<std::sync::Mutex<HashMap<ListKey, (std::time::Instant, ListToolsResult)>>>,
