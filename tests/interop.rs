@@ -4,7 +4,8 @@
 //! Peers (`tests/support/peers.rs`, installed by `scripts/install-peers`):
 //! - server-everything, the official TypeScript SDK's demo server (`everything_*` tests);
 //! - `tests/peers/py_server.py` on the official Python SDK 2.x and 1.x (`py_v2::*`, `py_v1::*`,
-//!   one test per server mode or feature, generated for both SDKs by `python_tests!`).
+//!   one test per server mode or feature, generated for both SDKs by `python_tests!`);
+//! - `tests/peers/ts2_server.mjs` on the official TypeScript SDK v2 (`ts2_*` tests).
 //!
 //! Each test starts its own server (a fresh process, so no state crosses tests) and stops it on
 //! drop. No test sleeps for a fixed time except the cancellation tests' 500 ms before cancelling;
@@ -21,8 +22,8 @@ use mcpwire::binding::probe::{Deviation, ProbeOptions, ProbeReport, ReplySeen, p
 use mcpwire::client::{CallOptions, CancelToken, Client, ClientOptions, ProgressSink};
 use mcpwire::jsonrpc::Notification;
 use mcpwire::mcp::{
-    CallToolResult, ContentBlock, JsonObject, ProgressNotificationParams, ProtocolVersion,
-    ResourceContents, Tool,
+    CallToolResult, ContentBlock, InitializeResult, JsonObject, ProgressNotificationParams,
+    ProtocolVersion, ResourceContents, Tool,
 };
 use mcpwire::transport::Secret;
 use mcpwire::transport::http::{HttpConfig, HttpPool, TlsOptions};
@@ -111,6 +112,17 @@ async fn connect_with(pool: &HttpPool, config: HttpConfig, options: ClientOption
     Client::connect_http(pool, config, options)
         .await
         .unwrap_or_else(|e| panic!("connect to {url}: {} ({e})", e.kind()))
+}
+
+/// Asserts that `client` negotiated 2025-11-25 with the server named `server_name`, which
+/// declares tools; returns the initialize result.
+fn assert_2025_11_25_with_tools<'a>(client: &'a Client, server_name: &str) -> &'a InitializeResult {
+    let init = client.server().expect("the server described itself");
+    assert_eq!(init.protocol_version, "2025-11-25");
+    assert_eq!(client.protocol_version(), ProtocolVersion::V2025_11_25);
+    assert_eq!(init.server_info.name, server_name);
+    assert!(init.capabilities.tools.is_some(), "{:?}", init.capabilities);
+    init
 }
 
 /// Tool arguments from a JSON object literal.
@@ -415,11 +427,7 @@ async fn everything_http_initialize_and_tools() {
     let pool = pool();
     let client = connect(&pool, &server.url).await;
 
-    let init = client.server().expect("the server described itself");
-    assert_eq!(init.protocol_version, "2025-11-25");
-    assert_eq!(client.protocol_version(), ProtocolVersion::V2025_11_25);
-    assert_eq!(init.server_info.name, "mcp-servers/everything");
-    assert!(init.capabilities.tools.is_some(), "{:?}", init.capabilities);
+    let init = assert_2025_11_25_with_tools(&client, "mcp-servers/everything");
     assert!(init.instructions.is_some());
     let session_id = client.session_id().expect("a session id");
     assert_eq!(session_id.len(), 36, "a dashed UUID: {session_id}");
@@ -822,6 +830,58 @@ async fn everything_legacy_sse_close_ends_the_stream() {
         "the legacy event stream is still open after close(): {}",
         server.log_tail(10)
     );
+}
+
+// --- ts2_server.mjs on the official TypeScript SDK v2 ------------------------------------------
+
+/// Every tool `ts2_server.mjs` has.
+const TS2_TOOLS: [&str; 8] = [
+    "add",
+    "confirm",
+    "echo",
+    "fail",
+    "region_echo",
+    "rounds",
+    "slow_progress",
+    "tools_changed",
+];
+
+/// The dual-era ts2 server serves the 2025 path from the same tools as 2026-07-28: a 2025-11-25
+/// client gets a session there (without a session id: the SDK serves each 2025 request with a
+/// fresh server).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ts2_http_2025_path() {
+    if !peers::require(Peer::Ts2) {
+        return;
+    }
+    let server = PeerServer::ts2(&[]);
+    let pool = pool();
+    // The dual-era server's 2025 path: a client that does not probe.
+    let client = connect_with(&pool, config(&server.url), offering(ProtocolVersion::V2025_11_25)).await;
+
+    assert_2025_11_25_with_tools(&client, "mcpwire-ts2-test-server");
+    assert_eq!(client.session_id(), None);
+
+    let want: BTreeSet<String> = TS2_TOOLS.iter().map(|s| (*s).to_owned()).collect();
+    assert_eq!(list_names(&client).await, want);
+
+    for (tool, arguments, text) in [
+        ("echo", json!({"text": "héllo ✓"}), "héllo ✓"),
+        ("add", json!({"a": 2, "b": 3.5}), "2 + 3.5 = 5.5"),
+    ] {
+        let result = call(&client, tool, arguments).await;
+        assert!(!result.is_error(), "{tool}: {result:?}");
+        assert_eq!(only_text(&result), text, "{tool}");
+        if tool == "add" {
+            assert_eq!(result.structured_content, Some(json!({"sum": 5.5})));
+        }
+    }
+
+    let failed = call(&client, "fail", json!({"message": "no"})).await;
+    assert!(failed.is_error(), "{failed:?}");
+    assert_eq!(only_text(&failed), "no");
+
+    client.close().await;
 }
 
 // --- py_server.py on the official Python SDK, both majors --------------------------------------
