@@ -857,7 +857,12 @@ async fn ts2_http_2025_path() {
     let server = PeerServer::ts2(&[]);
     let pool = pool();
     // The dual-era server's 2025 path: a client that does not probe.
-    let client = connect_with(&pool, config(&server.url), offering(ProtocolVersion::V2025_11_25)).await;
+    let client = connect_with(
+        &pool,
+        config(&server.url),
+        offering(ProtocolVersion::V2025_11_25),
+    )
+    .await;
 
     assert_2025_11_25_with_tools(&client, "mcpwire-ts2-test-server");
     assert_eq!(client.session_id(), None);
@@ -2015,4 +2020,168 @@ async fn py_v2_modern_cancel_closes_the_stream_and_a_second_client_skips_the_pro
     assert!(posts[0].contains("tools/call"), "{lines:#?}");
     client.close().await;
     second.close().await;
+}
+
+// --- 2026-07-28 against the TypeScript SDK v2 ----------------------------------------------
+
+/// Confirms whatever it is asked to confirm.
+struct ConfirmAll;
+
+impl mcpwire::client::InputHandler for ConfirmAll {
+    fn capabilities(&self) -> mcpwire::mcp::ClientCapabilities {
+        mcpwire::mcp::ClientCapabilities {
+            elicitation: Some(JsonObject::new()),
+            ..Default::default()
+        }
+    }
+
+    fn answer(&self, request: mcpwire::mcp::modern::InputRequest) -> mcpwire::client::InputFuture {
+        Box::pin(async move {
+            assert_eq!(request.method, "elicitation/create");
+            Ok(json!({"action": "accept", "content": {"confirmed": true}}))
+        })
+    }
+}
+
+async fn ts2_modern(extra: &[&str]) {
+    let server = PeerServer::ts2(extra);
+    let pool = pool();
+    let mut config = config(&server.url);
+    let wire = Wire::default();
+    wire.attach(&mut config);
+    let mut options = options();
+    options.input_handler = Some(Arc::new(ConfirmAll));
+    let client = connect_with(&pool, config, options).await;
+    assert_eq!(client.protocol_version(), ProtocolVersion::V2026_07_28);
+    assert_eq!(client.session_id(), None);
+    let described = client.server().expect("the discover result");
+    assert_eq!(described.server_info.name, "mcpwire-ts2-test-server");
+    let want: BTreeSet<String> = TS2_TOOLS.iter().map(|s| (*s).to_owned()).collect();
+    assert_eq!(list_names(&client).await, want);
+    let added = call(&client, "add", json!({"a": 2, "b": 3.5})).await;
+    assert_eq!(added.structured_content, Some(json!({"sum": 5.5})));
+    let failed = call(&client, "fail", json!({"message": "no"})).await;
+    assert!(failed.is_error());
+    // The annotated argument goes into Mcp-Param-Region, Base64 for non-ASCII; the server
+    // refuses the call (-32020) without it.
+    let region = call(&client, "region_echo", json!({"region": "Zürich"})).await;
+    let echoed = region.structured_content.expect("structured");
+    assert_eq!(echoed["region"], "Zürich");
+    assert_eq!(echoed["header"], "=?base64?WsO8cmljaA==?=");
+    // input_required with an elicitation, answered by the handler, the state echoed exactly.
+    let confirmed = call(&client, "confirm", json!({"action": "deploy"})).await;
+    assert_eq!(only_text(&confirmed), "confirmed: deploy", "{confirmed:?}");
+    // requestState-only rounds: no handler needed.
+    let rounds = call(&client, "rounds", json!({"count": 3})).await;
+    assert_eq!(only_text(&rounds), "done after 3 rounds");
+    let (result, progress) =
+        call_with_progress(&client, "slow_progress", json!({"steps": 3, "delay": 0.01})).await;
+    assert!(!result.is_error());
+    progress.assert_steps(3, true);
+    client.close().await;
+    let sent: Vec<_> = wire
+        .lines()
+        .into_iter()
+        .filter(|l| l.starts_with("> "))
+        .collect();
+    assert!(sent.iter().all(|l| l.starts_with("> POST")), "{sent:#?}");
+    assert!(
+        !sent.iter().any(|l| l.contains("\"initialize\"")),
+        "{sent:#?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ts2_speaks_2026_07_28() {
+    if !peers::require(Peer::Ts2) {
+        return;
+    }
+    ts2_modern(&[]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ts2_modern_only_and_always_sse() {
+    if !peers::require(Peer::Ts2) {
+        return;
+    }
+    ts2_modern(&["--legacy", "reject", "--response-mode", "sse"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ts2_modern_cancel_closes_the_stream_and_the_server_stops() {
+    if !peers::require(Peer::Ts2) {
+        return;
+    }
+    let server = PeerServer::ts2(&[]);
+    let pool = pool();
+    let client = connect(&pool, &server.url).await;
+    assert!(client.is_modern());
+    let cancel = CancelToken::new();
+    let trigger = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        trigger.cancel();
+    });
+    let error = expect_err(
+        call_with(
+            &client,
+            "slow_progress",
+            json!({"steps": 50, "delay": 0.1}),
+            CallOptions {
+                cancel: Some(cancel),
+                ..call_options()
+            },
+        )
+        .await,
+        "slow_progress",
+    );
+    assert_eq!(error.kind(), ErrorKind::Cancelled);
+    assert!(
+        wait_for_log(&server, "slow_progress: cancelled after"),
+        "{}",
+        server.log_tail(20)
+    );
+    client.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ts2_listen_and_cache_hints() {
+    if !peers::require(Peer::Ts2) {
+        return;
+    }
+    let server = PeerServer::ts2(&["--ttl-ms", "60000", "--cache-scope", "public"]);
+    let pool = pool();
+    let (sink, mut received) = tokio::sync::mpsc::channel(16);
+    let mut options = options();
+    options.notifications = Some(sink);
+    let client = Arc::new(connect_with(&pool, config(&server.url), options).await);
+    client.list_tools().await.unwrap();
+    assert_eq!(pool.list_cache().len(), 1, "a 60 s public page");
+    let listener = client.clone();
+    let cancel = CancelToken::new();
+    let stop = cancel.clone();
+    let listening = tokio::spawn(async move {
+        listener
+            .listen(
+                json!({"toolsListChanged": true}),
+                Duration::from_secs(20),
+                Some(stop),
+            )
+            .await
+    });
+    let ack = tokio::time::timeout(STEP, received.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(ack.method, "notifications/subscriptions/acknowledged");
+    call(&client, "tools_changed", json!({})).await;
+    let changed = tokio::time::timeout(STEP, received.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(changed.method, "notifications/tools/list_changed");
+    assert!(pool.list_cache().is_empty(), "the change dropped the page");
+    cancel.cancel();
+    let ended = listening.await.unwrap();
+    assert_eq!(ended.unwrap_err().kind(), ErrorKind::Cancelled);
 }
