@@ -1631,11 +1631,25 @@ impl Driver {
             Output::Ready(ready) => {
                 let session_id = match &mut self.link {
                     Link::Http(link) if ready.version.is_modern() => {
-                        link.exchange().set_modern(Some(ready.version.as_str()));
+                        let exchange = link.exchange();
+                        exchange.set_modern(Some(ready.version.as_str()));
+                        exchange.note(&format!(
+                            "= era: {} ({})",
+                            ready.version,
+                            if ready.server.is_some() {
+                                "the server answered server/discover"
+                            } else {
+                                "known from an earlier probe"
+                            }
+                        ));
                         None
                     }
                     Link::Http(link) => {
                         let exchange = link.exchange();
+                        exchange.note(&format!(
+                            "= era: 2025 (initialize answered at {})",
+                            ready.version
+                        ));
                         // Before `notifications/initialized` goes out, so it carries the header.
                         exchange.set_protocol_version(ready.version.as_str());
                         exchange.open_server_stream(now);

@@ -2185,3 +2185,68 @@ async fn ts2_listen_and_cache_hints() {
     let ended = listening.await.unwrap();
     assert_eq!(ended.unwrap_err().kind(), ErrorKind::Cancelled);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ts2_binding_calls_are_one_post_each_after_the_first_probe() {
+    use mcpwire::binding::call::{CallContext, Caller, EnvTokens};
+    use mcpwire::binding::config::load_config;
+    if !peers::require(Peer::Ts2) {
+        return;
+    }
+    let server = PeerServer::ts2(&[]);
+    let bindings = load_config(
+        &json!([{
+            "name": "region",
+            "description": "echoes the region",
+            "input_schema": {"type": "object", "properties": {
+                "region": {"type": "string", "x-mcp-header": "Region"}}, "required": ["region"]},
+            "url": server.url,
+            "mcp_tool": "region_echo",
+            "tenants": ["acme"],
+            "timeout_seconds": 20
+        }])
+        .to_string(),
+    )
+    .expect("bindings");
+    let mut caller = Caller::new(pool(), bindings, Arc::new(EnvTokens)).expect("caller");
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let sink = lines.clone();
+    caller.set_wire_log(Arc::new(move |line: &str| {
+        sink.lock().unwrap().push(line.to_owned());
+    }));
+    for n in 0..3 {
+        let context = CallContext {
+            tenant_id: "acme".into(),
+            session_id: "s".into(),
+            call_id: format!("call-{n}"),
+        };
+        let result = caller
+            .call(
+                "region",
+                &context,
+                &json!({"region": "Zürich"}),
+                |_| {},
+                None,
+            )
+            .await;
+        assert!(!result.is_error, "{result:?}");
+        let structured = result.structured_content.expect("structured");
+        assert_eq!(structured["header"], "=?base64?WsO8cmljaA==?=");
+    }
+    let lines = lines.lock().unwrap().clone();
+    let posts: Vec<_> = lines.iter().filter(|l| l.starts_with("> ")).collect();
+    // The first call probes; each call is then one tools/call POST, with no session to end.
+    assert_eq!(posts.len(), 4, "{posts:#?}");
+    assert!(posts[0].contains("server/discover"));
+    for (n, post) in posts[1..].iter().enumerate() {
+        assert!(
+            post.starts_with("> POST") && post.contains("tools/call"),
+            "{post}"
+        );
+        assert!(post.contains("brain.dev/scope"), "{post}");
+        assert!(
+            post.contains(&format!("\"progressToken\":\"call-{n}\"")),
+            "{post}"
+        );
+    }
+}

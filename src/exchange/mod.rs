@@ -754,6 +754,12 @@ impl Exchange {
         self.learned.modern
     }
 
+    /// Writes a line of the driver's to the wire log (redacted like the exchange's own), such
+    /// as the era verdict.
+    pub fn note(&self, line: &str) {
+        self.log(|| line.to_owned());
+    }
+
     /// Sends a message of the session's: a request gets a POST of its own and its reply is
     /// read until the session settles it; notifications and responses are POSTed one at a
     /// time, in order. A `barrier` message (`notifications/initialized`) holds everything
