@@ -116,7 +116,7 @@ async fn connect_with(
     server_stream: bool,
 ) -> Result<Client, mcpwire::Error> {
     let pool = HttpPool::new(&TlsOptions::default())?;
-    let mut config = HttpConfig::new(url).map_err(mcpwire::Error::config)?;
+    let mut config = HttpConfig::new(url)?;
     config.server_stream = server_stream;
     config.wire_log = Some(Arc::new(move |line: &str| {
         eprintln!("[{:>6} ms] {line}", start.elapsed().as_millis());

@@ -11,7 +11,7 @@
 //!
 //! # async fn demo() -> Result<(), mcpwire::Error> {
 //! let pool = HttpPool::new(&TlsOptions::default())?;
-//! let config = HttpConfig::new("http://127.0.0.1:3001/mcp").map_err(mcpwire::Error::config)?;
+//! let config = HttpConfig::new("http://127.0.0.1:3001/mcp")?;
 //! let client = Client::connect_http(&pool, config, ClientOptions::default()).await?;
 //! for tool in client.list_tools().await? {
 //!     println!("{}: {}", tool.name, tool.description.as_deref().unwrap_or(""));

@@ -95,6 +95,16 @@ mod util;
 #[cfg(feature = "client")]
 pub use error::{Error, ErrorKind};
 
+// The entry points, at the root: a client over HTTP or stdio, and the binding layer's caller.
+#[cfg(feature = "bindings")]
+pub use binding::call::{CallContext, Caller, ToolResult};
+#[cfg(feature = "client")]
+pub use client::{CallOptions, CancelToken, Client, ClientOptions, InputHandler};
+#[cfg(feature = "client")]
+pub use transport::http::{HttpConfig, HttpPool, TlsOptions};
+#[cfg(feature = "client")]
+pub use transport::stdio::StdioConfig;
+
 #[doc(hidden)]
 pub mod internal;
 

@@ -152,21 +152,24 @@ impl std::fmt::Debug for HttpConfig {
 
 impl HttpConfig {
     /// A configuration for `url` with default limits and no token. Fails for anything but an
-    /// absolute `http` or `https` URL.
-    pub fn new(url: &str) -> Result<Self, String> {
-        let uri: Uri = url
-            .parse()
-            .map_err(|e| format!("invalid URL {url:?}: {e}"))?;
-        match uri.scheme_str() {
-            Some("http" | "https") => {}
-            _ => {
-                return Err(format!(
-                    "the URL {url:?} must start with http:// or https://"
-                ));
+    /// absolute `http` or `https` URL with a host.
+    pub fn new(url: &str) -> Result<Self, UrlError> {
+        let uri: Uri = url.parse().map_err(|e: http::uri::InvalidUri| UrlError {
+            url: url.to_owned(),
+            problem: UrlProblem::Invalid(e.to_string()),
+        })?;
+        let problem = match uri.scheme_str() {
+            Some("http" | "https") if uri.host().is_none_or(str::is_empty) => {
+                Some(UrlProblem::NoHost)
             }
-        }
-        if uri.host().is_none_or(str::is_empty) {
-            return Err(format!("the URL {url:?} has no host"));
+            Some("http" | "https") => None,
+            _ => Some(UrlProblem::NotHttp),
+        };
+        if let Some(problem) = problem {
+            return Err(UrlError {
+                url: url.to_owned(),
+                problem,
+            });
         }
         Ok(HttpConfig {
             url: uri,
@@ -192,6 +195,50 @@ impl HttpConfig {
             .collect()
     }
 }
+
+/// Why a URL is not a Streamable HTTP endpoint ([`HttpConfig::new`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UrlError {
+    url: String,
+    problem: UrlProblem,
+}
+
+/// What is wrong with a URL.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum UrlProblem {
+    /// It does not parse as a URI (the parser's reason).
+    Invalid(String),
+    /// Its scheme is not `http` or `https`.
+    NotHttp,
+    /// It names no host.
+    NoHost,
+}
+
+impl UrlError {
+    /// The URL as given.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// What is wrong with it.
+    pub fn problem(&self) -> &UrlProblem {
+        &self.problem
+    }
+}
+
+impl std::fmt::Display for UrlError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let url = &self.url;
+        match &self.problem {
+            UrlProblem::Invalid(why) => write!(f, "invalid URL {url:?}: {why}"),
+            UrlProblem::NotHttp => write!(f, "the URL {url:?} must start with http:// or https://"),
+            UrlProblem::NoHost => write!(f, "the URL {url:?} has no host"),
+        }
+    }
+}
+
+impl std::error::Error for UrlError {}
 
 /// The headers the exchange sets itself, or that frame the HTTP connection (lower case):
 /// never taken as [`ExtraHeaders`]. Any `mcp-*` name is refused too.

@@ -119,7 +119,9 @@ const MAX_WIRE_LINES: usize = 500;
 /// Probes the server at `options.url`. Fails only for a URL that is not an absolute `http` or
 /// `https` one; a server that cannot be reached gives a report with `reachable: false`.
 pub async fn probe(pool: &HttpPool, options: &ProbeOptions) -> Result<ProbeReport, String> {
-    let uri = HttpConfig::new(&options.url)?.url;
+    let uri = HttpConfig::new(&options.url)
+        .map_err(|e| e.to_string())?
+        .url;
     let mut run = Run {
         pool,
         options,
@@ -619,7 +621,7 @@ impl Run<'_> {
         let mut config = match HttpConfig::new(&self.options.url) {
             Ok(config) => config,
             Err(error) => {
-                self.report.eras.legacy.connect_error = Some(error);
+                self.report.eras.legacy.connect_error = Some(error.to_string());
                 return None;
             }
         };
