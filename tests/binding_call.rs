@@ -627,6 +627,34 @@ async fn the_callers_identity_and_progress_token_reach_the_server() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_names_its_own_scope_key() {
+    let server =
+        mcp_server(|req| tool_reply(req, json!({"content": [{"type": "text", "text": "ok"}]})))
+            .await;
+    let mut caller = caller(vec![binding(
+        &server.url("/mcp"),
+        json!({"token_env": TOKEN_ENV}),
+    )]);
+    for bad in [
+        "scope",
+        "/scope",
+        "a..b/scope",
+        "io.modelcontextprotocol/x",
+        "dev.mcp/x",
+        "a/",
+    ] {
+        assert!(caller.set_scope_key(bad).is_err(), "{bad}");
+    }
+    caller.set_scope_key("example.com/who").expect("a host key");
+    let result = call(&caller, "t", "call-9", json!({"q": "x"})).await;
+    assert_succeeded(&result);
+    let requests = server.requests();
+    let meta = &posts_of(&requests, "tools/call")[0].json().unwrap()["params"]["_meta"];
+    assert_eq!(meta["example.com/who"]["call_id"], "call-9");
+    assert!(meta.get("brain.dev/scope").is_none(), "{meta}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn progress_events_arrive_in_order_with_the_call_id() {
     let server = DemoServer::start().await.unwrap();
     let caller = demo_caller(&server, &["progress_report"]).await;
