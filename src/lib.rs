@@ -65,6 +65,8 @@
 #![deny(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+#[cfg(any(feature = "mcp", feature = "fixtures"))]
+mod base64;
 #[cfg(feature = "bindings")]
 pub mod binding;
 #[cfg(feature = "client")]
