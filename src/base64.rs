@@ -7,7 +7,7 @@ pub(crate) enum Flavor {
     /// Section 4: `+` and `/`, padded with `=`.
     Standard,
     /// Section 5: `-` and `_`, no padding (as JWS and PKCE use it).
-    #[allow(dead_code)]
+    #[cfg_attr(not(feature = "auth"), allow(dead_code))]
     UrlSafe,
 }
 
