@@ -764,11 +764,14 @@ impl Flow {
         if self.is_busy() {
             return;
         }
-        if let Some((token, ..)) = &self.token
-            && !token.is_expired(now)
-        {
-            self.outputs.push_back(Output::Token(token.clone()));
-            return;
+        if let Some((token, ..)) = &self.token {
+            if !token.is_expired(now) {
+                self.outputs.push_back(Output::Token(token.clone()));
+                return;
+            }
+            if token.refresh_token().is_some() {
+                return self.refresh(now, true, true);
+            }
         }
         self.reason = Reason::Initial;
         self.challenge = None;
@@ -815,13 +818,15 @@ impl Flow {
                 if let Some((token, key, origin)) = held {
                     self.cache.remove(&key);
                     self.spent.extend(token.secrets().cloned());
-                    match origin {
-                        Origin_::Fresh if sent.is_some() => return self.fail(Error::TokenRejected),
-                        Origin_::Proven if token.refresh_token().is_some() => {
-                            self.token = Some((token, key, origin));
-                            return self.refresh(now, true, true);
-                        }
-                        _ => {}
+                    let expired = token.is_expired(now);
+                    // Expired, or worked before: renew it. Just issued and refused: the server
+                    // does not take this authorization server's tokens, so no loop.
+                    if token.refresh_token().is_some() && (expired || origin == Origin_::Proven) {
+                        self.token = Some((token, key, origin));
+                        return self.refresh(now, true, true);
+                    }
+                    if origin == Origin_::Fresh && sent.is_some() && !expired {
+                        return self.fail(Error::TokenRejected);
                     }
                 }
                 self.discover(now);

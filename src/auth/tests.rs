@@ -1247,6 +1247,43 @@ fn unauthorized_with_a_token() {
         Error::TokenRejected
     );
 
+    // Never accepted but expired: renewed, not taken for a rejection.
+    let mut world2 = World::standard();
+    world2.routes.remove(&format!("POST {AS}/token"));
+    world2.token(AS, json!({"refresh_token": "rt-9", "expires_in": 60}));
+    world2.token(AS, json!({}));
+    let (end, mut expiring, _) = refused(code_config(), &mut world2, default_challenge());
+    let old = token_of(end);
+    let later = T0.plus(61);
+    expiring.handle_refusal(
+        StatusCode::UNAUTHORIZED,
+        &default_challenge(),
+        Some(old.access_token()),
+        later,
+    );
+    token_of(run(&mut expiring, &mut world2, later, &mut printed));
+    assert_eq!(
+        world2
+            .last("POST", "/token")
+            .param("refresh_token")
+            .as_deref(),
+        Some("rt-9")
+    );
+    // `authorize` with an expired token and a refresh token refreshes too.
+    let mut world3 = World::standard();
+    world3.routes.remove(&format!("POST {AS}/token"));
+    world3.token(AS, json!({"refresh_token": "rt-8", "expires_in": 60}));
+    world3.token(AS, json!({}));
+    let (end, mut idle, _) = refused(code_config(), &mut world3, default_challenge());
+    token_of(end);
+    idle.authorize(later);
+    token_of(run(&mut idle, &mut world3, later, &mut printed));
+    assert_eq!(
+        world3.last("POST", "/token").param("grant_type").as_deref(),
+        Some("refresh_token")
+    );
+    assert_eq!(world3.authorizations.len(), 1);
+
     // Accepted once, then refused: refreshed, and announced.
     flow.accepted();
     flow.handle_refusal(
