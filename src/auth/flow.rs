@@ -24,6 +24,11 @@ use super::token::{
 use super::url::{FormError, Origin, Url, UrlError, decode_form};
 use crate::secret::Secret;
 
+/// How many used secrets a flow remembers for redaction.
+const MAX_SPENT: usize = 64;
+/// How many registrations (one per authorization server) a flow keeps.
+const MAX_REGISTRATIONS: usize = 16;
+
 /// Which grant the flow obtains tokens with.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
@@ -817,7 +822,7 @@ impl Flow {
                 let held = self.token.take();
                 if let Some((token, key, origin)) = held {
                     self.cache.remove(&key);
-                    self.spent.extend(token.secrets().cloned());
+                    self.spend(token.secrets().cloned());
                     let expired = token.is_expired(now);
                     // Expired, or worked before: renew it. Just issued and refused: the server
                     // does not take this authorization server's tokens, so no loop.
@@ -847,7 +852,7 @@ impl Flow {
                 // step-up's scopes (the same ones when the server asks for nothing new).
                 if let Some((token, key, _)) = self.token.take() {
                     self.cache.remove(&key);
-                    self.spent.extend(token.secrets().cloned());
+                    self.spend(token.secrets().cloned());
                 }
                 self.challenge = Some(challenge);
                 if self.server_metadata.is_some() && self.client.is_some() {
@@ -938,6 +943,9 @@ impl Flow {
                         registration.auth_method,
                         meta,
                     );
+                    if self.registrations.len() >= MAX_REGISTRATIONS {
+                        self.registrations.clear();
+                    }
                     self.registrations
                         .insert(meta.issuer.clone(), identity.clone());
                     self.client = Some(identity);
@@ -1017,9 +1025,8 @@ impl Flow {
         else {
             return Err(RedirectError::NotWaiting);
         };
-        self.spent.push(code.clone());
-        self.spent.push(authorizing.pkce.verifier.clone());
         let redirect_uri = redirect_uri.as_str().to_owned();
+        self.spend([code.clone(), authorizing.pkce.verifier.clone()]);
         self.token_request(
             Purpose::CodeExchange,
             TokenGrant::AuthorizationCode {
@@ -1395,7 +1402,7 @@ impl Flow {
             now.0,
         ) {
             Ok((request, assertion)) => {
-                self.spent.extend(assertion);
+                self.spend(assertion);
                 self.stage = Stage::Token {
                     purpose,
                     rediscover,
@@ -1458,7 +1465,7 @@ impl Flow {
             Ok(token) => {
                 self.quiet = false;
                 if let Some((old, ..)) = self.token.take() {
-                    self.spent.extend(old.secrets().cloned());
+                    self.spend(old.secrets().cloned());
                 }
                 let key = self.pending_key.take().unwrap_or_else(|| TokenKey {
                     issuer: String::new(),
@@ -1482,7 +1489,7 @@ impl Flow {
                 self.quiet = false;
                 if let Some((old, key, _)) = self.token.take() {
                     self.cache.remove(&key);
-                    self.spent.extend(old.secrets().cloned());
+                    self.spend(old.secrets().cloned());
                 }
                 self.discover(now);
             }
@@ -1557,6 +1564,14 @@ impl Flow {
         });
     }
 
+    /// Remembers secrets that were used (codes, verifiers, assertions, replaced tokens) for
+    /// [`Flow::secrets`], the latest [`MAX_SPENT`] of them.
+    fn spend(&mut self, secrets: impl IntoIterator<Item = Secret>) {
+        self.spent.extend(secrets);
+        let excess = self.spent.len().saturating_sub(MAX_SPENT);
+        self.spent.drain(..excess);
+    }
+
     fn take_pending(&mut self, id: RequestId) -> Option<Pending> {
         if self.pending.as_ref().is_some_and(|p| p.id == id) {
             self.pending.take()
@@ -1573,7 +1588,7 @@ impl Flow {
             // A background refresh failed: keep the access token while it lasts, without the
             // refresh token that did not work.
             if let Some((token, key, origin)) = self.token.take() {
-                self.spent.extend(token.secrets().cloned());
+                self.spend(token.secrets().cloned());
                 let kept = Token::new(
                     token.access_token().clone(),
                     None,
