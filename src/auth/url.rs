@@ -116,9 +116,16 @@ impl Url {
         if text.len() > MAX_URL_BYTES {
             return Err(UrlError::TooLong);
         }
-        let (https, rest_at) = if text.len() >= 8 && text[..8].eq_ignore_ascii_case("https://") {
+        // Compared as bytes: the text may be anything, and a cut of it at 7 or 8 bytes may
+        // fall inside a character.
+        let starts = |prefix: &[u8]| {
+            text.as_bytes()
+                .get(..prefix.len())
+                .is_some_and(|start| start.eq_ignore_ascii_case(prefix))
+        };
+        let (https, rest_at) = if starts(b"https://") {
             (true, 8)
-        } else if text.len() >= 7 && text[..7].eq_ignore_ascii_case("http://") {
+        } else if starts(b"http://") {
             (false, 7)
         } else {
             return Err(UrlError::Scheme);
@@ -493,6 +500,9 @@ mod tests {
         for (text, expected) in cases {
             assert_eq!(Url::parse(text), Err(expected), "{text:?}");
         }
+        // A first character of several bytes where the scheme would end (a fuzzing find).
+        assert_eq!(Url::parse("abcdef\u{fffd}xyz"), Err(UrlError::Scheme));
+        assert_eq!(Url::parse("https:/\u{e9}"), Err(UrlError::Scheme));
         let long = format!("https://a/{}", "x".repeat(MAX_URL_BYTES));
         assert_eq!(Url::parse(&long), Err(UrlError::TooLong));
     }
