@@ -56,3 +56,15 @@ fn session_corpus() {
 fn http_response_corpus() {
     replay("http_response", mcpwire::internal::fuzz_http_response);
 }
+
+#[cfg(feature = "auth")]
+#[test]
+fn auth_challenge_corpus() {
+    replay("auth_challenge", mcpwire::internal::fuzz_auth_challenge);
+}
+
+#[cfg(feature = "auth")]
+#[test]
+fn auth_documents_corpus() {
+    replay("auth_documents", mcpwire::internal::fuzz_auth_documents);
+}
