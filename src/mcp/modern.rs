@@ -28,8 +28,8 @@ use std::time::Duration;
 
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use serde_json::value::RawValue;
-use serde_json::{Map, Value};
 
 use super::common::{Implementation, JsonObject, Meta};
 use super::de::open_struct;
@@ -92,30 +92,37 @@ impl std::error::Error for ParamsError {}
 
 impl Envelope {
     /// `params` with the envelope's members set in `_meta` (keeping every other member of
-    /// both, byte for byte; the envelope's keys replace any the caller set).
+    /// both, in order and byte for byte; the envelope's keys replace any the caller set).
     pub fn stamp(&self, params: Option<&RawValue>) -> Result<Box<RawValue>, ParamsError> {
         let mut members = match params {
             Some(raw) => RawMembers::parse(raw)?,
             None => RawMembers::default(),
         };
-        let mut meta: Map<String, Value> = match members.take("_meta") {
-            Some(raw) => serde_json::from_str(raw.get()).map_err(|_| ParamsError::NotAnObject)?,
-            None => Map::new(),
+        // Kept raw too: a `Value` would round a big integer `progressToken` and reorder keys.
+        let mut meta = match members.take("_meta") {
+            Some(raw) => RawMembers::parse(&raw)?,
+            None => RawMembers::default(),
         };
-        meta.insert(
-            PROTOCOL_VERSION_KEY.to_owned(),
-            Value::from(self.version.as_str()),
-        );
-        meta.insert(
-            CLIENT_CAPABILITIES_KEY.to_owned(),
-            serde_json::to_value(&self.capabilities).unwrap_or_else(|_| Value::Object(Map::new())),
-        );
-        meta.insert(
-            CLIENT_INFO_KEY.to_owned(),
-            serde_json::to_value(&self.client_info).unwrap_or(Value::Null),
-        );
-        let meta = serde_json::value::to_raw_value(&meta).map_err(|_| ParamsError::NotAnObject)?;
-        members.0.push(("_meta".to_owned(), meta));
+        let envelope = [
+            (
+                PROTOCOL_VERSION_KEY,
+                serde_json::value::to_raw_value(self.version.as_str()),
+            ),
+            (
+                CLIENT_CAPABILITIES_KEY,
+                serde_json::value::to_raw_value(&self.capabilities),
+            ),
+            (
+                CLIENT_INFO_KEY,
+                serde_json::value::to_raw_value(&self.client_info),
+            ),
+        ];
+        for (key, value) in envelope {
+            meta.take(key);
+            let value = value.map_err(|_| ParamsError::NotAnObject)?;
+            meta.0.push((key.to_owned(), value));
+        }
+        members.0.push(("_meta".to_owned(), meta.into_raw()));
         Ok(members.into_raw())
     }
 }
@@ -723,6 +730,31 @@ mod tests {
                 "{code} {data:?}"
             );
         }
+    }
+
+    #[test]
+    fn stamping_keeps_the_callers_meta_members_as_sent() {
+        // Numbers serde_json's `Value` would round or refuse, escapes, and the order.
+        let params = raw(
+            r#"{"name":"t","_meta":{"progressToken":12345678901234567890123,"z":1.50,"a":"\u00e9","io.modelcontextprotocol/clientInfo":"old","n":1e400}}"#,
+        );
+        let stamped = envelope().stamp(Some(&params)).unwrap();
+        let text = stamped.get();
+        assert!(
+            text.starts_with(
+                r#"{"name":"t","_meta":{"progressToken":12345678901234567890123,"z":1.50,"a":"\u00e9","n":1e400,"#
+            ),
+            "{text}"
+        );
+        for key in [
+            PROTOCOL_VERSION_KEY,
+            CLIENT_CAPABILITIES_KEY,
+            CLIENT_INFO_KEY,
+        ] {
+            assert_eq!(text.matches(key).count(), 1, "{key} in {text}");
+        }
+        assert!(!text.contains("\"old\""), "{text}");
+        assert!(serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok());
     }
 
     #[test]
