@@ -26,7 +26,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use serde::de::{Deserializer, MapAccess, Visitor};
+use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -143,6 +143,9 @@ impl RawMembers {
                 let mut members = Vec::new();
                 while let Some((key, value)) = map.next_entry::<String, Box<RawValue>>()? {
                     if members.len() == MAX_PARAMS_MEMBERS {
+                        // The rest is read, not left: serde_json refuses an object whose
+                        // visitor stops before its end, which would say "not an object".
+                        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
                         return Ok(Err(ParamsError::TooLarge));
                     }
                     members.push((key, value));
@@ -755,6 +758,37 @@ mod tests {
         }
         assert!(!text.contains("\"old\""), "{text}");
         assert!(serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok());
+    }
+
+    #[test]
+    fn more_members_than_the_limit_are_too_large() {
+        let object = |n: usize| {
+            let members: Vec<String> = (0..n).map(|i| format!("\"m{i}\":{i}")).collect();
+            raw(&format!("{{{}}}", members.join(",")))
+        };
+        let at_limit = object(MAX_PARAMS_MEMBERS);
+        assert!(envelope().stamp(Some(&at_limit)).is_ok());
+        assert!(retry_params(Some(&at_limit), None, None).is_ok());
+        // One over the limit, and more (the members after the limit are still read).
+        for n in [1, 2, 100] {
+            let over = object(MAX_PARAMS_MEMBERS + n);
+            let meta_over = raw(&format!(r#"{{"_meta":{}}}"#, over.get()));
+            assert_eq!(
+                envelope().stamp(Some(&over)).err(),
+                Some(ParamsError::TooLarge),
+                "{n} over"
+            );
+            assert_eq!(
+                retry_params(Some(&over), None, None).err(),
+                Some(ParamsError::TooLarge),
+                "{n} over"
+            );
+            assert_eq!(
+                envelope().stamp(Some(&meta_over)).err(),
+                Some(ParamsError::TooLarge),
+                "{n} over in _meta"
+            );
+        }
     }
 
     #[test]
