@@ -510,14 +510,24 @@ pub enum EraVerdict {
     NoCommonVersion(Vec<String>),
 }
 
-/// Reads the era from a result of the probe: a `DiscoverResult` with a stateless revision in
-/// common means modern; anything else (`{}` from a server that answers every request, a
-/// discover result with no revision in common) means a 2025-era server.
+/// Reads the era from a result of the probe: a complete `DiscoverResult` with a stateless
+/// revision in common means modern; anything else (`{}` from a server that answers every
+/// request, a discover result with no revision in common, or of a `resultType` other than
+/// `complete`) means a 2025-era server.
 pub fn era_from_result(
     raw: &RawValue,
     ours: &[ProtocolVersion],
 ) -> (EraVerdict, Option<DiscoverResult>) {
     match serde_json::from_str::<DiscoverResult>(raw.get()) {
+        // An unknown `resultType` makes a result invalid (`basic/index.mdx`), and
+        // `server/discover` is not a request a server may answer `input_required`.
+        Ok(result) if ResultType::read(result.result_type.as_deref()) != ResultType::Complete => (
+            EraVerdict::Legacy(format!(
+                "the server/discover answer has resultType {:?}",
+                result.result_type.unwrap_or_default()
+            )),
+            None,
+        ),
         Ok(result) => match result.common_version(ours) {
             Some(version) => (EraVerdict::Modern(version), Some(result)),
             None => (
@@ -553,8 +563,10 @@ pub fn era_from_error(code: i64, data: Option<&str>, ours: &[ProtocolVersion]) -
     struct Supported {
         supported: Vec<String>,
     }
-    let Some(Supported { supported }) =
-        data.and_then(|data| serde_json::from_str::<Supported>(data).ok())
+    // An object: serde also reads a struct from an array (`[["2026-07-28"]]`).
+    let Some(Supported { supported }) = data
+        .filter(|data| data.trim_start().starts_with('{'))
+        .and_then(|data| serde_json::from_str::<Supported>(data).ok())
     else {
         return EraVerdict::Legacy(
             "server/discover answered -32022 without a list of supported revisions".to_owned(),
@@ -789,6 +801,36 @@ mod tests {
                 "{n} over in _meta"
             );
         }
+    }
+
+    #[test]
+    fn a_discover_result_is_complete_and_supported_is_in_an_object() {
+        let ours = [ProtocolVersion::V2026_07_28];
+        for kind in ["task", "input_required"] {
+            let result = raw(&format!(
+                r#"{{"supportedVersions":["2026-07-28"],"capabilities":{{}},"resultType":"{kind}"}}"#
+            ));
+            assert!(
+                matches!(
+                    era_from_result(&result, &ours),
+                    (EraVerdict::Legacy(_), None)
+                ),
+                "{kind}"
+            );
+        }
+        let complete = raw(
+            r#"{"supportedVersions":["2026-07-28"],"capabilities":{},"resultType":"complete"}"#,
+        );
+        assert!(matches!(
+            era_from_result(&complete, &ours).0,
+            EraVerdict::Modern(_)
+        ));
+        // serde reads a struct from an array too; error data is an object.
+        assert!(matches!(
+            era_from_error(-32022, Some(r#"[["2026-07-28"]]"#), &ours),
+            EraVerdict::Legacy(_)
+        ));
+        assert_eq!(supported_in_error(Some(r#"[["2026-07-28"]]"#), &ours), None);
     }
 
     #[test]
