@@ -159,6 +159,14 @@ impl RawMembers {
             .map_err(|_| ParamsError::NotAnObject)?
     }
 
+    /// Whether `raw` (valid JSON) is an object without members.
+    fn is_empty_object(raw: &RawValue) -> bool {
+        raw.get()
+            .strip_prefix('{')
+            .and_then(|rest| rest.strip_suffix('}'))
+            .is_some_and(|inside| inside.trim().is_empty())
+    }
+
     /// Removes every member named `key`, returning the last.
     fn take(&mut self, key: &str) -> Option<Box<RawValue>> {
         let mut found = None;
@@ -436,7 +444,13 @@ impl ResultEnvelope {
                         "requestState is not a string".to_owned(),
                     ));
                 }
-                if envelope.input_requests.is_none() && envelope.request_state.is_none() {
+                // `{}` asks for nothing: with no state either, a retry could only repeat the
+                // request as it was.
+                let no_requests = envelope
+                    .input_requests
+                    .as_ref()
+                    .is_none_or(|requests| RawMembers::is_empty_object(requests));
+                if no_requests && envelope.request_state.is_none() {
                     return Err(ResultError::EmptyInputRequired);
                 }
             }
@@ -449,29 +463,37 @@ impl ResultEnvelope {
         ResultType::read(self.result_type.as_deref())
     }
 
-    /// The input requests, each under the server's key, in order (empty when none).
+    /// The input requests, each under the server's key, in order (empty when none). A key
+    /// that appears twice is refused: the answers go back in one object under the same keys,
+    /// where a repeated key would be ambiguous.
     pub fn input_requests(&self) -> Result<Vec<InputRequest>, ResultError> {
         let Some(raw) = &self.input_requests else {
             return Ok(Vec::new());
         };
-        let requests: Vec<(String, InputRequestBody)> = RawMembers::parse(raw)
-            .map_err(|e| ResultError::Malformed(e.to_string()))?
-            .0
-            .into_iter()
-            .map(|(key, body)| {
-                serde_json::from_str::<InputRequestBody>(body.get())
-                    .map(|body| (key, body))
-                    .map_err(|e| ResultError::Malformed(format!("inputRequests: {e}")))
-            })
-            .collect::<Result<_, _>>()?;
-        Ok(requests
-            .into_iter()
-            .map(|(key, body)| InputRequest {
+        let members = RawMembers::parse(raw).map_err(|e| ResultError::Malformed(e.to_string()))?;
+        let mut requests: Vec<InputRequest> = Vec::with_capacity(members.0.len());
+        let mut keys = std::collections::HashSet::with_capacity(members.0.len());
+        for (key, body) in members.0 {
+            if !keys.insert(key.clone()) {
+                return Err(ResultError::Malformed(format!(
+                    "inputRequests: the key {key:?} appears twice"
+                )));
+            }
+            // An object: serde also reads a struct from an array.
+            if !body.get().starts_with('{') {
+                return Err(ResultError::Malformed(format!(
+                    "inputRequests: {key:?} is not an object"
+                )));
+            }
+            let body = serde_json::from_str::<InputRequestBody>(body.get())
+                .map_err(|e| ResultError::Malformed(format!("inputRequests: {e}")))?;
+            requests.push(InputRequest {
                 key,
                 method: body.method,
                 params: body.params,
-            })
-            .collect())
+            });
+        }
+        Ok(requests)
     }
 }
 
@@ -831,6 +853,33 @@ mod tests {
             EraVerdict::Legacy(_)
         ));
         assert_eq!(supported_in_error(Some(r#"[["2026-07-28"]]"#), &ours), None);
+    }
+
+    #[test]
+    fn input_required_needs_a_request_or_a_state_and_unique_keys() {
+        assert_eq!(
+            ResultEnvelope::read(&raw(
+                r#"{"resultType":"input_required","inputRequests":{}}"#
+            ))
+            .unwrap_err(),
+            ResultError::EmptyInputRequired
+        );
+        assert!(
+            ResultEnvelope::read(&raw(
+                r#"{"resultType":"input_required","inputRequests":{},"requestState":"s"}"#
+            ))
+            .is_ok()
+        );
+        for bad in [
+            r#"{"resultType":"input_required","inputRequests":{"a":{"method":"roots/list"},"a":{"method":"roots/list"}}}"#,
+            r#"{"resultType":"input_required","inputRequests":{"r":["roots/list",null]}}"#,
+        ] {
+            let envelope = ResultEnvelope::read(&raw(bad)).unwrap();
+            assert!(
+                matches!(envelope.input_requests(), Err(ResultError::Malformed(_))),
+                "{bad}"
+            );
+        }
     }
 
     #[test]
