@@ -105,18 +105,7 @@ async fn stdio_answers_initialize_tools_list_ping_and_calls_with_progress() {
             break;
         }
     }
-    assert_eq!(
-        names,
-        [
-            "progress_report",
-            "tiny_image",
-            "weather",
-            "echo",
-            "fail",
-            "progress_burst",
-            "big_text"
-        ]
-    );
+    assert_eq!(names, crate::demo::tests::DEMO_TOOLS_IN_ORDER);
 
     pipe.request(20, "ping", json!({})).await;
     assert_eq!(
