@@ -755,7 +755,9 @@ async fn interrupted() {
 
 fn record_command(args: &[String]) -> Result<(), Failure> {
     use mcpwire::fixture::record::{RecordOptions, Recorder};
-    use mcpwire::fixture::{Provenance, ServerInfo, civil_date, server_info, write_fixture};
+    use mcpwire::fixture::{
+        Provenance, ServerInfo, civil_date, client_protocol, server_info, write_fixture,
+    };
 
     let (mut upstream, mut out, mut listen) = (None, None, "127.0.0.1:0".to_owned());
     let (mut mode, mut command, mut notes) = (String::new(), None, String::new());
@@ -831,7 +833,7 @@ fn record_command(args: &[String]) -> Result<(), Failure> {
     let days = since_epoch().map_or(0, |d| d.as_secs() / 86_400);
     let provenance = Provenance {
         server: server_info(&exchanges).unwrap_or_else(|| ServerInfo {
-            name: "(no initialize answer recorded)".into(),
+            name: "(no initialize or server/discover answer recorded)".into(),
             version: String::new(),
         }),
         mode,
@@ -839,6 +841,7 @@ fn record_command(args: &[String]) -> Result<(), Failure> {
         command,
         recorder: format!("mcpwire {}", env!("CARGO_PKG_VERSION")),
         constructed: false,
+        protocol: client_protocol(&exchanges),
         notes,
     };
     write_fixture(std::path::Path::new(&out), &exchanges, &provenance)
