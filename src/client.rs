@@ -770,10 +770,7 @@ impl Client {
         arguments: Option<&JsonObject>,
         input_schema: Option<&serde_json::Value>,
     ) -> Result<Vec<(HeaderName, HeaderValue)>, Error> {
-        let mut headers = Vec::new();
-        if let Ok(value) = HeaderValue::from_str(&mcp_headers::encode_header_value(name)) {
-            headers.push((HeaderName::from_static("mcp-name"), value));
-        }
+        let mut headers: Vec<_> = mcp_name_header(name).into_iter().collect();
         let declared: Option<Arc<[ParamHeader]>> = match input_schema {
             Some(schema) => Some(Arc::from(mcp_headers::param_headers(schema).map_err(
                 |error| Error::config(format!("the input schema of {name:?}: {error}")),
@@ -1028,9 +1025,8 @@ impl Client {
                     method,
                     methods::TOOLS_CALL | methods::PROMPTS_GET | methods::RESOURCES_READ
                 )
-            }) && let Ok(value) = HeaderValue::from_str(&mcp_headers::encode_header_value(name))
-            {
-                headers.push((HeaderName::from_static("mcp-name"), value));
+            }) {
+                headers.extend(mcp_name_header(name));
             }
         }
         let params = params
@@ -1257,6 +1253,13 @@ enum DriverWake {
     Stdio(Option<LinkEvent>),
     Command(Option<Command>),
     Deadline,
+}
+
+/// The `Mcp-Name` header for `name` (a tool, prompt or resource), encoded as the spec says.
+fn mcp_name_header(name: &str) -> Option<(HeaderName, HeaderValue)> {
+    HeaderValue::from_str(&mcp_headers::encode_header_value(name))
+        .ok()
+        .map(|value| (HeaderName::from_static("mcp-name"), value))
 }
 
 /// Whether a request was lost with its stream (not answered, not refused).

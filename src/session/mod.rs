@@ -621,16 +621,21 @@ impl Session {
         if !matches!(self.phase, Phase::Probing) || !self.config.silent_probe_means_legacy {
             return false;
         }
-        if let Some(id) = self.initialize_id.take()
-            && let Some(pending) = self.pending.remove(&id)
-        {
-            self.forget_route(&pending);
-            self.outputs.retain(
-                |output| !matches!(output, Output::Transmit(t) if t.request_id() == Some(&id)),
-            );
+        if let Some(id) = self.initialize_id.take() {
+            self.withdraw(&id);
         }
         self.start_initialize(now);
         true
+    }
+
+    /// Takes back a handshake request the server never processed: no longer pending, not
+    /// settled, and not sent if it is still queued.
+    fn withdraw(&mut self, id: &Id) {
+        if let Some(pending) = self.pending.remove(id) {
+            self.forget_route(&pending);
+        }
+        self.outputs
+            .retain(|output| !matches!(output, Output::Transmit(t) if t.request_id() == Some(id)));
     }
 
     /// The id of the initialize request in flight (or last sent), once `start` was called.
@@ -651,12 +656,7 @@ impl Session {
         let Some(old) = self.initialize_id.take() else {
             return;
         };
-        if let Some(pending) = self.pending.remove(&old) {
-            self.forget_route(&pending);
-        }
-        self.outputs.retain(
-            |output| !matches!(output, Output::Transmit(t) if t.request_id() == Some(&old)),
-        );
+        self.withdraw(&old);
         let legacy = ProtocolVersion::V2024_11_05;
         self.config.offered_version = legacy;
         if !self.config.accepted_versions.contains(&legacy) {
