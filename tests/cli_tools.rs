@@ -825,6 +825,46 @@ fn demo_prints_bindings_then_results() {
 }
 
 #[test]
+fn demo_negotiates_2026_07_28_and_shows_the_2025_path_on_request() {
+    for (args, version, era) in [
+        (&["demo"][..], "2026-07-28", "both"),
+        (&["demo", "--era", "2025"][..], "2025-11-25", "2025"),
+        (&["demo", "--era=2026"][..], "2026-07-28", "2026"),
+    ] {
+        let run = mcpwire(args, &[]);
+        assert_exit(&run, 0);
+        let last = run.stdout.lines().last().expect("some stdout");
+        let summary: Value = serde_json::from_str(last).expect("a JSON line");
+        assert_eq!(summary["type"], "demo.summary", "{args:?}");
+        assert_eq!(summary["protocol_version"], version, "{args:?}");
+        assert_eq!(summary["server_era"], era, "{args:?}");
+        let (requests, modern) = (&summary["http_requests"], &summary["modern_requests"]);
+        if version == "2025-11-25" {
+            assert_eq!(modern, 0, "{summary}");
+            assert_eq!(
+                summary["mcp_sessions_opened"],
+                summary["mcp_sessions_deleted"]
+            );
+            assert_ne!(summary["mcp_sessions_opened"], 0, "{summary}");
+        } else {
+            assert_eq!(modern, requests, "{summary}");
+            assert_eq!(summary["mcp_sessions_opened"], 0, "{summary}");
+        }
+        assert!(
+            run.stderr
+                .contains(&format!("protocol {version} negotiated")),
+            "{}",
+            run.stderr
+        );
+    }
+    for command in ["demo", "demo-server"] {
+        let run = mcpwire(&[command, "--era", "2027"], &[]);
+        assert_exit(&run, 2);
+        assert!(run.stderr.contains("both, 2025 or 2026"), "{run:#?}");
+    }
+}
+
+#[test]
 fn mcp_tools_and_mcpwire_call_work_with_the_stdio_demo_server() {
     let command = format!("{} demo-server --stdio", env!("CARGO_BIN_EXE_mcpwire"));
     let run = mcp_tools(

@@ -986,18 +986,24 @@ mod client {
         value.as_object().cloned()
     }
 
+    /// Calls `tool` with `arguments` and the default options.
+    async fn call(
+        client: &Client,
+        tool: &str,
+        arguments: Value,
+    ) -> Result<crate::mcp::CallToolResult, crate::Error> {
+        let arguments = arguments.as_object().cloned();
+        client
+            .call_tool(tool, arguments, CallOptions::default())
+            .await
+    }
+
     /// Calls `confirm_delete` for `item`.
     async fn delete(
         client: &Client,
         item: &str,
     ) -> Result<crate::mcp::CallToolResult, crate::Error> {
-        client
-            .call_tool(
-                "confirm_delete",
-                arguments(json!({"item": item})),
-                CallOptions::default(),
-            )
-            .await
+        call(client, "confirm_delete", json!({"item": item})).await
     }
 
     #[tokio::test]
@@ -1032,12 +1038,7 @@ mod client {
             .expect("a result");
         assert_eq!(result.content[0].as_text(), Some("done after 3 steps"));
         assert_eq!(*lock(&seen), [1.0, 2.0, 3.0]);
-        let result = client
-            .call_tool(
-                "weather",
-                arguments(json!({"city": "Lisbon"})),
-                CallOptions::default(),
-            )
+        let result = call(&client, "weather", json!({"city": "Lisbon"}))
             .await
             .expect("a result");
         assert_eq!(
@@ -1050,12 +1051,7 @@ mod client {
             ("us-west1", "us-west1"),
             ("Zürich", "=?base64?WsO8cmljaA==?="),
         ] {
-            let result = client
-                .call_tool(
-                    "region_echo",
-                    arguments(json!({"region": region})),
-                    CallOptions::default(),
-                )
+            let result = call(&client, "region_echo", json!({"region": region}))
                 .await
                 .expect("a result");
             assert!(!result.is_error(), "{result:?}");
@@ -1079,6 +1075,38 @@ mod client {
             log.iter().all(|line| !line.contains("\"initialize\"")),
             "{log:#?}"
         );
+    }
+
+    /// A call made before any listing has no `Mcp-Param-Region` to send: the server refuses
+    /// it with -32020, and the client lists the tools and sends it again, once (nothing ran).
+    #[tokio::test]
+    async fn a_call_before_the_listing_is_refused_then_retried_with_the_header() {
+        let server = DemoServer::start().await.expect("start");
+        let (client, log) = connect(&server, ClientOptions::default()).await;
+        let client = client.expect("connect");
+        let result = call(&client, "region_echo", json!({"region": "Zürich"}))
+            .await
+            .expect("a result after the retry");
+        assert_eq!(
+            result.structured_content,
+            Some(json!({"region": "Zürich", "header": "=?base64?WsO8cmljaA==?="}))
+        );
+        let log = lock(&log).clone();
+        let posts: Vec<&str> = log
+            .iter()
+            .filter(|line| line.starts_with("> POST"))
+            .map(|line| {
+                ["server/discover", "tools/list", "tools/call"]
+                    .into_iter()
+                    .find(|method| line.contains(&format!("\"method\":\"{method}\"")))
+                    .unwrap_or("?")
+            })
+            .collect();
+        let mut expected = vec!["server/discover", "tools/call"];
+        expected.extend(["tools/list"; 5]);
+        expected.push("tools/call");
+        assert_eq!(posts, expected, "{log:#?}");
+        assert!(log.iter().any(|line| line.contains("-32020")), "{log:#?}");
     }
 
     /// Answers each elicitation with `answer`, keeping what it was asked.
@@ -1227,12 +1255,7 @@ mod client {
             .map(|t| t.name)
             .collect();
         assert_eq!(names, DEMO_TOOLS_IN_ORDER);
-        let result = client
-            .call_tool(
-                "region_echo",
-                arguments(json!({"region": "Zürich"})),
-                CallOptions::default(),
-            )
+        let result = call(&client, "region_echo", json!({"region": "Zürich"}))
             .await
             .expect("a result");
         assert_eq!(
@@ -1260,12 +1283,7 @@ mod client {
         let (client, _) = connect(&server, ClientOptions::default()).await;
         let client = client.expect("connect");
         assert_eq!(client.protocol_version().as_str(), MODERN);
-        let result = client
-            .call_tool(
-                "echo",
-                arguments(json!({"message": "hi"})),
-                CallOptions::default(),
-            )
+        let result = call(&client, "echo", json!({"message": "hi"}))
             .await
             .expect("a result");
         assert_eq!(result.content[0].as_text(), Some("Echo: hi"));
