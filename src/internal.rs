@@ -20,6 +20,11 @@ mod headers;
 pub use self::headers::fuzz_mcp_headers;
 
 #[cfg(feature = "session")]
+mod era;
+#[cfg(feature = "session")]
+pub use self::era::{NEXT_STEP, fuzz_mcp_era};
+
+#[cfg(feature = "session")]
 mod session;
 #[cfg(feature = "session")]
 pub use self::session::fuzz_session;

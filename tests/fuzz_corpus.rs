@@ -47,6 +47,12 @@ fn mcp_headers_corpus() {
 
 #[cfg(feature = "session")]
 #[test]
+fn mcp_era_corpus() {
+    replay("mcp_era", mcpwire::internal::fuzz_mcp_era);
+}
+
+#[cfg(feature = "session")]
+#[test]
 fn session_corpus() {
     replay("session", mcpwire::internal::fuzz_session);
 }
