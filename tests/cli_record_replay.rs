@@ -13,9 +13,7 @@ const MCPWIRE: &str = env!("CARGO_BIN_EXE_mcpwire");
 const DEADLINE: Duration = Duration::from_secs(30);
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures")
-        .join(name)
+    crate::support::repo_root().join("fixtures").join(name)
 }
 
 /// Starts `mcpwire ARGS` and returns it with the URL it printed first.

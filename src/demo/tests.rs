@@ -1370,6 +1370,7 @@ fn helpers() {
     }
 }
 
+#[cfg(feature = "client")]
 #[tokio::test]
 async fn a_full_session_through_the_client() {
     use crate::client::{CallOptions, Client, ClientOptions};
