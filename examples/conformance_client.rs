@@ -21,9 +21,11 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mcpwire::client::{CallOptions, Client, ClientOptions};
-use mcpwire::mcp::{CallToolResult, ContentBlock};
+use mcpwire::client::{CallOptions, Client, ClientOptions, InputFuture, InputHandler};
+use mcpwire::mcp::modern::InputRequest;
+use mcpwire::mcp::{CallToolResult, ClientCapabilities, ContentBlock, JsonObject};
 use mcpwire::transport::http::{HttpConfig, HttpPool, TlsOptions};
+use serde_json::{Value, json};
 
 /// How long one scenario may take in all; below the runner's own per-scenario timeout, so a
 /// hang shows up as this driver's message rather than a kill.
@@ -87,24 +89,301 @@ async fn run(scenario: &str, url: &str, start: Instant) -> Outcome {
         "initialize" => initialize(url, start).await,
         "tools_call" => tools_call(url, start).await,
         "sse-retry" => sse_retry(url, start).await,
+        "request-metadata" => request_metadata(url, start).await,
+        "sep-2322-client-request-state" => request_state(url, start).await,
+        "http-standard-headers" => standard_headers(url, start).await,
+        "http-custom-headers" => custom_headers(url, start).await,
+        "http-invalid-tool-headers" => invalid_tool_headers(url, start).await,
+        "json-schema-ref-no-deref" => list_only(url, start).await,
+        "json-schema-2020-12-preservation" => schema_preservation(url, start).await,
+        "sep-2640-client-no-prefetch" => no_prefetch(url, start).await,
         s if s.starts_with("auth/") => auth(url, start).await,
         s if s.starts_with("elicitation") => elicitation(url, start).await,
         other => Outcome::Unsupported(format!("unknown scenario {other:?}")),
     }
 }
 
-/// Opens a session with the wire conversation logged to stderr.
+/// Opens a session with the wire conversation logged to stderr. The era comes from the probe
+/// (`server/discover`), as for any server.
 async fn connect_client(url: &str, start: Instant) -> Result<Client, mcpwire::Error> {
+    connect_with(url, start, None, false).await
+}
+
+async fn connect_with(
+    url: &str,
+    start: Instant,
+    handler: Option<Arc<dyn InputHandler>>,
+    server_stream: bool,
+) -> Result<Client, mcpwire::Error> {
     let pool = HttpPool::new(&TlsOptions::default())?;
-    let mut config = HttpConfig::new(url).map_err(mcpwire::Error::config)?;
+    let mut config = HttpConfig::new(url)?;
+    config.server_stream = server_stream;
     config.wire_log = Some(Arc::new(move |line: &str| {
         eprintln!("[{:>6} ms] {line}", start.elapsed().as_millis());
     }));
-    let options = ClientOptions {
-        request_timeout: Duration::from_secs(10),
-        ..ClientOptions::default()
-    };
+    let mut options = ClientOptions::default();
+    options.request_timeout = Duration::from_secs(10);
+    options.input_handler = handler;
+    options.on_warning = Some(Arc::new(|line: &str| eprintln!("warning: {line}")));
     Client::connect_http(&pool, config, options).await
+}
+
+/// Answers a form elicitation by accepting it with every field the schema gives a default
+/// (SEP-1034), and a plain value of the field's type for a required field without one; lists
+/// no roots; declines sampling (no model here).
+struct AcceptWithDefaults;
+
+impl InputHandler for AcceptWithDefaults {
+    fn capabilities(&self) -> ClientCapabilities {
+        ClientCapabilities {
+            elicitation: Some(JsonObject::new()),
+            ..ClientCapabilities::default()
+        }
+    }
+
+    fn answer(&self, request: InputRequest) -> InputFuture {
+        Box::pin(async move {
+            let params: Value = match &request.params {
+                Some(raw) => serde_json::from_str(raw.get())?,
+                None => Value::Null,
+            };
+            match request.method.as_str() {
+                "elicitation/create" => Ok(
+                    json!({"action": "accept", "content": form_answer(&params["requestedSchema"])}),
+                ),
+                "roots/list" => Ok(json!({"roots": []})),
+                other => Err(format!("this driver does not answer {other}").into()),
+            }
+        })
+    }
+}
+
+/// The content of an accepted form: defaults, and for a field without one a value of its
+/// type (`true` for booleans, as the MRTR mock's confirmation wants).
+fn form_answer(schema: &Value) -> Value {
+    let mut content = serde_json::Map::new();
+    if let Some(properties) = schema["properties"].as_object() {
+        for (name, property) in properties {
+            let value = match property.get("default") {
+                Some(default) => default.clone(),
+                None => match property["type"].as_str() {
+                    Some("boolean") => json!(true),
+                    Some("integer" | "number") => json!(0),
+                    Some("string") => json!(""),
+                    _ => continue,
+                },
+            };
+            content.insert(name.clone(), value);
+        }
+    }
+    Value::Object(content)
+}
+
+/// Runs `body` with a connected client, closes it, and turns the result into an outcome.
+async fn with_client<F>(client: Result<Client, mcpwire::Error>, body: F) -> Outcome
+where
+    F: AsyncFnOnce(&Client) -> Result<String, String>,
+{
+    let client = match client {
+        Ok(client) => client,
+        Err(e) => return Outcome::Failed(format!("connecting failed: {e}")),
+    };
+    let outcome = body(&client).await;
+    client.close().await;
+    match outcome {
+        Ok(what) => Outcome::Passed(what),
+        Err(why) => Outcome::Failed(why),
+    }
+}
+
+/// `request-metadata` (2026-07-28): the mock rejects the first request with -32022 naming
+/// 2026-07-28; the probe is repeated once at that revision, every request carrying the
+/// envelope and the matching header.
+async fn request_metadata(url: &str, start: Instant) -> Outcome {
+    with_client(connect_client(url, start).await, async |client| {
+        Ok(format!("connected at {}", client.protocol_version()))
+    })
+    .await
+}
+
+/// `sep-2322-client-request-state`: every tool called with `{}`, `input_required` answered
+/// by the handler, the state echoed exactly, a new id each round.
+async fn request_state(url: &str, start: Instant) -> Outcome {
+    let handler: Arc<dyn InputHandler> = Arc::new(AcceptWithDefaults);
+    with_client(
+        connect_with(url, start, Some(handler), false).await,
+        async |client| {
+            let tools = client
+                .list_tools()
+                .await
+                .map_err(|e| format!("tools/list: {e}"))?;
+            let mut done = Vec::new();
+            for tool in &tools {
+                let result = client
+                    .call_tool(&tool.name, Some(JsonObject::new()), call_options())
+                    .await
+                    .map_err(|e| format!("tools/call {}: {e}", tool.name))?;
+                done.push(format!("{}: {}", tool.name, texts(&result)));
+            }
+            Ok(done.join("; "))
+        },
+    )
+    .await
+}
+
+/// `http-standard-headers`: one request of each kind, so each carries its `Mcp-Method` and
+/// `Mcp-Name`.
+async fn standard_headers(url: &str, start: Instant) -> Outcome {
+    with_client(connect_client(url, start).await, async |client| {
+        let mut seen = Vec::new();
+        let tools = client
+            .list_tools()
+            .await
+            .map_err(|e| format!("tools/list: {e}"))?;
+        for tool in &tools {
+            client
+                .call_tool(&tool.name, Some(JsonObject::new()), call_options())
+                .await
+                .map_err(|e| format!("tools/call {}: {e}", tool.name))?;
+            seen.push(tool.name.clone());
+        }
+        let resources = client
+            .request_raw("resources/list", Some(json!({})), None)
+            .await
+            .map_err(|e| format!("resources/list: {e}"))?;
+        let resources: Value = serde_json::from_str(resources.get()).map_err(|e| e.to_string())?;
+        for resource in resources["resources"].as_array().into_iter().flatten() {
+            let uri = resource["uri"].as_str().unwrap_or_default();
+            client
+                .request_raw("resources/read", Some(json!({"uri": uri})), None)
+                .await
+                .map_err(|e| format!("resources/read {uri}: {e}"))?;
+            seen.push(uri.to_owned());
+        }
+        let prompts = client
+            .request_raw("prompts/list", Some(json!({})), None)
+            .await
+            .map_err(|e| format!("prompts/list: {e}"))?;
+        let prompts: Value = serde_json::from_str(prompts.get()).map_err(|e| e.to_string())?;
+        for prompt in prompts["prompts"].as_array().into_iter().flatten() {
+            let name = prompt["name"].as_str().unwrap_or_default();
+            client
+                .request_raw(
+                    "prompts/get",
+                    Some(json!({"name": name, "arguments": {}})),
+                    None,
+                )
+                .await
+                .map_err(|e| format!("prompts/get {name}: {e}"))?;
+            seen.push(name.to_owned());
+        }
+        Ok(format!("sent {}", seen.join(", ")))
+    })
+    .await
+}
+
+/// `http-custom-headers`: the calls the scenario's context names, with exactly its arguments
+/// (their `x-mcp-header` arguments mirrored into `Mcp-Param-*`).
+async fn custom_headers(url: &str, start: Instant) -> Outcome {
+    let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or(Value::Null);
+    with_client(connect_client(url, start).await, async |client| {
+        client
+            .list_tools()
+            .await
+            .map_err(|e| format!("tools/list: {e}"))?;
+        let calls = context["toolCalls"].as_array().cloned().unwrap_or_default();
+        for call in &calls {
+            let name = call["name"].as_str().unwrap_or_default();
+            client
+                .call_tool(name, call["arguments"].as_object().cloned(), call_options())
+                .await
+                .map_err(|e| format!("tools/call {name}: {e}"))?;
+        }
+        Ok(format!("{} calls from the context", calls.len()))
+    })
+    .await
+}
+
+/// `http-invalid-tool-headers`: the listing leaves out the tools with invalid annotations;
+/// the valid one is called.
+async fn invalid_tool_headers(url: &str, start: Instant) -> Outcome {
+    with_client(connect_client(url, start).await, async |client| {
+        let tools = client
+            .list_tools()
+            .await
+            .map_err(|e| format!("tools/list: {e}"))?;
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        if names != ["valid_tool"] {
+            return Err(format!("the listing kept {names:?}"));
+        }
+        let arguments = json!({"region": "us-west1"}).as_object().cloned();
+        client
+            .call_tool("valid_tool", arguments, call_options())
+            .await
+            .map_err(|e| format!("tools/call valid_tool: {e}"))?;
+        Ok("valid_tool called; the invalid tools were left out".to_owned())
+    })
+    .await
+}
+
+/// `json-schema-ref-no-deref`: list the tools; a schema's remote `$ref` is never fetched.
+async fn list_only(url: &str, start: Instant) -> Outcome {
+    with_client(connect_client(url, start).await, async |client| {
+        let tools = client
+            .list_tools()
+            .await
+            .map_err(|e| format!("tools/list: {e}"))?;
+        Ok(format!(
+            "{} tools listed, no schema dereferenced",
+            tools.len()
+        ))
+    })
+    .await
+}
+
+/// `json-schema-2020-12-preservation`: the focal tool's input schema echoed back as received.
+async fn schema_preservation(url: &str, start: Instant) -> Outcome {
+    with_client(connect_client(url, start).await, async |client| {
+        let tools = client
+            .list_tools()
+            .await
+            .map_err(|e| format!("tools/list: {e}"))?;
+        let focal = tools
+            .iter()
+            .find(|t| t.name == "json_schema_2020_12_tool")
+            .ok_or("no json_schema_2020_12_tool")?;
+        let arguments = json!({"schema": focal.input_schema}).as_object().cloned();
+        client
+            .call_tool("json_schema_echo", arguments, call_options())
+            .await
+            .map_err(|e| format!("tools/call json_schema_echo: {e}"))?;
+        Ok("the schema was echoed as received".to_owned())
+    })
+    .await
+}
+
+/// `sep-2640-client-no-prefetch`: connect, and list tools only if the server offers them;
+/// nothing is fetched ahead of need.
+async fn no_prefetch(url: &str, start: Instant) -> Outcome {
+    with_client(connect_client(url, start).await, async |client| {
+        let offers_tools = client
+            .server()
+            .is_some_and(|s| s.capabilities.tools.is_some());
+        if offers_tools {
+            client
+                .list_tools()
+                .await
+                .map_err(|e| format!("tools/list: {e}"))?;
+        }
+        Ok(format!(
+            "connected at {}; nothing prefetched",
+            client.protocol_version()
+        ))
+    })
+    .await
 }
 
 /// [`connect_client`] with the error as a message.
@@ -123,7 +402,10 @@ async fn initialize(url: &str, start: Instant) -> Outcome {
         Err(e) => return Outcome::Failed(e),
     };
     let version = client.protocol_version();
-    let listed = if client.server().capabilities.tools.is_some() {
+    let listed = if client
+        .server()
+        .is_none_or(|s| s.capabilities.tools.is_some())
+    {
         Some(client.list_tools().await)
     } else {
         None
@@ -236,35 +518,21 @@ async fn auth(url: &str, start: Instant) -> Outcome {
     }
 }
 
-/// `elicitation-*`: the tool sends `elicitation/create` and wants the form answered with the
-/// schema's defaults. mcpwire declares no elicitation capability and never answers one (a
-/// server that asks anyway on the call's stream fails the call with an unknown outcome), so
-/// the driver makes the call and reports what happened. The mock (TypeScript SDK) sends the
-/// request on the standalone GET stream, which mcpwire does not open, so the call can only
-/// time out: a short deadline keeps the scenario quick.
+/// `elicitation-*` (2025-11-25): the tool sends `elicitation/create` on the standalone GET
+/// stream; the input handler accepts it with the schema's defaults (SEP-1034).
 async fn elicitation(url: &str, start: Instant) -> Outcome {
-    let client = match connect(url, start).await {
-        Ok(client) => client,
-        Err(e) => return Outcome::Failed(e),
-    };
-    let result = client
-        .call_tool(
-            "test_client_elicitation_defaults",
-            None,
-            CallOptions {
-                timeout: Duration::from_secs(3),
-                ..CallOptions::default()
-            },
-        )
-        .await;
-    client.close().await;
-    let what = match result {
-        Ok(result) => format!("the tool answered {:?}", texts(&result)),
-        Err(e) => format!("the call failed: {e}"),
-    };
-    Outcome::Unsupported(format!(
-        "elicitation is not implemented by mcpwire (no elicitation capability declared); {what}"
-    ))
+    let handler: Arc<dyn InputHandler> = Arc::new(AcceptWithDefaults);
+    with_client(
+        connect_with(url, start, Some(handler), true).await,
+        async |client| {
+            let result = client
+                .call_tool("test_client_elicitation_defaults", None, call_options())
+                .await
+                .map_err(|e| format!("the call failed: {e}"))?;
+            Ok(format!("the tool answered {:?}", texts(&result)))
+        },
+    )
+    .await
 }
 
 fn call_options() -> CallOptions {

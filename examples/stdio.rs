@@ -49,7 +49,9 @@ async fn main() -> Result<(), Failure> {
     let client = Client::connect_stdio(config, ClientOptions::default()).await?;
     println!(
         "connected to {} (protocol {})",
-        client.server().server_info.name,
+        client
+            .server()
+            .map_or("an unnamed server", |s| s.server_info.name.as_str()),
         client.protocol_version().as_str()
     );
     let tools = client.list_tools().await?;

@@ -11,7 +11,7 @@
 //!
 //! # async fn demo() -> Result<(), mcpwire::Error> {
 //! let pool = HttpPool::new(&TlsOptions::default())?;
-//! let config = HttpConfig::new("http://127.0.0.1:3001/mcp").map_err(mcpwire::Error::config)?;
+//! let config = HttpConfig::new("http://127.0.0.1:3001/mcp")?;
 //! let client = Client::connect_http(&pool, config, ClientOptions::default()).await?;
 //! for tool in client.list_tools().await? {
 //!     println!("{}: {}", tool.name, tool.description.as_deref().unwrap_or(""));
@@ -40,27 +40,32 @@ use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use crate::error::Error;
-use crate::exchange::{Output as ExchangeOutput, SendOptions, StreamId, decode_result_as};
+use crate::exchange::{Output as ExchangeOutput, SendOptions, StreamId};
 use crate::jsonrpc::{Id, Notification};
+use crate::mcp::headers::{self as mcp_headers, ParamHeader};
+use crate::mcp::modern::{self, InputRequest, ResultEnvelope, ResultType};
 use crate::mcp::{
-    CallToolRequestParams, CallToolResult, InitializeResult, JsonObject, ListToolsRequestParams,
-    ListToolsResult, ProgressNotificationParams, ProgressToken, ProtocolVersion, Tool, methods,
+    CallToolRequestParams, CallToolResult, ClientCapabilities, InitializeResult, JsonObject,
+    ListToolsRequestParams, ListToolsResult, ProgressNotificationParams, ProgressToken,
+    ProtocolVersion, Tool, error_code, methods,
 };
 use crate::session::{
-    self, Delivery, Failure, FailureKind, Output, Payload, Ready, RequestError, RequestOptions,
-    Session,
+    self, Delivery, EraPolicy, Failure, FailureKind, Output, Payload, Ready, RequestError,
+    RequestOptions, Session,
 };
 use crate::transport::http::{Frame, HttpConfig, HttpLink, HttpPool};
 use crate::transport::stdio::{StdioConfig, StdioLink};
 use crate::transport::{LinkEvent, Secret};
+use http::{HeaderName, HeaderValue};
 
 /// How long a `tools/list` page or a ping may take by default.
 const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Options for a session.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
+#[non_exhaustive]
 pub struct ClientOptions {
-    /// The session machine's configuration: client info, capabilities, versions, limits.
+    /// The session machine's configuration: client info, capabilities, era, versions, limits.
     pub session: session::Config,
     /// How long each `tools/list` page and each ping may take.
     pub request_timeout: Duration,
@@ -71,6 +76,29 @@ pub struct ClientOptions {
     /// Receives logging and list-changed notifications. Full buffers drop notifications
     /// rather than grow.
     pub notifications: Option<mpsc::Sender<Notification<'static>>>,
+    /// Answers what a server asks of the user or the host during a call: the
+    /// `inputRequests` of an `input_required` result (2026-07-28). Its capabilities are the
+    /// ones declared. With none, a call whose server needs input fails
+    /// ([`ErrorKind::ElicitationRequested`](crate::ErrorKind::ElicitationRequested)).
+    pub input_handler: Option<Arc<dyn InputHandler>>,
+    /// The most `input_required` rounds one call may take.
+    pub max_input_rounds: usize,
+    /// Receives warnings about what the server sent that the client set aside (a tool dropped
+    /// from a listing for invalid `x-mcp-header` annotations). Never holds a credential.
+    pub on_warning: Option<WarningSink>,
+}
+
+impl std::fmt::Debug for ClientOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientOptions")
+            .field("session", &self.session)
+            .field("request_timeout", &self.request_timeout)
+            .field("max_list_pages", &self.max_list_pages)
+            .field("max_tools", &self.max_tools)
+            .field("input_handler", &self.input_handler.is_some())
+            .field("max_input_rounds", &self.max_input_rounds)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Default for ClientOptions {
@@ -81,8 +109,35 @@ impl Default for ClientOptions {
             max_list_pages: 100,
             max_tools: 10_000,
             notifications: None,
+            input_handler: None,
+            max_input_rounds: 8,
+            on_warning: None,
         }
     }
+}
+
+/// Where warnings go ([`ClientOptions::on_warning`]).
+pub type WarningSink = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// The answer an [`InputHandler`] gives, or why it gives none.
+pub type InputFuture = Pin<
+    Box<
+        dyn Future<Output = Result<serde_json::Value, Box<dyn std::error::Error + Send + Sync>>>
+            + Send,
+    >,
+>;
+
+/// What a host plugs in to answer a server's requests for input during a call
+/// (`elicitation/create`, `sampling/createMessage`, `roots/list`; 2026-07-28
+/// `basic/patterns/input-required.mdx`). One trait for all three; the client declares exactly
+/// [`capabilities`](InputHandler::capabilities), so a server asks only for what the handler
+/// serves.
+pub trait InputHandler: Send + Sync {
+    /// What the handler can answer, declared in every request's `_meta` (and in `initialize`).
+    fn capabilities(&self) -> ClientCapabilities;
+    /// Answers one request with the result for its method (an `ElicitResult`,
+    /// `CreateMessageResult` or `ListRootsResult` as JSON). An error fails the call.
+    fn answer(&self, request: InputRequest) -> InputFuture;
 }
 
 /// A handle that cancels a call from anywhere (another task, a signal handler).
@@ -137,6 +192,10 @@ pub struct CallOptions {
     pub cancel: Option<CancelToken>,
     /// Called with each progress notification, in order, before the result is returned.
     pub on_progress: Option<ProgressSink>,
+    /// The tool's input schema, when the caller has it (a binding) and the tool was not listed
+    /// by this client: at a stateless revision over HTTP its `x-mcp-header` annotations give
+    /// the call's `Mcp-Param-*` headers.
+    pub input_schema: Option<serde_json::Value>,
 }
 
 impl Default for CallOptions {
@@ -149,6 +208,7 @@ impl Default for CallOptions {
             max_response_bytes: None,
             cancel: None,
             on_progress: None,
+            input_schema: None,
         }
     }
 }
@@ -173,19 +233,179 @@ pub struct Client {
     commands: mpsc::Sender<Command>,
     driver: Option<JoinHandle<()>>,
     next_key: AtomicU64,
-    server: InitializeResult,
-    version: ProtocolVersion,
+    server: Option<InitializeResult>,
+    version: std::sync::Mutex<ProtocolVersion>,
     session_id: Option<String>,
     options: ClientOptions,
+    /// Over HTTP at a stateless revision: the `Mcp-Param-*` headers each listed tool's
+    /// arguments give.
+    tool_headers: std::sync::Mutex<HashMap<String, Arc<[ParamHeader]>>>,
+    /// Where the era verdict is kept for the next connection to the same endpoint.
+    era_cache: Option<(EraCache, String)>,
+    /// Where `tools/list` pages are kept, with the endpoint and the credentials' fingerprint.
+    list_cache: Option<(ListCache, String, u64)>,
+}
+
+/// What probing found out about each endpoint: its era (a stateless revision, or `None` for a
+/// 2025-era server) and what it said of itself, so a long-lived host probes each endpoint
+/// once (`2026-07-28/basic/versioning.mdx`: the verdict is cached per origin). Keyed by the
+/// endpoint URL, which is finer than the spec's origin: two endpoints of one origin may be two
+/// servers.
+#[derive(Clone, Debug, Default)]
+pub struct EraCache(Arc<std::sync::Mutex<HashMap<String, Verdict>>>);
+
+#[derive(Clone, Debug)]
+struct Verdict {
+    modern: Option<ProtocolVersion>,
+    server: Option<InitializeResult>,
+}
+
+/// How many endpoints an [`EraCache`] remembers; past that the oldest verdicts go (a host
+/// that connects to ever new URLs cannot grow it).
+const ERA_CACHE_ENTRIES: usize = 1024;
+
+impl EraCache {
+    /// An empty cache.
+    pub fn new() -> Self {
+        EraCache::default()
+    }
+
+    /// The key of `url`: as [`HttpConfig::url`] prints it (`http://h` and `http://h/` are one
+    /// endpoint).
+    fn key(url: &str) -> String {
+        url.parse::<http::Uri>()
+            .map_or_else(|_| url.to_owned(), |uri| uri.to_string())
+    }
+
+    fn get(&self, url: &str) -> Option<Verdict> {
+        self.0.lock().ok()?.get(&Self::key(url)).cloned()
+    }
+
+    fn put(&self, url: &str, verdict: Verdict) {
+        let url = &Self::key(url);
+        if let Ok(mut map) = self.0.lock() {
+            if map.len() >= ERA_CACHE_ENTRIES && !map.contains_key(url) {
+                map.clear();
+            }
+            map.insert(url.to_owned(), verdict);
+        }
+    }
+
+    /// Remembers a verdict found earlier (one a host persisted): `url` speaks stateless
+    /// revision `modern`, or with `None` is a 2025-era server, so the next connection to it
+    /// does not probe. A verdict that no longer holds is forgotten when a connection fails.
+    pub fn remember(&self, url: &str, modern: Option<ProtocolVersion>) {
+        self.put(
+            url,
+            Verdict {
+                modern,
+                server: None,
+            },
+        );
+    }
+
+    /// Forgets `url`'s verdict: the next connection probes again.
+    pub fn forget(&self, url: &str) {
+        if let Ok(mut map) = self.0.lock() {
+            map.remove(&Self::key(url));
+        }
+    }
+
+    /// The stateless revision `url` was found to speak, `Some(None)` for a 2025-era server,
+    /// `None` when it was not probed.
+    pub fn verdict(&self, url: &str) -> Option<Option<ProtocolVersion>> {
+        self.get(url).map(|verdict| verdict.modern)
+    }
 }
 
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Client")
-            .field("server", &self.server.server_info.name)
-            .field("version", &self.version)
+            .field(
+                "server",
+                &self.server.as_ref().map(|server| &server.server_info.name),
+            )
+            .field("version", &self.protocol_version())
             .finish_non_exhaustive()
     }
+}
+
+/// `tools/list` pages kept as long as their `ttlMs` says (2026-07-28
+/// `server/utilities/caching.mdx`), per endpoint and cursor; a `private` page only for the
+/// same credentials (a fingerprint of them, never the credentials), a `public` one for anyone.
+/// `notifications/tools/list_changed` from the endpoint drops its pages. Bounded: past
+/// 256 pages the cache starts afresh.
+#[derive(Clone, Debug, Default)]
+pub struct ListCache(
+    Arc<std::sync::Mutex<HashMap<ListKey, (std::time::Instant, ListToolsResult)>>>,
+);
+
+/// Endpoint, cursor, and the credentials' fingerprint for a private page.
+type ListKey = (String, Option<String>, Option<u64>);
+
+/// How many pages a [`ListCache`] holds at most.
+const LIST_CACHE_ENTRIES: usize = 256;
+
+impl ListCache {
+    /// An empty cache.
+    pub fn new() -> Self {
+        ListCache::default()
+    }
+
+    fn get(
+        &self,
+        url: &str,
+        cursor: &Option<String>,
+        fingerprint: u64,
+        now: std::time::Instant,
+    ) -> Option<ListToolsResult> {
+        let map = self.0.lock().ok()?;
+        [None, Some(fingerprint)].into_iter().find_map(|who| {
+            map.get(&(url.to_owned(), cursor.clone(), who))
+                .filter(|(expires, _)| *expires > now)
+                .map(|(_, page)| page.clone())
+        })
+    }
+
+    fn put(&self, key: ListKey, expires: std::time::Instant, page: ListToolsResult) {
+        if let Ok(mut map) = self.0.lock() {
+            if map.len() >= LIST_CACHE_ENTRIES && !map.contains_key(&key) {
+                map.clear();
+            }
+            map.insert(key, (expires, page));
+        }
+    }
+
+    /// Drops every page of `url` (its tool list changed).
+    pub fn invalidate(&self, url: &str) {
+        if let Ok(mut map) = self.0.lock() {
+            map.retain(|(endpoint, _, _), _| endpoint != url);
+        }
+    }
+
+    /// How many pages are held.
+    pub fn len(&self) -> usize {
+        self.0.lock().map_or(0, |map| map.len())
+    }
+
+    /// Whether no page is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A fingerprint of the credentials a client sends, for keying private cache entries: a
+/// process-keyed SipHash of them, never stored or shown.
+fn fingerprint(secrets: &[Secret]) -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    static KEYS: std::sync::OnceLock<std::collections::hash_map::RandomState> =
+        std::sync::OnceLock::new();
+    let mut hasher = KEYS.get_or_init(Default::default).build_hasher();
+    for secret in secrets {
+        hasher.write(secret.expose().as_bytes());
+        hasher.write_u8(0);
+    }
+    hasher.finish()
 }
 
 /// Why a request produced no result.
@@ -206,7 +426,7 @@ enum Command {
     },
     Request {
         key: u64,
-        method: &'static str,
+        method: std::borrow::Cow<'static, str>,
         params: Option<Box<RawValue>>,
         options: RequestOptions,
         limits: SendOptions,
@@ -216,6 +436,13 @@ enum Command {
     Cancel {
         key: u64,
         reason: String,
+    },
+    /// Speak another stateless revision, one a `-32022` named.
+    SwitchVersion(ProtocolVersion),
+    /// The input handler's answer to a server request.
+    Answer {
+        id: Id,
+        answer: Result<Box<RawValue>, crate::jsonrpc::ErrorObject<'static>>,
     },
     Close {
         reply: oneshot::Sender<()>,
@@ -229,6 +456,8 @@ enum Link {
     Stdio {
         link: StdioLink,
         events: mpsc::Receiver<LinkEvent>,
+        /// How to start the server again, once, if it exits on the era probe.
+        respawn: Option<Box<StdioConfig>>,
     },
 }
 
@@ -238,33 +467,99 @@ impl Client {
     pub async fn connect_http(
         pool: &HttpPool,
         config: HttpConfig,
-        options: ClientOptions,
+        mut options: ClientOptions,
     ) -> Result<Client, Error> {
         // The bearer token and the extra headers' values.
         let secrets = config.secrets();
+        let url = config.url.to_string();
+        let cache = pool.era_cache().clone();
+        let cached = match options.session.era {
+            EraPolicy::Auto => cache.get(&url),
+            _ => None,
+        };
+        if let Some(verdict) = &cached {
+            options.session.era = match verdict.modern {
+                Some(version) => EraPolicy::Modern(version),
+                None => EraPolicy::Legacy,
+            };
+        }
         let link = HttpLink::new(pool.clone(), config);
-        Client::start(Link::Http(Box::new(link)), options, secrets).await
+        let lists = pool.list_cache().clone();
+        let invalidate = Some((lists.clone(), url.clone()));
+        let started = Client::start(Link::Http(Box::new(link)), options, secrets, invalidate).await;
+        match started {
+            Ok(mut client) => {
+                let mark = fingerprint(&client.secrets);
+                client.list_cache = Some((lists, url.clone(), mark));
+                match &cached {
+                    // Known already: what the probe learnt stands in for what was not asked.
+                    Some(verdict) => {
+                        if client.server.is_none() {
+                            client.server.clone_from(&verdict.server);
+                        }
+                    }
+                    None => cache.put(
+                        &url,
+                        Verdict {
+                            modern: Some(client.protocol_version()).filter(|v| v.is_modern()),
+                            server: client.server.clone(),
+                        },
+                    ),
+                }
+                client.era_cache = Some((cache, url));
+                Ok(client)
+            }
+            Err(error) => {
+                // A cached verdict that no longer holds (the server was replaced): the next
+                // connection probes again.
+                if cached.is_some() {
+                    cache.forget(&url);
+                }
+                Err(error)
+            }
+        }
     }
 
     /// Opens a session with a server run as a child process speaking newline-delimited JSON on
-    /// stdin and stdout.
+    /// stdin and stdout. The era probe treats silence and an exit as a 2025-era server; one
+    /// that exits on the probe is started again for `initialize`.
     pub async fn connect_stdio(
         config: StdioConfig,
-        options: ClientOptions,
+        mut options: ClientOptions,
     ) -> Result<Client, Error> {
+        options.session.silent_probe_means_legacy = true;
         let (events_tx, events) = mpsc::channel(256);
         let secrets = crate::transport::stdio::credential_values(&config.env);
+        let respawn = config.clone();
         let link = StdioLink::spawn(config, events_tx).map_err(Error::from_failure)?;
-        Client::start(Link::Stdio { link, events }, options, secrets).await
+        Client::start(
+            Link::Stdio {
+                link,
+                events,
+                respawn: Some(Box::new(respawn)),
+            },
+            options,
+            secrets,
+            None,
+        )
+        .await
     }
 
     async fn start(
         link: Link,
-        options: ClientOptions,
+        mut options: ClientOptions,
         secrets: Vec<Secret>,
+        lists: Option<(ListCache, String)>,
     ) -> Result<Client, Error> {
+        if let Some(handler) = &options.input_handler {
+            options.session.capabilities = handler.capabilities();
+            options.session.forward_input_requests = true;
+        }
         let (commands, command_rx) = mpsc::channel(64);
         let driver = Driver {
+            lists,
+            input_handler: options.input_handler.clone(),
+            answers: commands.clone(),
             session: Session::new(options.session.clone()),
             link,
             commands: command_rx,
@@ -289,20 +584,34 @@ impl Client {
             driver: Some(driver),
             next_key: AtomicU64::new(0),
             server: ready.server,
-            version: ready.version,
+            version: std::sync::Mutex::new(ready.version),
             session_id,
             options,
+            tool_headers: std::sync::Mutex::new(HashMap::new()),
+            era_cache: None,
+            list_cache: None,
         })
     }
 
-    /// The server's answer to `initialize`: its name, version, capabilities, instructions.
-    pub fn server(&self) -> &InitializeResult {
-        &self.server
+    /// What the server said of itself: its answer to `initialize`, or at a stateless revision
+    /// its `server/discover` result in that shape (name, version, capabilities,
+    /// instructions). `None` only when the era was configured ([`EraPolicy::Modern`]) and the
+    /// server was never asked.
+    pub fn server(&self) -> Option<&InitializeResult> {
+        self.server.as_ref()
     }
 
     /// The protocol revision both sides speak.
     pub fn protocol_version(&self) -> ProtocolVersion {
         self.version
+            .lock()
+            .map_or(ProtocolVersion::LATEST_INITIALIZE, |version| *version)
+    }
+
+    /// Whether the session speaks a stateless revision (2026-07-28): no handshake, no session
+    /// id, one POST per request.
+    pub fn is_modern(&self) -> bool {
+        self.protocol_version().is_modern()
     }
 
     /// The `Mcp-Session-Id` the server assigned (Streamable HTTP only).
@@ -312,31 +621,17 @@ impl Client {
 
     /// Lists every tool, following `nextCursor` page by page. A cursor seen twice, more than
     /// `max_list_pages` pages or more than `max_tools` tools is an error, never a loop.
+    ///
+    /// At a stateless revision a tool whose `x-mcp-header` annotations break the spec's rules
+    /// is left out, with a warning ([`ClientOptions::on_warning`]), and the headers the other
+    /// tools' arguments give are remembered for [`call_tool`](Client::call_tool); a page whose
+    /// stream breaks before its answer is asked for once more (listing changes nothing).
     pub async fn list_tools(&self) -> Result<Vec<Tool>, Error> {
         let mut tools = Vec::new();
         let mut cursors = HashSet::new();
         let mut cursor: Option<String> = None;
         for _ in 0..self.options.max_list_pages {
-            let params = ListToolsRequestParams {
-                cursor: cursor.clone(),
-                ..ListToolsRequestParams::default()
-            };
-            let params = serde_json::value::to_raw_value(&params).map_err(Error::internal)?;
-            let send = SendOptions {
-                decode_result: Some(decode_result_as::<ListToolsResult>),
-                ..SendOptions::default()
-            };
-            let payload = self
-                .request(
-                    methods::TOOLS_LIST,
-                    Some(params),
-                    RequestOptions::with_timeout(self.options.request_timeout),
-                    send,
-                    None,
-                    None,
-                )
-                .await?;
-            let page: ListToolsResult = typed(payload, methods::TOOLS_LIST)?;
+            let page = self.list_page(cursor.clone()).await?;
             tools.extend(page.tools);
             if tools.len() > self.options.max_tools {
                 return Err(Error::from_failure(Failure::new(
@@ -349,7 +644,7 @@ impl Client {
                 )));
             }
             match page.next_cursor {
-                None => return Ok(tools),
+                None => return Ok(self.admit_tools(tools)),
                 Some(next) => {
                     if !cursors.insert(next.clone()) {
                         return Err(Error::from_failure(Failure::new(
@@ -372,9 +667,148 @@ impl Client {
         )))
     }
 
+    async fn list_page(&self, cursor: Option<String>) -> Result<ListToolsResult, Error> {
+        let params = ListToolsRequestParams {
+            cursor,
+            ..ListToolsRequestParams::default()
+        };
+        let cached = match &self.list_cache {
+            Some((lists, url, mark)) if self.is_modern() => {
+                lists.get(url, &params.cursor, *mark, now())
+            }
+            _ => None,
+        };
+        if let Some(page) = cached {
+            return Ok(page);
+        }
+        let cursor = params.cursor.clone();
+        let params = serde_json::value::to_raw_value(&params).map_err(Error::internal)?;
+        let mut resent = false;
+        let page = loop {
+            let outcome = self
+                .request(
+                    methods::TOOLS_LIST,
+                    Some(params.clone()),
+                    RequestOptions::with_timeout(self.options.request_timeout),
+                    SendOptions::decoding::<ListToolsResult>(),
+                    &mut None,
+                    None,
+                )
+                .await;
+            match outcome {
+                // 2026-07-28: a broken stream loses the request; a listing is safe to repeat.
+                Err(error) if self.is_modern() && !resent && stream_broke(&error) => {
+                    resent = true;
+                }
+                outcome => break typed::<ListToolsResult>(outcome?, methods::TOOLS_LIST)?,
+            }
+        };
+        if self.is_modern() {
+            let result_type = page.extra.get("resultType").and_then(|v| v.as_str());
+            if ResultType::read(result_type) != ResultType::Complete {
+                return Err(malformed_result(
+                    methods::TOOLS_LIST,
+                    &format!("resultType {result_type:?}"),
+                ));
+            }
+            let hint = modern::CacheHint::from_members(&page.extra);
+            if let Some((lists, url, mark)) = &self.list_cache
+                && !hint.ttl.is_zero()
+            {
+                let who = match hint.scope {
+                    modern::CacheScope::Public => None,
+                    _ => Some(*mark),
+                };
+                lists.put((url.clone(), cursor, who), now() + hint.ttl, page.clone());
+            }
+        }
+        Ok(page)
+    }
+
+    /// At a stateless revision: drops the tools whose annotations are invalid and remembers
+    /// the others' header declarations.
+    fn admit_tools(&self, tools: Vec<Tool>) -> Vec<Tool> {
+        if !self.is_modern() {
+            return tools;
+        }
+        let mut headers = HashMap::new();
+        let tools = tools
+            .into_iter()
+            .filter(
+                |tool| match mcp_headers::param_headers(&tool.input_schema) {
+                    Ok(declared) => {
+                        headers.insert(tool.name.clone(), Arc::from(declared));
+                        true
+                    }
+                    Err(error) => {
+                        self.warn(&format!(
+                            "tools/list: left out the tool {:?}: {error}",
+                            tool.name
+                        ));
+                        false
+                    }
+                },
+            )
+            .collect();
+        if let Ok(mut known) = self.tool_headers.lock() {
+            *known = headers;
+        }
+        tools
+    }
+
+    fn warn(&self, message: &str) {
+        if let Some(sink) = &self.options.on_warning {
+            sink(&crate::transport::redact_all(&self.secrets, message));
+        }
+    }
+
+    /// `Mcp-Name` and the `Mcp-Param-*` headers of a call to `name` with `arguments`, from the
+    /// declarations of the last listing or, for a tool not listed, of `input_schema`.
+    fn call_headers(
+        &self,
+        name: &str,
+        arguments: Option<&JsonObject>,
+        input_schema: Option<&serde_json::Value>,
+    ) -> Result<Vec<(HeaderName, HeaderValue)>, Error> {
+        let mut headers = Vec::new();
+        if let Ok(value) = HeaderValue::from_str(&mcp_headers::encode_header_value(name)) {
+            headers.push((HeaderName::from_static("mcp-name"), value));
+        }
+        let declared: Option<Arc<[ParamHeader]>> = match input_schema {
+            Some(schema) => Some(Arc::from(mcp_headers::param_headers(schema).map_err(
+                |error| Error::config(format!("the input schema of {name:?}: {error}")),
+            )?)),
+            None => self
+                .tool_headers
+                .lock()
+                .ok()
+                .and_then(|known| known.get(name).cloned()),
+        };
+        let (Some(declared), Some(arguments)) = (declared, arguments) else {
+            return Ok(headers);
+        };
+        for param in declared.iter() {
+            if let Some(value) = param.value_in(arguments)
+                && let Ok(header) = HeaderName::from_bytes(param.header.as_bytes())
+                && let Ok(value) = HeaderValue::from_str(&value)
+            {
+                headers.push((header, value));
+            }
+        }
+        Ok(headers)
+    }
+
     /// Calls a tool. Progress is reported to `options.on_progress` as it arrives; the call
     /// ends at its deadline, on cancellation (with `notifications/cancelled` sent when the
-    /// server may have it), or when the future is dropped.
+    /// server may have it, or at a stateless revision over HTTP by closing the call's
+    /// stream), or when the future is dropped.
+    ///
+    /// At a stateless revision the call follows `input_required` answers (through
+    /// [`ClientOptions::input_handler`], at most [`ClientOptions::max_input_rounds`] rounds,
+    /// each under a new id with the server's `requestState` echoed exactly), lists the tools
+    /// again and retries once after `-32020` (stale `Mcp-Param-*` headers), and retries once
+    /// at another revision after `-32022`: in both cases the server refused the request
+    /// before running it. A call whose stream breaks is never sent again.
     pub async fn call_tool(
         &self,
         name: &str,
@@ -388,6 +822,11 @@ impl Client {
                 self.next_key.fetch_add(1, Ordering::Relaxed)
             ))
         });
+        let modern = self.is_modern();
+        let mut headers = match modern {
+            true => self.call_headers(name, arguments.as_ref(), options.input_schema.as_ref())?,
+            false => Vec::new(),
+        };
         let mut params = CallToolRequestParams::new(name, arguments);
         if let Some(meta) = options.meta.take() {
             for (key, value) in meta {
@@ -395,37 +834,282 @@ impl Client {
             }
         }
         params.set_progress_token(&token);
-        let params = serde_json::value::to_raw_value(&params).map_err(Error::internal)?;
-        let request_options = RequestOptions {
-            timeout: options.timeout,
-            idle_timeout: options.idle_timeout,
-            progress_token: Some(token),
-        };
-        let limits = SendOptions {
-            max_response_bytes: options.max_response_bytes,
-            decode_result: Some(decode_result_as::<CallToolResult>),
-        };
-        let payload = self
-            .request(
-                methods::TOOLS_CALL,
-                Some(params),
-                request_options,
-                limits,
-                options.on_progress.take(),
-                options.cancel.take(),
+        let original = serde_json::value::to_raw_value(&params).map_err(Error::internal)?;
+        drop(params);
+        let started = now();
+        let mut on_progress = options.on_progress.take();
+        let cancel = options.cancel.take();
+        let mut current = original.clone();
+        let (mut rounds, mut relisted, mut switched) = (0, false, false);
+        loop {
+            let elapsed = now().saturating_duration_since(started);
+            let request_options = RequestOptions {
+                timeout: options.timeout.saturating_sub(elapsed),
+                idle_timeout: options.idle_timeout,
+                progress_token: Some(token.clone()),
+            };
+            let send = SendOptions::decoding::<CallToolResult>()
+                .with_max_response_bytes(options.max_response_bytes)
+                .with_headers(headers.clone());
+            let outcome = self
+                .request(
+                    methods::TOOLS_CALL,
+                    Some(current.clone()),
+                    request_options,
+                    send,
+                    &mut on_progress,
+                    cancel.clone(),
+                )
+                .await;
+            let payload = match outcome {
+                Ok(payload) => payload,
+                Err(error) if modern => {
+                    let Some(failure) = error.failure() else {
+                        return Err(error);
+                    };
+                    match failure.kind {
+                        FailureKind::ServerError {
+                            code: error_code::HEADER_MISMATCH,
+                        } if !relisted => {
+                            relisted = true;
+                            self.list_tools().await?;
+                            let arguments = arguments_of(&original);
+                            headers = self.call_headers(
+                                name,
+                                arguments.as_ref(),
+                                options.input_schema.as_ref(),
+                            )?;
+                            continue;
+                        }
+                        FailureKind::ServerError {
+                            code: error_code::UNSUPPORTED_PROTOCOL_VERSION,
+                        } if !switched => {
+                            match modern::supported_in_error(
+                                failure.data(),
+                                &self.options.session.modern_versions,
+                            ) {
+                                Some(version) => {
+                                    switched = true;
+                                    self.switch_version(version).await?;
+                                    continue;
+                                }
+                                None => return Err(error),
+                            }
+                        }
+                        _ => return Err(error),
+                    }
+                }
+                Err(error) => return Err(error),
+            };
+            let raw = match payload {
+                Payload::Raw(raw) if modern => raw,
+                // Decoded means complete: the typed reader takes no other result type.
+                payload => return typed(payload, methods::TOOLS_CALL),
+            };
+            let envelope = ResultEnvelope::read(&raw)
+                .map_err(|e| malformed_result(methods::TOOLS_CALL, &e))?;
+            if envelope.result_type() == ResultType::Complete {
+                return typed(Payload::Raw(raw), methods::TOOLS_CALL);
+            }
+            rounds += 1;
+            if rounds > self.options.max_input_rounds {
+                return Err(Error::from_failure(Failure::new(
+                    FailureKind::LimitExceeded,
+                    Delivery::Answered,
+                    format!(
+                        "the server still needs input after {} rounds",
+                        self.options.max_input_rounds
+                    ),
+                )));
+            }
+            let responses = self.answer_input(&envelope).await?;
+            current = modern::retry_params(
+                Some(&original),
+                responses.as_deref(),
+                envelope.request_state.as_deref(),
             )
-            .await?;
-        typed(payload, methods::TOOLS_CALL)
+            .map_err(Error::internal)?;
+        }
     }
 
-    /// Sends `ping` and waits for the answer.
+    /// The answers to an `input_required` result's requests, from the input handler.
+    async fn answer_input(
+        &self,
+        envelope: &ResultEnvelope,
+    ) -> Result<Option<Box<RawValue>>, Error> {
+        let requests = envelope
+            .input_requests()
+            .map_err(|e| malformed_result(methods::TOOLS_CALL, &e))?;
+        if requests.is_empty() {
+            return Ok(None);
+        }
+        let asked = || {
+            requests
+                .iter()
+                .map(|r| r.method.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let Some(handler) = &self.options.input_handler else {
+            return Err(Error::from_failure(Failure::new(
+                FailureKind::ElicitationRequested,
+                Delivery::Answered,
+                format!(
+                    "the server needs input ({}) before the tool can finish, and this client \
+                     has no input handler",
+                    asked()
+                ),
+            )));
+        };
+        let methods = asked();
+        let mut answers = serde_json::Map::new();
+        for request in requests {
+            let key = request.key.clone();
+            let answer = handler.answer(request).await.map_err(|e| {
+                Error::from_failure(Failure::new(
+                    FailureKind::ElicitationRequested,
+                    Delivery::Answered,
+                    format!("the input handler gave no answer to {methods}: {e}"),
+                ))
+            })?;
+            answers.insert(key, answer);
+        }
+        serde_json::value::to_raw_value(&answers)
+            .map(Some)
+            .map_err(Error::internal)
+    }
+
+    async fn switch_version(&self, version: ProtocolVersion) -> Result<(), Error> {
+        self.commands
+            .send(Command::SwitchVersion(version))
+            .await
+            .map_err(|_| Error::closed())?;
+        if let Ok(mut current) = self.version.lock() {
+            *current = version;
+        }
+        if let Some((cache, url)) = &self.era_cache {
+            cache.put(
+                url,
+                Verdict {
+                    modern: Some(version),
+                    server: self.server.clone(),
+                },
+            );
+        }
+        Ok(())
+    }
+
+    /// Sends any request (`resources/list`, `prompts/get`, an extension's method) and returns
+    /// its result as the server sent it, credentials taken out. At a stateless revision the
+    /// `_meta` envelope and `Mcp-Method` are added, and `Mcp-Name` from `params.name` (or
+    /// `params.uri` for `resources/read`) as the spec asks; the result's `resultType` is
+    /// checked (an `input_required` result is returned as it is, for the caller to answer).
+    /// A request whose stream breaks is not sent again: only the caller knows whether it is
+    /// safe to repeat.
+    pub async fn request_raw(
+        &self,
+        method: &str,
+        params: Option<serde_json::Value>,
+        timeout: Option<Duration>,
+    ) -> Result<Box<RawValue>, Error> {
+        let modern = self.is_modern();
+        let mut headers = Vec::new();
+        if modern {
+            let name = params.as_ref().and_then(|p| {
+                let member = if method == methods::RESOURCES_READ {
+                    "uri"
+                } else {
+                    "name"
+                };
+                p.get(member)?.as_str()
+            });
+            if let Some(name) = name.filter(|_| {
+                matches!(
+                    method,
+                    methods::TOOLS_CALL | methods::PROMPTS_GET | methods::RESOURCES_READ
+                )
+            }) && let Ok(value) = HeaderValue::from_str(&mcp_headers::encode_header_value(name))
+            {
+                headers.push((HeaderName::from_static("mcp-name"), value));
+            }
+        }
+        let params = params
+            .map(|p| serde_json::value::to_raw_value(&p))
+            .transpose()
+            .map_err(Error::internal)?;
+        let payload = self
+            .request(
+                method.to_owned(),
+                params,
+                RequestOptions::with_timeout(timeout.unwrap_or(self.options.request_timeout)),
+                SendOptions::default().with_headers(headers),
+                &mut None,
+                None,
+            )
+            .await?;
+        let Payload::Raw(raw) = payload else {
+            return Err(malformed_result(method, &"decoded as another type"));
+        };
+        if modern {
+            ResultEnvelope::read(&raw).map_err(|e| malformed_result(method, &e))?;
+        }
+        Ok(raw)
+    }
+
+    /// Listens for what the server announces (2026-07-28 `subscriptions/listen`, which
+    /// replaces the standalone GET stream): `notifications/subscriptions/acknowledged` with
+    /// what was granted, then the list changes and resource updates asked for in
+    /// `notifications` (for instance `{"toolsListChanged": true}`), each given to
+    /// [`ClientOptions::notifications`]; a tools list change also drops this endpoint's
+    /// cached `tools/list` pages. Returns when the server ends the stream, when `cancel` is
+    /// triggered (the stream is closed), or at `max_duration`. Refused at 2025-era revisions,
+    /// whose servers announce on the GET stream ([`HttpConfig::server_stream`]).
+    pub async fn listen(
+        &self,
+        notifications: serde_json::Value,
+        max_duration: Duration,
+        cancel: Option<CancelToken>,
+    ) -> Result<(), Error> {
+        if !self.is_modern() {
+            return Err(Error::refused(RequestError::NotInRevision {
+                method: methods::SUBSCRIPTIONS_LISTEN.to_owned(),
+                version: self.protocol_version(),
+            }));
+        }
+        let params = serde_json::value::to_raw_value(&serde_json::json!({
+            "notifications": notifications
+        }))
+        .map_err(Error::internal)?;
+        let outcome = self
+            .request(
+                methods::SUBSCRIPTIONS_LISTEN,
+                Some(params),
+                RequestOptions::with_timeout(max_duration),
+                SendOptions::default(),
+                &mut None,
+                cancel,
+            )
+            .await;
+        match outcome {
+            Ok(Payload::Raw(raw)) => {
+                ResultEnvelope::read(&raw)
+                    .map_err(|e| malformed_result(methods::SUBSCRIPTIONS_LISTEN, &e))?;
+                Ok(())
+            }
+            Ok(_) => Ok(()),
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Sends `ping` and waits for the answer. At a stateless revision, which has no `ping`,
+    /// it is refused without sending.
     pub async fn ping(&self) -> Result<(), Error> {
         self.request(
             methods::PING,
             None,
             RequestOptions::with_timeout(self.options.request_timeout),
             SendOptions::default(),
-            None,
+            &mut None,
             None,
         )
         .await
@@ -447,11 +1131,11 @@ impl Client {
 
     async fn request(
         &self,
-        method: &'static str,
+        method: impl Into<std::borrow::Cow<'static, str>>,
         params: Option<Box<RawValue>>,
         options: RequestOptions,
         limits: SendOptions,
-        mut on_progress: Option<ProgressSink>,
+        on_progress: &mut Option<ProgressSink>,
         cancel: Option<CancelToken>,
     ) -> Result<Payload, Error> {
         let key = self.next_key.fetch_add(1, Ordering::Relaxed);
@@ -466,7 +1150,7 @@ impl Client {
         self.commands
             .send(Command::Request {
                 key,
-                method,
+                method: method.into(),
                 params,
                 options,
                 limits,
@@ -575,6 +1259,34 @@ enum DriverWake {
     Deadline,
 }
 
+/// Whether a request was lost with its stream (not answered, not refused).
+fn stream_broke(error: &Error) -> bool {
+    error.failure().is_some_and(|failure| {
+        failure.kind == FailureKind::ConnectionLost && failure.delivery == Delivery::MayHaveReached
+    })
+}
+
+fn malformed_result(method: &str, why: &dyn std::fmt::Display) -> Error {
+    Error::from_failure(Failure::new(
+        FailureKind::Protocol,
+        Delivery::Answered,
+        format!("the {method} result is malformed: {why}"),
+    ))
+}
+
+/// The `arguments` of `tools/call` params (read again only to rebuild headers after a
+/// relisting).
+fn arguments_of(params: &RawValue) -> Option<JsonObject> {
+    #[derive(serde::Deserialize)]
+    struct Arguments {
+        #[serde(default)]
+        arguments: Option<JsonObject>,
+    }
+    serde_json::from_str::<Arguments>(params.get())
+        .ok()
+        .and_then(|a| a.arguments)
+}
+
 fn redact(error: Error, secrets: &[Secret]) -> Error {
     secrets
         .iter()
@@ -667,6 +1379,12 @@ struct Entry {
 }
 
 struct Driver {
+    /// The `tools/list` pages of this endpoint, dropped when its tool list changes.
+    lists: Option<(ListCache, String)>,
+    /// Answers the server's 2025-era requests for input.
+    input_handler: Option<Arc<dyn InputHandler>>,
+    /// Where the handler's answers come back.
+    answers: mpsc::Sender<Command>,
     session: Session,
     link: Link,
     commands: mpsc::Receiver<Command>,
@@ -806,7 +1524,7 @@ impl Driver {
                 limits,
                 progress,
                 reply,
-            } => match self.session.request(method, params, options, now) {
+            } => match self.session.request(&method, params, options, now) {
                 Ok(id) => {
                     self.keys.insert(key, id.clone());
                     self.entries.insert(
@@ -828,6 +1546,13 @@ impl Driver {
                     self.session.cancel(&id, &reason);
                 }
             }
+            Command::Answer { id, answer } => self.session.answer_server_request(&id, answer),
+            Command::SwitchVersion(version) => {
+                self.session.switch_version(version);
+                if let Link::Http(link) = &mut self.link {
+                    link.exchange().set_modern(Some(version.as_str()));
+                }
+            }
             Command::Close { .. } => {}
         }
     }
@@ -835,7 +1560,29 @@ impl Driver {
     fn on_stdio_event(&mut self, event: LinkEvent, now: std::time::Instant) {
         match event {
             LinkEvent::Message(message) => self.session.handle_message(message, now),
-            LinkEvent::Down(failure) => self.session.fail_all(&failure),
+            LinkEvent::Down(failure) => {
+                if let Link::Stdio {
+                    link,
+                    events,
+                    respawn,
+                } = &mut self.link
+                    && let Some(config) = respawn.take()
+                    && self.session.probe_lost(now)
+                {
+                    // A 2025-era server that exits on a message it does not know: started
+                    // again, it gets `initialize` first.
+                    let (events_tx, new_events) = mpsc::channel(256);
+                    match StdioLink::spawn(*config, events_tx) {
+                        Ok(new_link) => {
+                            *link = new_link;
+                            *events = new_events;
+                        }
+                        Err(failure) => self.session.fail_all(&failure),
+                    }
+                    return;
+                }
+                self.session.fail_all(&failure);
+            }
         }
     }
 
@@ -883,14 +1630,36 @@ impl Driver {
         match output {
             Output::Ready(ready) => {
                 let session_id = match &mut self.link {
+                    Link::Http(link) if ready.version.is_modern() => {
+                        let exchange = link.exchange();
+                        exchange.set_modern(Some(ready.version.as_str()));
+                        exchange.note(&format!(
+                            "= era: {} ({})",
+                            ready.version,
+                            if ready.server.is_some() {
+                                "the server answered server/discover"
+                            } else {
+                                "known from an earlier probe"
+                            }
+                        ));
+                        None
+                    }
                     Link::Http(link) => {
                         let exchange = link.exchange();
+                        exchange.note(&format!(
+                            "= era: 2025 (initialize answered at {})",
+                            ready.version
+                        ));
                         // Before `notifications/initialized` goes out, so it carries the header.
                         exchange.set_protocol_version(ready.version.as_str());
                         exchange.open_server_stream(now);
                         exchange.session_id().map(str::to_owned)
                     }
-                    Link::Stdio { .. } => None,
+                    Link::Stdio { respawn, .. } => {
+                        // Past the handshake a server that exits is gone.
+                        *respawn = None;
+                        None
+                    }
                 };
                 if let Some(connect) = self.connect.take() {
                     let _ = connect.send(Ok((*ready, session_id)));
@@ -898,14 +1667,22 @@ impl Driver {
             }
             Output::Transmit(transmit) => {
                 let id = transmit.request_id();
+                let handshake = id.is_some() && id == self.session.initialize_id();
                 let limits = match id.and_then(|id| self.entries.get(id)) {
-                    Some(entry) => entry.limits,
-                    None if id.is_some() && id == self.session.initialize_id() => SendOptions {
-                        decode_result: Some(decode_result_as::<InitializeResult>),
-                        ..SendOptions::default()
-                    },
+                    Some(entry) => entry.limits.clone(),
+                    // The probe's answer is read raw: it may be any result or error.
+                    None if handshake && self.session.probe_version().is_some() => {
+                        SendOptions::default()
+                    }
+                    None if handshake => SendOptions::decoding::<InitializeResult>(),
                     None => SendOptions::default(),
                 };
+                if handshake && let Link::Http(link) = &mut self.link {
+                    // The probe goes out with the headers of the revision it names;
+                    // `initialize` after it by the 2025-era rules.
+                    let probing = self.session.probe_version().map(ProtocolVersion::as_str);
+                    link.exchange().set_modern(probing);
+                }
                 match &mut self.link {
                     Link::Http(link) => link.send(transmit.message, limits, transmit.barrier, now),
                     // One writer task writes stdin in order: queued is as good as sent.
@@ -939,9 +1716,47 @@ impl Driver {
                 }
             }
             Output::Notification(notification) => {
+                if notification.method == methods::TOOLS_LIST_CHANGED
+                    && let Some((lists, url)) = &self.lists
+                {
+                    lists.invalidate(url);
+                }
                 if let Some(sink) = &self.notifications {
                     let _ = sink.try_send(notification);
                 }
+            }
+            Output::ServerRequest(request) => {
+                let id = request.id.clone();
+                let Some(handler) = self.input_handler.clone() else {
+                    let error = crate::jsonrpc::ErrorObject::new(
+                        crate::jsonrpc::METHOD_NOT_FOUND,
+                        "this client has no input handler",
+                    );
+                    self.session.answer_server_request(&id, Err(error));
+                    return;
+                };
+                let answers = self.answers.clone();
+                let input = InputRequest {
+                    key: String::new(),
+                    method: request.method.into_owned(),
+                    params: request.params.map(|p| p.into_owned()),
+                };
+                // The handler may wait on a person: its answer comes back as a command.
+                tokio::spawn(async move {
+                    let answer = match handler.answer(input).await {
+                        Ok(value) => serde_json::value::to_raw_value(&value).map_err(|e| {
+                            crate::jsonrpc::ErrorObject::new(
+                                crate::jsonrpc::INTERNAL_ERROR,
+                                format!("the answer is not JSON: {e}"),
+                            )
+                        }),
+                        Err(error) => Err(crate::jsonrpc::ErrorObject::new(
+                            crate::jsonrpc::INTERNAL_ERROR,
+                            format!("the client could not answer: {error}"),
+                        )),
+                    };
+                    let _ = answers.send(Command::Answer { id, answer }).await;
+                });
             }
         }
     }

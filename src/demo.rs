@@ -804,7 +804,7 @@ fn negotiate(request: &jsonrpc::Request<'_>) -> Result<ProtocolVersion, Message<
     };
     Ok(ProtocolVersion::parse(&offered)
         .filter(|v| v.is_supported())
-        .unwrap_or(ProtocolVersion::LATEST))
+        .unwrap_or(ProtocolVersion::LATEST_INITIALIZE))
 }
 
 /// The `initialize` result at `version`.

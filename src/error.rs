@@ -78,19 +78,39 @@ impl fmt::Display for ErrorKind {
     }
 }
 
-/// An error from the client.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// An error from the client. [`source`](std::error::Error::source) is the session's
+/// [`Failure`] when a request failed, or the typed error a configuration was refused with
+/// ([`UrlError`](crate::exchange::UrlError), [`TlsError`](crate::transport::http::TlsError),
+/// [`ProxyError`](crate::transport::http::ProxyError)).
+#[derive(Clone, Debug)]
 pub struct Error {
     kind: ErrorKind,
     message: String,
     failure: Option<Failure>,
+    source: Option<std::sync::Arc<dyn std::error::Error + Send + Sync>>,
 }
+
+impl PartialEq for Error {
+    fn eq(&self, other: &Self) -> bool {
+        self.kind == other.kind && self.message == other.message && self.failure == other.failure
+    }
+}
+
+impl Eq for Error {}
 
 /// TLS settings that cannot be used: a [`Config`](ErrorKind::Config) error.
 #[cfg(feature = "client")]
 impl From<crate::transport::http::TlsError> for Error {
     fn from(error: crate::transport::http::TlsError) -> Self {
-        Error::config(error.to_string())
+        Error::config(error.to_string()).with_source(error)
+    }
+}
+
+/// A URL that is no Streamable HTTP endpoint: a [`Config`](ErrorKind::Config) error.
+#[cfg(feature = "client")]
+impl From<crate::exchange::UrlError> for Error {
+    fn from(error: crate::exchange::UrlError) -> Self {
+        Error::config(error.to_string()).with_source(error)
     }
 }
 
@@ -98,7 +118,7 @@ impl From<crate::transport::http::TlsError> for Error {
 #[cfg(feature = "client")]
 impl From<crate::transport::http::ProxyError> for Error {
     fn from(error: crate::transport::http::ProxyError) -> Self {
-        Error::config(error.to_string())
+        Error::config(error.to_string()).with_source(error)
     }
 }
 
@@ -109,7 +129,13 @@ impl Error {
             kind,
             message: message.into(),
             failure: None,
+            source: None,
         }
+    }
+
+    fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        self.source = Some(std::sync::Arc::new(source));
+        self
     }
 
     /// An invalid configuration.
@@ -140,6 +166,7 @@ impl Error {
             kind,
             message: failure.detail.clone(),
             failure: Some(failure),
+            source: None,
         }
     }
 
@@ -165,6 +192,7 @@ impl Error {
         self.message = secret.redact(&self.message);
         if let Some(failure) = &mut self.failure {
             failure.detail = secret.redact(&failure.detail);
+            failure.map_data(|data| secret.redact(data));
         }
         self
     }
@@ -198,4 +226,12 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match (&self.source, &self.failure) {
+            (Some(source), _) => Some(source.as_ref()),
+            (None, Some(failure)) => Some(failure),
+            (None, None) => None,
+        }
+    }
+}

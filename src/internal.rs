@@ -12,6 +12,11 @@ mod binding;
 #[cfg(feature = "bindings")]
 pub use self::binding::{fuzz_binding_config, fuzz_call_result};
 
+#[cfg(feature = "auth")]
+mod auth;
+#[cfg(feature = "auth")]
+pub use self::auth::{fuzz_auth_challenge, fuzz_auth_documents};
+
 #[cfg(feature = "mcp")]
 mod headers;
 #[cfg(feature = "mcp")]

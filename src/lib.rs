@@ -18,10 +18,11 @@
 //! | [`mcp`] | MCP message types, protocol versions, content blocks | serde, `jsonrpc` |
 //! | `session` | the client state machine: ids, pending requests, deadlines, the handshake | `mcp` |
 //! | `exchange` | the Streamable HTTP exchange: requests to issue, replies, resumption, fallback | `session`, `sse`, http's types |
+//! | `auth` | OAuth 2.1 as the MCP authorization spec has it: challenges, discovery metadata, PKCE, tokens, the flow from a 401 to a token | http's types, serde, ring |
 //! | `transport` | the drivers: hyper with a pooled connection set, rustls (roots, client certificates) and CONNECT proxies; stdio processes | tokio, hyper, rustls |
 //! | `client` | the async API: connect, list tools, call a tool, ping, close | `transport` |
 //!
-//! The parser modules, the session and the exchange never touch sockets, threads or clocks:
+//! The parser modules, the session, the exchange and the OAuth core never touch sockets, threads or clocks:
 //! bytes and the time go in, values and deadlines come out, and every buffer has a documented
 //! limit. A build with only the parser features (`--no-default-features --features parsers`)
 //! pulls neither tokio, hyper nor rustls. The default features are the client (`client`); the
@@ -67,6 +68,10 @@
 #![deny(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+#[cfg(feature = "auth")]
+pub mod auth;
+#[cfg(any(feature = "mcp", feature = "fixtures", feature = "auth"))]
+mod base64;
 #[cfg(feature = "bindings")]
 pub mod binding;
 #[cfg(feature = "client")]
@@ -83,7 +88,7 @@ pub mod fixture;
 pub mod jsonrpc;
 #[cfg(feature = "mcp")]
 pub mod mcp;
-#[cfg(feature = "exchange")]
+#[cfg(any(feature = "exchange", feature = "auth"))]
 mod secret;
 #[cfg(feature = "session")]
 pub mod session;
@@ -96,6 +101,16 @@ mod util;
 
 #[cfg(feature = "client")]
 pub use error::{Error, ErrorKind};
+
+// The entry points, at the root: a client over HTTP or stdio, and the binding layer's caller.
+#[cfg(feature = "bindings")]
+pub use binding::call::{CallContext, Caller, ToolResult};
+#[cfg(feature = "client")]
+pub use client::{CallOptions, CancelToken, Client, ClientOptions, InputHandler};
+#[cfg(feature = "client")]
+pub use transport::http::{HttpConfig, HttpPool, TlsOptions};
+#[cfg(feature = "client")]
+pub use transport::stdio::StdioConfig;
 
 // The fuzz harnesses: for fuzz/ (the `fuzzing` feature) and the unit tests, which replay the
 // corpora through them; never in a user's build.

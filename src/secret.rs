@@ -40,6 +40,7 @@ impl Secret {
     }
 
     /// Whether `bytes` hold the credential (as [`appears_in`](Secret::appears_in) for text).
+    #[cfg_attr(not(feature = "exchange"), allow(dead_code))]
     pub(crate) fn appears_in_bytes(&self, bytes: &[u8]) -> bool {
         self.0.len() >= 4 && memchr::memmem::find(bytes, self.0.as_bytes()).is_some()
     }

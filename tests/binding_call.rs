@@ -444,7 +444,15 @@ async fn a_401_or_403_on_initialize_is_a_known_outcome() {
         assert_failed(&result, "unauthorized", false);
         let requests = server.requests();
         assert!(posts_of(&requests, "tools/call").is_empty(), "{requests:?}");
-        assert!(!posts_of(&requests, "initialize").is_empty());
+        // An auth answer to the era probe is no era verdict: connecting stops there.
+        assert_eq!(
+            requests
+                .iter()
+                .map(|r| r.jsonrpc_method())
+                .collect::<Vec<_>>(),
+            [Some("server/discover".to_owned())],
+            "{requests:?}"
+        );
     }
 }
 
@@ -616,6 +624,34 @@ async fn the_callers_identity_and_progress_token_reach_the_server() {
             "{post:?}"
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_names_its_own_scope_key() {
+    let server =
+        mcp_server(|req| tool_reply(req, json!({"content": [{"type": "text", "text": "ok"}]})))
+            .await;
+    let mut caller = caller(vec![binding(
+        &server.url("/mcp"),
+        json!({"token_env": TOKEN_ENV}),
+    )]);
+    for bad in [
+        "scope",
+        "/scope",
+        "a..b/scope",
+        "io.modelcontextprotocol/x",
+        "dev.mcp/x",
+        "a/",
+    ] {
+        assert!(caller.set_scope_key(bad).is_err(), "{bad}");
+    }
+    caller.set_scope_key("example.com/who").expect("a host key");
+    let result = call(&caller, "t", "call-9", json!({"q": "x"})).await;
+    assert_succeeded(&result);
+    let requests = server.requests();
+    let meta = &posts_of(&requests, "tools/call")[0].json().unwrap()["params"]["_meta"];
+    assert_eq!(meta["example.com/who"]["call_id"], "call-9");
+    assert!(meta.get("brain.dev/scope").is_none(), "{meta}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

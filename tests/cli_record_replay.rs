@@ -83,6 +83,8 @@ fn call(bindings: &Path, arguments: &str) -> Output {
             arguments,
         ])
         .args(["--session-id", "fixture", "--call-id", "c1"])
+        // The fixtures were recorded from a 2025-era client.
+        .args(["--era", "2025"])
         .output()
         .expect("run mcpwire call")
 }

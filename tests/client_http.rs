@@ -83,8 +83,19 @@ async fn a_session_sends_the_right_headers_and_ends_with_delete() {
         .unwrap();
     assert!(matches!(&result.content[0], ContentBlock::Text(t) if t.text == "hello"));
     client.close().await;
-    let requests = server.wait_for_requests(5, WAIT).await;
+    let requests = server.wait_for_requests(6, WAIT).await;
+    // The era probe first, with the 2026-07-28 headers; this 2025-era server refuses it.
+    let probe = &requests[0];
+    assert_eq!(probe.jsonrpc_method().as_deref(), Some("server/discover"));
+    assert_eq!(probe.header("mcp-protocol-version"), Some("2026-07-28"));
+    assert_eq!(probe.header("mcp-method"), Some("server/discover"));
     let init = posts_of(&requests, "initialize")[0];
+    assert_eq!(init.index, 1);
+    assert_eq!(
+        init.header("mcp-method"),
+        None,
+        "2025-era requests as before"
+    );
     assert_eq!(
         init.header("accept"),
         Some("application/json, text/event-stream")
@@ -92,7 +103,7 @@ async fn a_session_sends_the_right_headers_and_ends_with_delete() {
     assert_eq!(init.header("content-type"), Some("application/json"));
     assert_eq!(init.header("mcp-session-id"), None);
     assert_eq!(init.header("mcp-protocol-version"), None);
-    for later in &requests[1..] {
+    for later in &requests[2..] {
         assert_eq!(later.header("mcp-session-id"), Some("sess-1"), "{later:?}");
         assert_eq!(later.header("mcp-protocol-version"), Some("2025-11-25"));
         assert_eq!(
@@ -289,7 +300,8 @@ async fn a_dropped_stream_is_resumed_with_last_event_id_after_retry() {
             .unwrap()
             .push((req.method.clone(), Instant::now()));
         if req.method == "GET" {
-            let response = json!({"jsonrpc": "2.0", "id": 1,
+            // Ids: the era probe 0, initialize 1, the call 2.
+            let response = json!({"jsonrpc": "2.0", "id": 2,
                 "result": {"content": [{"type": "text", "text": "resumed"}]}});
             return Reply::sse(200, &[&format!("id: e2\n{}", sse_event(&response))]);
         }
@@ -351,10 +363,8 @@ async fn the_server_stream_is_opt_in_reopened_with_last_event_id_and_ended_by_40
     let (notifications, mut received) = tokio::sync::mpsc::channel(8);
     let mut config = config(&server.url("/mcp"));
     config.server_stream = true;
-    let options = ClientOptions {
-        notifications: Some(notifications),
-        ..ClientOptions::default()
-    };
+    let mut options = ClientOptions::default();
+    options.notifications = Some(notifications);
     let client = Client::connect_http(&pool(), config, options)
         .await
         .expect("connect");
@@ -397,7 +407,8 @@ async fn a_timeout_sends_notifications_cancelled() {
     assert_eq!(error.kind(), ErrorKind::Timeout);
     assert!(error.outcome_unknown());
     assert!(started.elapsed() < Duration::from_secs(3));
-    let requests = server.wait_for_requests(4, WAIT).await;
+    // The probe, initialize, initialized, the call, its cancellation.
+    let requests = server.wait_for_requests(5, WAIT).await;
     let call = posts_of(&requests, "tools/call")[0].json().unwrap();
     let cancel = posts_of(&requests, "notifications/cancelled")[0]
         .json()
@@ -574,7 +585,8 @@ async fn legacy_events_sharing_a_frame_with_the_endpoint_event_are_not_lost() {
         ("GET", "/sse") => {
             let log = json!({"jsonrpc": "2.0", "method": "notifications/message",
                 "params": {"level": "info", "data": "hello"}});
-            let init = json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": "2024-11-05",
+            // The era probe took id 0; initialize keeps the id it was first sent with.
+            let init = json!({"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": "2024-11-05",
                 "capabilities": {}, "serverInfo": {"name": "legacy", "version": "1"}}});
             Reply::sse_steps(
                 200,
@@ -610,9 +622,10 @@ async fn legacy_http_sse_servers_are_reached_through_their_endpoint_event() {
     let server = FaultServer::start(|req| match (req.method.as_str(), req.path.as_str()) {
         ("POST", "/sse") => Reply::empty(405),
         ("GET", "/sse") => {
-            let init = json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": "2024-11-05",
+            // The era probe took id 0; initialize keeps the id it was first sent with.
+            let init = json!({"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": "2024-11-05",
                 "capabilities": {"tools": {}}, "serverInfo": {"name": "legacy", "version": "1"}}});
-            let list = json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": [
+            let list = json!({"jsonrpc": "2.0", "id": 2, "result": {"tools": [
                 {"name": "old", "inputSchema": {"type": "object"}}]}});
             Reply::sse_steps(
                 200,

@@ -117,6 +117,7 @@ async fn the_headers_go_on_every_request_of_a_call_and_their_echo_is_redacted() 
     assert_eq!(
         seen,
         [
+            ("POST", Some("server/discover")),
             ("POST", Some("initialize")),
             ("POST", Some("notifications/initialized")),
             ("POST", Some("tools/call")),
@@ -267,7 +268,8 @@ async fn the_client_sends_the_headers_and_redacts_their_echo_from_errors() {
     assert_clean("the error", &format!("{error}\n{error:?}\n{client:?}"));
     client.close().await;
     let requests = server.requests();
-    assert_eq!(requests.len(), 4, "{requests:?}");
+    // The era probe, initialize, initialized, the call, DELETE.
+    assert_eq!(requests.len(), 5, "{requests:?}");
     assert!(
         requests
             .iter()

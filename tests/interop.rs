@@ -4,7 +4,8 @@
 //! Peers (`tests/support/peers.rs`, installed by `scripts/install-peers`):
 //! - server-everything, the official TypeScript SDK's demo server (`everything_*` tests);
 //! - `tests/peers/py_server.py` on the official Python SDK 2.x and 1.x (`py_v2::*`, `py_v1::*`,
-//!   one test per server mode or feature, generated for both SDKs by `python_tests!`).
+//!   one test per server mode or feature, generated for both SDKs by `python_tests!`);
+//! - `tests/peers/ts2_server.mjs` on the official TypeScript SDK v2 (`ts2_*` tests).
 //!
 //! Each test starts its own server (a fresh process, so no state crosses tests) and stops it on
 //! drop. No test sleeps for a fixed time except the cancellation tests' 500 ms before cancelling;
@@ -21,8 +22,8 @@ use mcpwire::binding::probe::{Deviation, ProbeOptions, ProbeReport, ReplySeen, p
 use mcpwire::client::{CallOptions, CancelToken, Client, ClientOptions, ProgressSink};
 use mcpwire::jsonrpc::Notification;
 use mcpwire::mcp::{
-    CallToolResult, ContentBlock, JsonObject, ProgressNotificationParams, ProtocolVersion,
-    ResourceContents, Tool,
+    CallToolResult, ContentBlock, InitializeResult, JsonObject, ProgressNotificationParams,
+    ProtocolVersion, ResourceContents, Tool,
 };
 use mcpwire::transport::Secret;
 use mcpwire::transport::http::{HttpConfig, HttpPool, TlsOptions};
@@ -76,16 +77,28 @@ fn config(url: &str) -> HttpConfig {
 }
 
 pub(crate) fn options() -> ClientOptions {
-    let mut options = ClientOptions {
-        request_timeout: STEP,
-        ..ClientOptions::default()
-    };
+    let mut options = ClientOptions::default();
+    options.request_timeout = STEP;
     options.session.initialize_timeout = STEP;
     options
 }
 
+/// What the Python tests connect with: these tests are of the 2025-era path. `mcp` 1.x speaks
+/// only that, so the client probes and falls back as it does for any 2025-era server; `mcp`
+/// 2.x speaks 2026-07-28 too, so its 2025 path is taken by a client that does not probe
+/// (2026-07-28 has tests of its own).
+pub(crate) fn py_options(sdk: Sdk) -> ClientOptions {
+    let mut options = options();
+    if sdk == Sdk::V2 {
+        options.session.era = mcpwire::session::EraPolicy::Legacy;
+    }
+    options
+}
+
+/// A 2025-era client offering `version` in `initialize` (no era probe).
 pub(crate) fn offering(version: ProtocolVersion) -> ClientOptions {
     let mut options = options();
+    options.session.era = mcpwire::session::EraPolicy::Legacy;
     options.session.offered_version = version;
     options
 }
@@ -99,6 +112,17 @@ async fn connect_with(pool: &HttpPool, config: HttpConfig, options: ClientOption
     Client::connect_http(pool, config, options)
         .await
         .unwrap_or_else(|e| panic!("connect to {url}: {} ({e})", e.kind()))
+}
+
+/// Asserts that `client` negotiated 2025-11-25 with the server named `server_name`, which
+/// declares tools; returns the initialize result.
+fn assert_2025_11_25_with_tools<'a>(client: &'a Client, server_name: &str) -> &'a InitializeResult {
+    let init = client.server().expect("the server described itself");
+    assert_eq!(init.protocol_version, "2025-11-25");
+    assert_eq!(client.protocol_version(), ProtocolVersion::V2025_11_25);
+    assert_eq!(init.server_info.name, server_name);
+    assert!(init.capabilities.tools.is_some(), "{:?}", init.capabilities);
+    init
 }
 
 /// Tool arguments from a JSON object literal.
@@ -403,11 +427,7 @@ async fn everything_http_initialize_and_tools() {
     let pool = pool();
     let client = connect(&pool, &server.url).await;
 
-    let init = client.server();
-    assert_eq!(init.protocol_version, "2025-11-25");
-    assert_eq!(client.protocol_version(), ProtocolVersion::V2025_11_25);
-    assert_eq!(init.server_info.name, "mcp-servers/everything");
-    assert!(init.capabilities.tools.is_some(), "{:?}", init.capabilities);
+    let init = assert_2025_11_25_with_tools(&client, "mcp-servers/everything");
     assert!(init.instructions.is_some());
     let session_id = client.session_id().expect("a session id");
     assert_eq!(session_id.len(), 36, "a dashed UUID: {session_id}");
@@ -633,8 +653,14 @@ async fn everything_legacy_sse_fallback() {
     let wire = Wire::default();
     wire.attach(&mut config);
     let client = connect_with(&pool, config, options()).await;
-    // The initialize POST to /sse is refused (404), so the client opens the legacy stream.
-    let lines = wire.lines();
+    // The era probe is refused without a JSON-RPC error (a 2025-era server), then the
+    // initialize POST to /sse (404), so the client opens the legacy stream.
+    let all = wire.lines();
+    let probe = all.iter().position(|l| l.contains("server/discover"));
+    assert_eq!(probe, Some(0), "{all:#?}");
+    assert!(all[1].starts_with("< 404"), "{all:#?}");
+    let lines = &all[2..];
+    assert!(lines[0].contains("\"initialize\""), "{all:#?}");
     assert!(lines[1].starts_with("< 404"), "{lines:#?}");
     assert!(
         lines[2].starts_with("> GET") && lines[2].contains("legacy"),
@@ -642,7 +668,14 @@ async fn everything_legacy_sse_fallback() {
     );
     assert!(lines[3].contains("/message?sessionId="), "{lines:#?}");
     assert_eq!(client.session_id(), None);
-    assert_eq!(client.server().server_info.name, "mcp-servers/everything");
+    assert_eq!(
+        client
+            .server()
+            .expect("the server described itself")
+            .server_info
+            .name,
+        "mcp-servers/everything"
+    );
     let names = list_names(&client).await;
     assert!(names.contains("echo"), "{names:?}");
     let echo = call(&client, "echo", json!({"message": "over sse"})).await;
@@ -671,7 +704,13 @@ async fn everything_legacy_sse_negotiates_2024_11_05() {
     }
     let server = PeerServer::everything("sse");
     let client = connect(&pool(), &server.url).await;
-    assert_eq!(client.server().protocol_version, "2024-11-05");
+    assert_eq!(
+        client
+            .server()
+            .expect("the server described itself")
+            .protocol_version,
+        "2024-11-05"
+    );
     assert_eq!(client.protocol_version(), ProtocolVersion::V2024_11_05);
     client.close().await;
 }
@@ -689,7 +728,13 @@ async fn everything_http_downgrade() {
     ] {
         let client = connect_with(&pool, config(&server.url), offering(version)).await;
         assert_eq!(client.protocol_version(), version);
-        assert_eq!(client.server().protocol_version, name);
+        assert_eq!(
+            client
+                .server()
+                .expect("the server described itself")
+                .protocol_version,
+            name
+        );
         assert!(list_names(&client).await.contains("get-sum"));
         let sum = call(&client, "get-sum", json!({"a": 1, "b": 2})).await;
         assert_eq!(only_text(&sum), "The sum of 1 and 2 is 3.");
@@ -787,6 +832,63 @@ async fn everything_legacy_sse_close_ends_the_stream() {
     );
 }
 
+// --- ts2_server.mjs on the official TypeScript SDK v2 ------------------------------------------
+
+/// Every tool `ts2_server.mjs` has.
+const TS2_TOOLS: [&str; 8] = [
+    "add",
+    "confirm",
+    "echo",
+    "fail",
+    "region_echo",
+    "rounds",
+    "slow_progress",
+    "tools_changed",
+];
+
+/// The dual-era ts2 server serves the 2025 path from the same tools as 2026-07-28: a 2025-11-25
+/// client gets a session there (without a session id: the SDK serves each 2025 request with a
+/// fresh server).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ts2_http_2025_path() {
+    if !peers::require(Peer::Ts2) {
+        return;
+    }
+    let server = PeerServer::ts2(&[]);
+    let pool = pool();
+    // The dual-era server's 2025 path: a client that does not probe.
+    let client = connect_with(
+        &pool,
+        config(&server.url),
+        offering(ProtocolVersion::V2025_11_25),
+    )
+    .await;
+
+    assert_2025_11_25_with_tools(&client, "mcpwire-ts2-test-server");
+    assert_eq!(client.session_id(), None);
+
+    let want: BTreeSet<String> = TS2_TOOLS.iter().map(|s| (*s).to_owned()).collect();
+    assert_eq!(list_names(&client).await, want);
+
+    for (tool, arguments, text) in [
+        ("echo", json!({"text": "héllo ✓"}), "héllo ✓"),
+        ("add", json!({"a": 2, "b": 3.5}), "2 + 3.5 = 5.5"),
+    ] {
+        let result = call(&client, tool, arguments).await;
+        assert!(!result.is_error(), "{tool}: {result:?}");
+        assert_eq!(only_text(&result), text, "{tool}");
+        if tool == "add" {
+            assert_eq!(result.structured_content, Some(json!({"sum": 5.5})));
+        }
+    }
+
+    let failed = call(&client, "fail", json!({"message": "no"})).await;
+    assert!(failed.is_error(), "{failed:?}");
+    assert_eq!(only_text(&failed), "no");
+
+    client.close().await;
+}
+
 // --- py_server.py on the official Python SDK, both majors --------------------------------------
 
 /// Generates `py_v2::NAME` and `py_v1::NAME` tests that run `async fn NAME(sdk)` on that SDK.
@@ -849,9 +951,9 @@ python_tests!(
 async fn sse_initialize_and_content(sdk: Sdk) {
     let server = PeerServer::python(sdk, &[]);
     let pool = pool();
-    let client = connect(&pool, &server.url).await;
+    let client = connect_with(&pool, config(&server.url), py_options(sdk)).await;
 
-    let init = client.server();
+    let init = client.server().expect("the server described itself");
     assert_eq!(init.server_info.name, "mcpwire-py-test-server");
     assert_eq!(init.protocol_version, "2025-11-25");
     assert_eq!(client.protocol_version(), ProtocolVersion::V2025_11_25);
@@ -966,7 +1068,7 @@ async fn sse_progress_and_logging(sdk: Sdk) {
     let server = PeerServer::python(sdk, &[]);
     let pool = pool();
     let (notifications, mut received) = tokio::sync::mpsc::channel::<Notification<'static>>(64);
-    let mut options = options();
+    let mut options = py_options(sdk);
     options.notifications = Some(notifications);
     let client = connect_with(&pool, config(&server.url), options).await;
 
@@ -1001,7 +1103,7 @@ async fn sse_progress_and_logging(sdk: Sdk) {
 async fn json_response_mode(sdk: Sdk) {
     let server = PeerServer::python(sdk, &["--json-response"]);
     let pool = pool();
-    let client = connect(&pool, &server.url).await;
+    let client = connect_with(&pool, config(&server.url), py_options(sdk)).await;
     assert!(client.session_id().is_some());
     assert_eq!(list_names(&client).await, py_tools());
     assert_eq!(
@@ -1055,7 +1157,7 @@ async fn stateless_json_response_mode(sdk: Sdk) {
     let mut config = config(&server.url);
     let wire = Wire::default();
     wire.attach(&mut config);
-    let client = connect_with(&pool, config, options()).await;
+    let client = connect_with(&pool, config, py_options(sdk)).await;
     assert_eq!(client.session_id(), None);
     assert_eq!(client.protocol_version(), ProtocolVersion::V2025_11_25);
     assert_eq!(list_names(&client).await, py_tools());
@@ -1081,7 +1183,7 @@ async fn event_store_priming(sdk: Sdk) {
     let mut config = config(&server.url);
     let wire = Wire::default();
     wire.attach(&mut config);
-    let client = connect_with(&pool, config, options()).await;
+    let client = connect_with(&pool, config, py_options(sdk)).await;
     assert_eq!(client.protocol_version(), ProtocolVersion::V2025_11_25);
     assert_eq!(list_names(&client).await, py_tools());
     let echo = call(&client, "echo_text", json!({"text": "primed"})).await;
@@ -1110,7 +1212,7 @@ async fn event_store_resumes_a_dropped_stream(sdk: Sdk) {
     let mut config = config(&server.url);
     let wire = Wire::default();
     wire.attach(&mut config);
-    let client = connect_with(&pool, config, options()).await;
+    let client = connect_with(&pool, config, py_options(sdk)).await;
     assert_eq!(client.protocol_version(), ProtocolVersion::V2025_11_25);
     let progress = Progress::default();
     let started = Instant::now();
@@ -1166,7 +1268,7 @@ async fn paged_tools_list(sdk: Sdk) {
     let mut config = config(&server.url);
     let wire = Wire::default();
     wire.attach(&mut config);
-    let client = connect_with(&pool, config, options()).await;
+    let client = connect_with(&pool, config, py_options(sdk)).await;
     let tools = client.list_tools().await.expect("tools/list");
     assert_eq!(tools.len(), PY_TOOLS.len());
     assert_eq!(names(&tools), py_tools());
@@ -1184,7 +1286,7 @@ async fn paged_tools_list(sdk: Sdk) {
 async fn sampling_request_answered_method_not_found(sdk: Sdk) {
     let server = PeerServer::python(sdk, &[]);
     let pool = pool();
-    let client = connect(&pool, &server.url).await;
+    let client = connect_with(&pool, config(&server.url), py_options(sdk)).await;
     let started = Instant::now();
     let result = call(&client, "ask_sampling", json!({})).await;
     assert!(!result.is_error(), "{result:?}");
@@ -1205,7 +1307,7 @@ async fn sampling_request_answered_method_not_found(sdk: Sdk) {
 async fn elicitation_request_fails_the_call(sdk: Sdk) {
     let server = PeerServer::python(sdk, &[]);
     let pool = pool();
-    let client = connect(&pool, &server.url).await;
+    let client = connect_with(&pool, config(&server.url), py_options(sdk)).await;
     let started = Instant::now();
     let error = expect_err(
         call_with(&client, "ask_elicitation", json!({}), call_options()).await,
@@ -1224,7 +1326,7 @@ async fn elicitation_request_fails_the_call(sdk: Sdk) {
 async fn cancel_a_slow_call(sdk: Sdk) {
     let server = PeerServer::python(sdk, &[]);
     let pool = pool();
-    let client = connect(&pool, &server.url).await;
+    let client = connect_with(&pool, config(&server.url), py_options(sdk)).await;
     let cancel = CancelToken::new();
     let trigger = cancel.clone();
     tokio::spawn(async move {
@@ -1268,7 +1370,7 @@ async fn cancel_a_slow_call(sdk: Sdk) {
 async fn timeout_of_a_slow_call(sdk: Sdk) {
     let server = PeerServer::python(sdk, &[]);
     let pool = pool();
-    let client = connect(&pool, &server.url).await;
+    let client = connect_with(&pool, config(&server.url), py_options(sdk)).await;
     let started = Instant::now();
     let error = expect_err(
         call_with(
@@ -1302,7 +1404,7 @@ async fn timeout_of_a_slow_call(sdk: Sdk) {
 async fn response_over_max_bytes(sdk: Sdk) {
     let server = PeerServer::python(sdk, &[]);
     let pool = pool();
-    let client = connect(&pool, &server.url).await;
+    let client = connect_with(&pool, config(&server.url), py_options(sdk)).await;
     let limit = 1024 * 1024;
     let within = call_with(
         &client,
@@ -1341,7 +1443,7 @@ async fn response_over_max_bytes(sdk: Sdk) {
 async fn dead_session_is_session_expired(sdk: Sdk) {
     let server = PeerServer::python(sdk, &[]);
     let pool = pool();
-    let client = connect(&pool, &server.url).await;
+    let client = connect_with(&pool, config(&server.url), py_options(sdk)).await;
     let session_id = client.session_id().expect("a session id").to_owned();
     let (status, response) = raw_delete(server.port, Some(&session_id));
     assert_eq!(status, 200, "{response}");
@@ -1364,9 +1466,21 @@ async fn legacy_sse_transport(sdk: Sdk) {
     let mut config = config(&server.url);
     let wire = Wire::default();
     wire.attach(&mut config);
-    let client = connect_with(&pool, config, options()).await;
-    // The initialize POST to /sse is refused (405), so the client opens the legacy stream.
-    let lines = wire.lines();
+    let client = connect_with(&pool, config, py_options(sdk)).await;
+    // The era probe is refused without a JSON-RPC error (a 2025-era server), then the
+    // initialize POST to /sse (405), so the client opens the legacy stream.
+    let all = wire.lines();
+    let probe = all.iter().position(|l| l.contains("server/discover"));
+    // mcp 2.x's 2025 path is taken without probing (`py_options`).
+    let lines = if sdk == Sdk::V1 {
+        assert_eq!(probe, Some(0), "{all:#?}");
+        assert!(all[1].starts_with("< 405"), "{all:#?}");
+        &all[2..]
+    } else {
+        assert_eq!(probe, None, "{all:#?}");
+        &all[..]
+    };
+    assert!(lines[0].contains("\"initialize\""), "{all:#?}");
     assert!(lines[1].starts_with("< 405"), "{lines:#?}");
     assert!(
         lines[2].starts_with("> GET") && lines[2].contains("legacy"),
@@ -1374,7 +1488,14 @@ async fn legacy_sse_transport(sdk: Sdk) {
     );
     assert!(lines[3].contains("/messages/?session_id="), "{lines:#?}");
     assert_eq!(client.session_id(), None);
-    assert_eq!(client.server().server_info.name, "mcpwire-py-test-server");
+    assert_eq!(
+        client
+            .server()
+            .expect("the server described itself")
+            .server_info
+            .name,
+        "mcpwire-py-test-server"
+    );
     assert_eq!(list_names(&client).await, py_tools());
     let echo = call(&client, "echo_text", json!({"text": "legacy"})).await;
     assert_eq!(only_text(&echo), "legacy");
@@ -1390,7 +1511,13 @@ async fn legacy_sse_transport(sdk: Sdk) {
 async fn legacy_sse_negotiates_2024_11_05(sdk: Sdk) {
     let server = PeerServer::python(sdk, &["--transport", "sse"]);
     let client = connect(&pool(), &server.url).await;
-    assert_eq!(client.server().protocol_version, "2024-11-05");
+    assert_eq!(
+        client
+            .server()
+            .expect("the server described itself")
+            .protocol_version,
+        "2024-11-05"
+    );
     assert_eq!(client.protocol_version(), ProtocolVersion::V2024_11_05);
     client.close().await;
 }
@@ -1404,7 +1531,13 @@ async fn downgrade(sdk: Sdk) {
     ] {
         let client = connect_with(&pool, config(&server.url), offering(version)).await;
         assert_eq!(client.protocol_version(), version);
-        assert_eq!(client.server().protocol_version, name);
+        assert_eq!(
+            client
+                .server()
+                .expect("the server described itself")
+                .protocol_version,
+            name
+        );
         assert_eq!(list_names(&client).await, py_tools());
         let echo = call(&client, "echo_text", json!({"text": "old"})).await;
         assert_eq!(only_text(&echo), "old");
@@ -1760,4 +1893,360 @@ async fn probe_legacy_sse_transport(sdk: Sdk) {
     assert_eq!(stream.answer, "an endpoint event first");
     assert_eq!(probed_tools(&report), py_tools());
     assert!(report.deviations.is_empty(), "{text}");
+}
+
+// --- 2026-07-28 against mcp 2.x ------------------------------------------------------------
+
+/// mcp 2.x (default stateful mode, and stateless JSON) answers the era probe with a
+/// DiscoverResult: the client speaks 2026-07-28, one POST per request, no session.
+async fn py_v2_modern(extra: &[&str], streams_progress: bool) {
+    let server = PeerServer::python(Sdk::V2, extra);
+    let pool = pool();
+    let mut config = config(&server.url);
+    let wire = Wire::default();
+    wire.attach(&mut config);
+    let client = connect_with(&pool, config, options()).await;
+    assert_eq!(client.protocol_version(), ProtocolVersion::V2026_07_28);
+    assert!(client.is_modern());
+    assert_eq!(client.session_id(), None);
+    let server_info = client.server().expect("the discover result");
+    assert_eq!(server_info.server_info.name, "mcpwire-py-test-server");
+    assert!(server_info.capabilities.tools.is_some());
+    assert_eq!(
+        server_info.instructions.as_deref(),
+        Some("Test tools for mcpwire interop tests.")
+    );
+    let tools = client.list_tools().await.expect("tools/list");
+    assert_eq!(names(&tools), py_tools());
+    let echo = call(&client, "echo_text", json!({"text": "zwei ✓"})).await;
+    assert_eq!(only_text(&echo), "zwei ✓");
+    let weather = call(&client, "weather", json!({"city": "Lyon"})).await;
+    assert_eq!(weather.structured_content.as_ref().unwrap()["city"], "Lyon");
+    let fail = call(&client, "fail", json!({"message": "kaput 2026"})).await;
+    assert!(fail.is_error(), "{fail:?}");
+    let (result, progress) =
+        call_with_progress(&client, "progress", json!({"steps": 3, "delay": 0.01})).await;
+    assert_eq!(only_text(&result), "done after 3 steps");
+    if streams_progress {
+        progress.assert_steps(3, true);
+    } else {
+        // A JSON reply has no room for notifications before the response.
+        progress.assert_steps(0, true);
+    }
+    let refused = client.ping().await.expect_err("no ping at 2026-07-28");
+    assert_eq!(refused.kind(), ErrorKind::Refused);
+    client.close().await;
+    let lines = wire.lines();
+    // Every request a POST with the revision's headers; no GET, no DELETE, no notification.
+    assert!(
+        lines
+            .iter()
+            .all(|l| !l.starts_with("> GET") && !l.starts_with("> DELETE")),
+        "{lines:#?}"
+    );
+    let sent: Vec<_> = lines.iter().filter(|l| l.starts_with("> ")).collect();
+    assert!(
+        !sent.iter().any(|l| l.contains("\"notifications/")),
+        "{sent:#?}"
+    );
+    assert!(
+        !lines.iter().any(|l| l.contains("\"initialize\"")),
+        "{lines:#?}"
+    );
+    assert_eq!(wire.count("server/discover"), 1, "{lines:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn py_v2_speaks_2026_07_28_in_its_default_mode() {
+    if !crate::support::peers::require(crate::support::peers::Peer::Python(Sdk::V2)) {
+        return;
+    }
+    py_v2_modern(&[], true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn py_v2_speaks_2026_07_28_stateless_with_json() {
+    if !crate::support::peers::require(crate::support::peers::Peer::Python(Sdk::V2)) {
+        return;
+    }
+    py_v2_modern(&["--stateless", "--json-response"], false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn py_v2_modern_cancel_closes_the_stream_and_a_second_client_skips_the_probe() {
+    if !crate::support::peers::require(crate::support::peers::Peer::Python(Sdk::V2)) {
+        return;
+    }
+    let server = PeerServer::python(Sdk::V2, &[]);
+    let pool = pool();
+    let client = connect_with(&pool, config(&server.url), options()).await;
+    assert!(client.is_modern());
+    let cancel = CancelToken::new();
+    let trigger = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        trigger.cancel();
+    });
+    let started = Instant::now();
+    let error = expect_err(
+        call_with(
+            &client,
+            "slow",
+            json!({"seconds": 30}),
+            CallOptions {
+                cancel: Some(cancel),
+                ..call_options()
+            },
+        )
+        .await,
+        "slow",
+    );
+    assert_eq!(error.kind(), ErrorKind::Cancelled, "{error}");
+    assert!(error.outcome_unknown());
+    assert!(started.elapsed() < Duration::from_secs(2));
+    // The pool kept the verdict: the next client's first message is its first request.
+    let mut config = config(&server.url);
+    let wire = Wire::default();
+    wire.attach(&mut config);
+    let second = connect_with(&pool, config, options()).await;
+    assert!(second.is_modern());
+    assert_eq!(
+        only_text(&call(&second, "echo_text", json!({"text": "one POST"})).await),
+        "one POST"
+    );
+    let lines = wire.lines();
+    let posts: Vec<_> = lines.iter().filter(|l| l.starts_with("> POST")).collect();
+    assert_eq!(posts.len(), 1, "{lines:#?}");
+    assert!(posts[0].contains("tools/call"), "{lines:#?}");
+    client.close().await;
+    second.close().await;
+}
+
+// --- 2026-07-28 against the TypeScript SDK v2 ----------------------------------------------
+
+/// Confirms whatever it is asked to confirm.
+struct ConfirmAll;
+
+impl mcpwire::client::InputHandler for ConfirmAll {
+    fn capabilities(&self) -> mcpwire::mcp::ClientCapabilities {
+        mcpwire::mcp::ClientCapabilities {
+            elicitation: Some(JsonObject::new()),
+            ..Default::default()
+        }
+    }
+
+    fn answer(&self, request: mcpwire::mcp::modern::InputRequest) -> mcpwire::client::InputFuture {
+        Box::pin(async move {
+            assert_eq!(request.method, "elicitation/create");
+            Ok(json!({"action": "accept", "content": {"confirmed": true}}))
+        })
+    }
+}
+
+async fn ts2_modern(extra: &[&str]) {
+    let server = PeerServer::ts2(extra);
+    let pool = pool();
+    let mut config = config(&server.url);
+    let wire = Wire::default();
+    wire.attach(&mut config);
+    let mut options = options();
+    options.input_handler = Some(Arc::new(ConfirmAll));
+    let client = connect_with(&pool, config, options).await;
+    assert_eq!(client.protocol_version(), ProtocolVersion::V2026_07_28);
+    assert_eq!(client.session_id(), None);
+    let described = client.server().expect("the discover result");
+    assert_eq!(described.server_info.name, "mcpwire-ts2-test-server");
+    let want: BTreeSet<String> = TS2_TOOLS.iter().map(|s| (*s).to_owned()).collect();
+    assert_eq!(list_names(&client).await, want);
+    let added = call(&client, "add", json!({"a": 2, "b": 3.5})).await;
+    assert_eq!(added.structured_content, Some(json!({"sum": 5.5})));
+    let failed = call(&client, "fail", json!({"message": "no"})).await;
+    assert!(failed.is_error());
+    // The annotated argument goes into Mcp-Param-Region, Base64 for non-ASCII; the server
+    // refuses the call (-32020) without it.
+    let region = call(&client, "region_echo", json!({"region": "Zürich"})).await;
+    let echoed = region.structured_content.expect("structured");
+    assert_eq!(echoed["region"], "Zürich");
+    assert_eq!(echoed["header"], "=?base64?WsO8cmljaA==?=");
+    // input_required with an elicitation, answered by the handler, the state echoed exactly.
+    let confirmed = call(&client, "confirm", json!({"action": "deploy"})).await;
+    assert_eq!(only_text(&confirmed), "confirmed: deploy", "{confirmed:?}");
+    // requestState-only rounds: no handler needed.
+    let rounds = call(&client, "rounds", json!({"count": 3})).await;
+    assert_eq!(only_text(&rounds), "done after 3 rounds");
+    let (result, progress) =
+        call_with_progress(&client, "slow_progress", json!({"steps": 3, "delay": 0.01})).await;
+    assert!(!result.is_error());
+    progress.assert_steps(3, true);
+    client.close().await;
+    let sent: Vec<_> = wire
+        .lines()
+        .into_iter()
+        .filter(|l| l.starts_with("> "))
+        .collect();
+    assert!(sent.iter().all(|l| l.starts_with("> POST")), "{sent:#?}");
+    assert!(
+        !sent.iter().any(|l| l.contains("\"initialize\"")),
+        "{sent:#?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ts2_speaks_2026_07_28() {
+    if !peers::require(Peer::Ts2) {
+        return;
+    }
+    ts2_modern(&[]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ts2_modern_only_and_always_sse() {
+    if !peers::require(Peer::Ts2) {
+        return;
+    }
+    ts2_modern(&["--legacy", "reject", "--response-mode", "sse"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ts2_modern_cancel_closes_the_stream_and_the_server_stops() {
+    if !peers::require(Peer::Ts2) {
+        return;
+    }
+    let server = PeerServer::ts2(&[]);
+    let pool = pool();
+    let client = connect(&pool, &server.url).await;
+    assert!(client.is_modern());
+    let cancel = CancelToken::new();
+    let trigger = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        trigger.cancel();
+    });
+    let error = expect_err(
+        call_with(
+            &client,
+            "slow_progress",
+            json!({"steps": 50, "delay": 0.1}),
+            CallOptions {
+                cancel: Some(cancel),
+                ..call_options()
+            },
+        )
+        .await,
+        "slow_progress",
+    );
+    assert_eq!(error.kind(), ErrorKind::Cancelled);
+    assert!(
+        wait_for_log(&server, "slow_progress: cancelled after"),
+        "{}",
+        server.log_tail(20)
+    );
+    client.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ts2_listen_and_cache_hints() {
+    if !peers::require(Peer::Ts2) {
+        return;
+    }
+    let server = PeerServer::ts2(&["--ttl-ms", "60000", "--cache-scope", "public"]);
+    let pool = pool();
+    let (sink, mut received) = tokio::sync::mpsc::channel(16);
+    let mut options = options();
+    options.notifications = Some(sink);
+    let client = Arc::new(connect_with(&pool, config(&server.url), options).await);
+    client.list_tools().await.unwrap();
+    assert_eq!(pool.list_cache().len(), 1, "a 60 s public page");
+    let listener = client.clone();
+    let cancel = CancelToken::new();
+    let stop = cancel.clone();
+    let listening = tokio::spawn(async move {
+        listener
+            .listen(
+                json!({"toolsListChanged": true}),
+                Duration::from_secs(20),
+                Some(stop),
+            )
+            .await
+    });
+    let ack = tokio::time::timeout(STEP, received.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(ack.method, "notifications/subscriptions/acknowledged");
+    call(&client, "tools_changed", json!({})).await;
+    let changed = tokio::time::timeout(STEP, received.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(changed.method, "notifications/tools/list_changed");
+    assert!(pool.list_cache().is_empty(), "the change dropped the page");
+    cancel.cancel();
+    let ended = listening.await.unwrap();
+    assert_eq!(ended.unwrap_err().kind(), ErrorKind::Cancelled);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ts2_binding_calls_are_one_post_each_after_the_first_probe() {
+    use mcpwire::binding::call::{CallContext, Caller, EnvTokens};
+    use mcpwire::binding::config::load_config;
+    if !peers::require(Peer::Ts2) {
+        return;
+    }
+    let server = PeerServer::ts2(&[]);
+    let bindings = load_config(
+        &json!([{
+            "name": "region",
+            "description": "echoes the region",
+            "input_schema": {"type": "object", "properties": {
+                "region": {"type": "string", "x-mcp-header": "Region"}}, "required": ["region"]},
+            "url": server.url,
+            "mcp_tool": "region_echo",
+            "tenants": ["acme"],
+            "timeout_seconds": 20
+        }])
+        .to_string(),
+    )
+    .expect("bindings");
+    let mut caller = Caller::new(pool(), bindings, Arc::new(EnvTokens)).expect("caller");
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let sink = lines.clone();
+    caller.set_wire_log(Arc::new(move |line: &str| {
+        sink.lock().unwrap().push(line.to_owned());
+    }));
+    for n in 0..3 {
+        let context = CallContext {
+            tenant_id: "acme".into(),
+            session_id: "s".into(),
+            call_id: format!("call-{n}"),
+        };
+        let result = caller
+            .call(
+                "region",
+                &context,
+                &json!({"region": "Zürich"}),
+                |_| {},
+                None,
+            )
+            .await;
+        assert!(!result.is_error, "{result:?}");
+        let structured = result.structured_content.expect("structured");
+        assert_eq!(structured["header"], "=?base64?WsO8cmljaA==?=");
+    }
+    let lines = lines.lock().unwrap().clone();
+    let posts: Vec<_> = lines.iter().filter(|l| l.starts_with("> ")).collect();
+    // The first call probes; each call is then one tools/call POST, with no session to end.
+    assert_eq!(posts.len(), 4, "{posts:#?}");
+    assert!(posts[0].contains("server/discover"));
+    for (n, post) in posts[1..].iter().enumerate() {
+        assert!(
+            post.starts_with("> POST") && post.contains("tools/call"),
+            "{post}"
+        );
+        assert!(post.contains("brain.dev/scope"), "{post}");
+        assert!(
+            post.contains(&format!("\"progressToken\":\"call-{n}\"")),
+            "{post}"
+        );
+    }
 }

@@ -29,8 +29,16 @@ async fn everything_stdio() {
     }
     let (program, args) = peers::everything_stdio_command();
     let client = spawn(program, args).await;
+    // server-everything answers the era probe -32601: initialize follows.
     assert_eq!(client.protocol_version(), ProtocolVersion::V2025_11_25);
-    assert_eq!(client.server().server_info.name, "mcp-servers/everything");
+    assert_eq!(
+        client
+            .server()
+            .expect("the server described itself")
+            .server_info
+            .name,
+        "mcp-servers/everything"
+    );
     assert_eq!(client.session_id(), None);
     let names = list_names(&client).await;
     for name in ["echo", "get-sum", "trigger-long-running-operation"] {
@@ -57,8 +65,21 @@ async fn everything_stdio() {
 async fn python_stdio(sdk: Sdk) {
     let (program, args) = peers::python_stdio_command(sdk);
     let client = spawn(program, args).await;
-    assert_eq!(client.protocol_version(), ProtocolVersion::V2025_11_25);
-    assert_eq!(client.server().server_info.name, "mcpwire-py-test-server");
+    // mcp 2.x answers the era probe over stdio: 2026-07-28; mcp 1.x does not know
+    // server/discover and gets initialize.
+    let expected = match sdk {
+        Sdk::V2 => ProtocolVersion::V2026_07_28,
+        Sdk::V1 => ProtocolVersion::V2025_11_25,
+    };
+    assert_eq!(client.protocol_version(), expected);
+    assert_eq!(
+        client
+            .server()
+            .expect("the server described itself")
+            .server_info
+            .name,
+        "mcpwire-py-test-server"
+    );
     assert_eq!(list_names(&client).await, py_tools());
     let echo = call(&client, "echo_text", json!({"text": "stdio ✓"})).await;
     assert_eq!(only_text(&echo), "stdio ✓");
@@ -72,12 +93,18 @@ async fn python_stdio(sdk: Sdk) {
     progress.assert_steps(4, true);
     let logs = call(&client, "log_messages", json!({"count": 2})).await;
     assert_eq!(only_text(&logs), "sent 2 log messages");
-    let sampling = call(&client, "ask_sampling", json!({})).await;
-    assert!(
-        only_text(&sampling).starts_with("sampling: client answered error -32601"),
-        "{sampling:?}"
-    );
-    client.ping().await.expect("ping");
+    if sdk == Sdk::V1 {
+        let sampling = call(&client, "ask_sampling", json!({})).await;
+        assert!(
+            only_text(&sampling).starts_with("sampling: client answered error -32601"),
+            "{sampling:?}"
+        );
+        client.ping().await.expect("ping");
+    } else {
+        // 2026-07-28 has no ping: refused without sending.
+        let refused = client.ping().await.expect_err("no ping at 2026-07-28");
+        assert_eq!(refused.kind(), mcpwire::ErrorKind::Refused, "{refused}");
+    }
     let started = Instant::now();
     client.close().await;
     // The server exits at EOF on stdin, before the grace period ends: no SIGTERM needed.

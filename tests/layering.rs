@@ -9,6 +9,9 @@ const PURE_MODULES: &[&str] = &[
     "src/mcp",
     "src/session",
     "src/exchange",
+    // The OAuth core: http's types, serde and ring only (the system's randomness is not I/O
+    // in this sense, and ring touches no socket or clock).
+    "src/auth",
 ];
 const FORBIDDEN: &[&str] = &[
     "tokio",
@@ -62,5 +65,5 @@ fn pure_layers_do_no_io() {
             checked += 1;
         }
     }
-    assert!(checked >= 11, "only {checked} files checked");
+    assert!(checked >= 30, "only {checked} files checked");
 }

@@ -16,6 +16,7 @@ mod hostile;
 mod interop;
 mod interop_stdio;
 mod layering;
+mod modern;
 mod probe;
 mod proxy;
 mod secrets;

@@ -197,7 +197,14 @@ async fn stdio_banner_and_stderr_are_logged_not_errors() {
     // A polite server exits at EOF: close() must not wait out a long grace.
     config.shutdown_grace = Duration::from_secs(5);
     let client = connect(config).await;
-    assert_eq!(client.server().server_info.name, "fake-stdio-chatty");
+    assert_eq!(
+        client
+            .server()
+            .expect("the server described itself")
+            .server_info
+            .name,
+        "fake-stdio-chatty"
+    );
     let tools = tokio::time::timeout(STEP, client.list_tools())
         .await
         .expect("tools/list took too long")
@@ -558,7 +565,14 @@ async fn the_stdio_demo_server_lists_calls_reports_progress_and_outlives_a_timeo
     .await
     .expect("in time")
     .expect("connect");
-    assert_eq!(client.server().server_info.name, "mcpwire-demo");
+    assert_eq!(
+        client
+            .server()
+            .expect("the server described itself")
+            .server_info
+            .name,
+        "mcpwire-demo"
+    );
     let tools = client.list_tools().await.expect("tools/list");
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(
@@ -627,4 +641,44 @@ async fn the_stdio_demo_server_lists_calls_reports_progress_and_outlives_a_timeo
     let started = Instant::now();
     client.close().await;
     assert!(started.elapsed() < DEMO_GRACE, "{:?}", started.elapsed());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_exits_on_the_era_probe_is_started_again_for_initialize() {
+    let log = Log::default();
+    let mut config = fixture_config("exit-before-init");
+    log.attach(&mut config);
+    let client = connect(config).await;
+    assert_eq!(client.protocol_version().as_str(), "2025-11-25");
+    assert!(!client.is_modern());
+    log.wait_for("the exit on the probe", |l| {
+        l.contains("exiting on server/discover")
+    })
+    .await;
+    let echo = call(&client, "echo", json!({"message": "second process"}))
+        .await
+        .expect("the restarted server answers");
+    assert_eq!(echo.content[0].as_text().unwrap(), "Echo: second process");
+    client.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_silent_on_the_era_probe_gets_initialize_after_the_probe_timeout() {
+    let mut options = ClientOptions::default();
+    options.session.probe_timeout = Duration::from_millis(300);
+    let started = Instant::now();
+    let client = tokio::time::timeout(
+        STEP,
+        Client::connect_stdio(fixture_config("silent-before-init"), options),
+    )
+    .await
+    .expect("connect took too long")
+    .expect("connect");
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    assert!(!client.is_modern());
+    let echo = call(&client, "echo", json!({"message": "late"}))
+        .await
+        .unwrap();
+    assert_eq!(echo.content[0].as_text().unwrap(), "Echo: late");
+    client.close().await;
 }

@@ -323,7 +323,7 @@ fn run(args: &[String]) -> Result<(), Failure> {
     }
     let server = match (&options.url, &options.command) {
         (Some(url), _) => {
-            HttpConfig::new(url).map_err(Failure::Usage)?;
+            HttpConfig::new(url).map_err(|e| Failure::Usage(e.to_string()))?;
             let proxy = match options.proxy.as_deref() {
                 None => None,
                 Some("none") => Some(ProxySetting::Direct),

@@ -14,6 +14,7 @@ use mcpwire::binding::config::{Server, load_config};
 use mcpwire::binding::discover::{Discovery, discover};
 use mcpwire::client::CancelToken;
 use mcpwire::demo::DemoServer;
+use mcpwire::mcp::ProtocolVersion;
 use mcpwire::sse;
 use mcpwire::transport::http::{HttpPool, ProxyConfig, TlsOptions};
 
@@ -24,7 +25,7 @@ USAGE:
     mcpwire demo
     mcpwire demo-server [--stdio]
     mcpwire call --bindings FILE --tool NAME --tenant TENANT --args JSON
-                 [--session-id S] [--call-id C] [-v]
+                 [--session-id S] [--call-id C] [--era auto|2025|2026-07-28] [-v]
     mcpwire sse [FILE] [--chunk N] [--max-line-bytes N] [--max-event-bytes N]
     mcpwire record --upstream URL --out DIR [--listen ADDR] [--mode TEXT] [--command TEXT]
                    [--notes TEXT] [--idle-ms N] [--once] [--drop-after N]
@@ -275,6 +276,24 @@ struct CallArgs {
     session_id: String,
     call_id: String,
     verbose: bool,
+    /// The era the HTTP servers are known to speak: `None` probes; `Some(None)` is a
+    /// 2025-era server; `Some(Some(v))` a stateless revision.
+    era: Option<Option<ProtocolVersion>>,
+}
+
+/// `--era`'s value: `auto` probes, `2025` opens with initialize, a stateless revision is
+/// spoken at once.
+fn parse_era(text: &str) -> Result<Option<Option<ProtocolVersion>>, Failure> {
+    match text {
+        "auto" => Ok(None),
+        "2025" => Ok(Some(None)),
+        other => match ProtocolVersion::parse(other) {
+            Some(version) if version.is_modern() => Ok(Some(Some(version))),
+            _ => Err(Failure::Usage(format!(
+                "--era must be auto, 2025 or a stateless revision such as 2026-07-28, not `{other}`"
+            ))),
+        },
+    }
 }
 
 fn parse_call_args(args: &[String]) -> Result<CallArgs, Failure> {
@@ -282,6 +301,7 @@ fn parse_call_args(args: &[String]) -> Result<CallArgs, Failure> {
     let mut session_id = "cli".to_owned();
     let mut call_id = fresh_call_id();
     let mut verbose = false;
+    let mut era = None;
     let mut args = args.iter();
     while let Some(arg) = args.next() {
         let (flag, inline) = match arg.split_once('=') {
@@ -315,6 +335,7 @@ fn parse_call_args(args: &[String]) -> Result<CallArgs, Failure> {
             }
             "--session-id" => session_id = value()?,
             "--call-id" => call_id = value()?,
+            "--era" => era = parse_era(&value()?)?,
             other => return Err(Failure::Usage(format!("unknown option `{other}` for call"))),
         }
     }
@@ -327,6 +348,7 @@ fn parse_call_args(args: &[String]) -> Result<CallArgs, Failure> {
         session_id,
         call_id,
         verbose,
+        era,
     })
 }
 
@@ -372,6 +394,13 @@ fn call_command(args: &[String]) -> ExitCode {
             let proxy = ProxyConfig::from_env().map_err(|e| Failure::Usage(e.to_string()))?;
             let pool = HttpPool::with_proxy(&TlsOptions::default(), proxy)
                 .map_err(|e| Failure::Input(e.to_string()))?;
+            if let Some(era) = args.era {
+                for binding in &bindings {
+                    if let Server::Http { url, .. } = &binding.server {
+                        pool.era_cache().remember(url, era);
+                    }
+                }
+            }
             let mut caller = Caller::new(pool, bindings, Arc::new(EnvTokens))
                 .map_err(|e| Failure::Usage(format!("{}: {e}", args.bindings)))?;
             if args.verbose {

@@ -28,7 +28,8 @@ fn now() -> tokio::time::Instant {
     tokio::time::Instant::now()
 }
 
-/// Who is calling: identity sent to the server in `_meta["brain.dev/scope"]`.
+/// Who is calling: identity sent to the server in `_meta["brain.dev/scope"]` (or the key the
+/// host named, [`Caller::set_scope_key`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CallContext {
     /// The tenant making the call; must be one of the binding's `tenants`.
@@ -226,7 +227,29 @@ pub struct Caller {
     bindings: HashMap<String, Prepared>,
     tokens: Arc<dyn TokenSource>,
     wire_log: Option<WireLog>,
+    scope_key: String,
 }
+
+/// A `_meta` key refused by [`Caller::set_scope_key`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScopeKeyError(String);
+
+impl std::fmt::Display for ScopeKeyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{:?} is not a _meta key a host may use (like example.com/scope, outside the \
+             modelcontextprotocol and mcp namespaces)",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for ScopeKeyError {}
+
+/// The `_meta` key under which a call carries the caller's identity (tenant, session and
+/// call ids) unless the host names its own ([`Caller::set_scope_key`]).
+pub const DEFAULT_SCOPE_KEY: &str = "brain.dev/scope";
 
 impl std::fmt::Debug for Caller {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -317,7 +340,32 @@ impl Caller {
             bindings: prepared,
             tokens,
             wire_log: None,
+            scope_key: DEFAULT_SCOPE_KEY.to_owned(),
         })
+    }
+
+    /// Names the `_meta` key that carries the caller's identity on every call (default
+    /// [`DEFAULT_SCOPE_KEY`]). The key must be a `_meta` key a host may use: a prefix of dot
+    /// labels and a slash, then a name (`example.com/scope`), and not in the reserved
+    /// `modelcontextprotocol` or `mcp` namespaces (`basic/index.mdx`, "`_meta`").
+    pub fn set_scope_key(&mut self, key: &str) -> Result<(), ScopeKeyError> {
+        let valid = key.split_once('/').is_some_and(|(prefix, name)| {
+            let labels: Vec<&str> = prefix.split('.').collect();
+            !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+                && labels.iter().all(|label| {
+                    !label.is_empty()
+                        && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+                })
+                && !matches!(labels.get(1), Some(&"modelcontextprotocol" | &"mcp"))
+        });
+        if !valid {
+            return Err(ScopeKeyError(key.to_owned()));
+        }
+        self.scope_key = key.to_owned();
+        Ok(())
     }
 
     /// Sends a redacted trace of each call's wire conversation to `log`.
@@ -447,7 +495,7 @@ impl Caller {
         // Steps 3 and 4: the call, with the caller's identity and live progress.
         let mut meta = Map::new();
         meta.insert(
-            "brain.dev/scope".to_owned(),
+            self.scope_key.clone(),
             json!({"tenant_id": context.tenant_id, "session_id": context.session_id, "call_id": context.call_id}),
         );
         let progress_sink = Arc::new(Mutex::new(on_progress));
@@ -460,6 +508,7 @@ impl Caller {
             meta: Some(meta),
             max_response_bytes: Some(binding.max_output_bytes),
             cancel,
+            input_schema: Some(binding.input_schema.clone()),
             on_progress: Some(Box::new(move |p| {
                 let progress = Progress {
                     call_id: progress_call_id.clone(),

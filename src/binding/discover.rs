@@ -128,7 +128,7 @@ pub(crate) async fn connect(
 ) -> Result<Client, Error> {
     match server {
         Server::Http { url, .. } => {
-            let mut config = HttpConfig::new(url).map_err(Error::config)?;
+            let mut config = HttpConfig::new(url)?;
             config.bearer_token = token;
             config.headers = headers;
             config.wire_log = wire_log;

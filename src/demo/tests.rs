@@ -1383,7 +1383,14 @@ async fn a_full_session_through_the_client() {
     let client = Client::connect_http(&pool, config, ClientOptions::default())
         .await
         .expect("connect");
-    assert_eq!(client.server().server_info.name, "mcpwire-demo");
+    assert_eq!(
+        client
+            .server()
+            .expect("the server described itself")
+            .server_info
+            .name,
+        "mcpwire-demo"
+    );
     assert_eq!(client.session_id().map(str::len), Some(32));
     let tools = client.list_tools().await.expect("tools");
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();

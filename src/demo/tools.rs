@@ -63,24 +63,9 @@ pub(super) const TINY_PNG: [u8; 82] = [
     0xae, 0x42, 0x60, 0x82, // CRC
 ];
 
-const BASE64_ALPHABET: &[u8; 64] =
-    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
 /// Standard base64 with padding (RFC 4648 §4).
 pub(super) fn base64(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for group in bytes.chunks(3) {
-        let b0 = u32::from(group[0]);
-        let b1 = group.get(1).copied().map_or(0, u32::from);
-        let b2 = group.get(2).copied().map_or(0, u32::from);
-        let n = (b0 << 16) | (b1 << 8) | b2;
-        let sextet = |shift: u32| char::from(BASE64_ALPHABET[((n >> shift) & 63) as usize]);
-        out.push(sextet(18));
-        out.push(sextet(12));
-        out.push(if group.len() > 1 { sextet(6) } else { '=' });
-        out.push(if group.len() > 2 { sextet(0) } else { '=' });
-    }
-    out
+    crate::base64::encode(bytes, crate::base64::Flavor::Standard)
 }
 
 /// The opaque cursor of the `tools/list` page starting at `offset`.

@@ -67,11 +67,16 @@ const ACCEPT_BOTH: &str = "application/json, text/event-stream";
 const EVENT_STREAM: &str = "text/event-stream";
 const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
 const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+/// 2026-07-28: the body's method, mirrored on every request POST.
+const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
 const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
 /// The longest session id accepted; the specification only says it must be visible ASCII.
 const MAX_SESSION_ID_BYTES: usize = 1024;
 /// How much of an error body is kept for the message, and of a one-way reply for the log.
 const ERROR_BODY_BYTES: usize = 512;
+/// How much of a 4xx body is read at a stateless revision, where it holds a JSON-RPC error
+/// (`-32020` header mismatch, `-32022` unsupported revision, `-32601`...).
+const ERROR_REPLY_BYTES: usize = 16 * 1024;
 /// How long, and how many bytes, a reply stream is read on for after its response, so its
 /// connection can be reused.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(1);
@@ -147,21 +152,24 @@ impl std::fmt::Debug for HttpConfig {
 
 impl HttpConfig {
     /// A configuration for `url` with default limits and no token. Fails for anything but an
-    /// absolute `http` or `https` URL.
-    pub fn new(url: &str) -> Result<Self, String> {
-        let uri: Uri = url
-            .parse()
-            .map_err(|e| format!("invalid URL {url:?}: {e}"))?;
-        match uri.scheme_str() {
-            Some("http" | "https") => {}
-            _ => {
-                return Err(format!(
-                    "the URL {url:?} must start with http:// or https://"
-                ));
+    /// absolute `http` or `https` URL with a host.
+    pub fn new(url: &str) -> Result<Self, UrlError> {
+        let uri: Uri = url.parse().map_err(|e: http::uri::InvalidUri| UrlError {
+            url: url.to_owned(),
+            problem: UrlProblem::Invalid(e.to_string()),
+        })?;
+        let problem = match uri.scheme_str() {
+            Some("http" | "https") if uri.host().is_none_or(str::is_empty) => {
+                Some(UrlProblem::NoHost)
             }
-        }
-        if uri.host().is_none_or(str::is_empty) {
-            return Err(format!("the URL {url:?} has no host"));
+            Some("http" | "https") => None,
+            _ => Some(UrlProblem::NotHttp),
+        };
+        if let Some(problem) = problem {
+            return Err(UrlError {
+                url: url.to_owned(),
+                problem,
+            });
         }
         Ok(HttpConfig {
             url: uri,
@@ -187,6 +195,50 @@ impl HttpConfig {
             .collect()
     }
 }
+
+/// Why a URL is not a Streamable HTTP endpoint ([`HttpConfig::new`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UrlError {
+    url: String,
+    problem: UrlProblem,
+}
+
+/// What is wrong with a URL.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum UrlProblem {
+    /// It does not parse as a URI (the parser's reason).
+    Invalid(String),
+    /// Its scheme is not `http` or `https`.
+    NotHttp,
+    /// It names no host.
+    NoHost,
+}
+
+impl UrlError {
+    /// The URL as given.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// What is wrong with it.
+    pub fn problem(&self) -> &UrlProblem {
+        &self.problem
+    }
+}
+
+impl std::fmt::Display for UrlError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let url = &self.url;
+        match &self.problem {
+            UrlProblem::Invalid(why) => write!(f, "invalid URL {url:?}: {why}"),
+            UrlProblem::NotHttp => write!(f, "the URL {url:?} must start with http:// or https://"),
+            UrlProblem::NoHost => write!(f, "the URL {url:?} has no host"),
+        }
+    }
+}
+
+impl std::error::Error for UrlError {}
 
 /// The headers the exchange sets itself, or that frame the HTTP connection (lower case):
 /// never taken as [`ExtraHeaders`]. Any `mcp-*` name is refused too.
@@ -356,13 +408,40 @@ impl std::fmt::Debug for ExtraHeaders {
 }
 
 /// How a request is sent and its reply read.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct SendOptions {
     /// Bytes of reply (bodies and streams, resumptions included) the request may receive.
     pub max_response_bytes: Option<u64>,
     /// Decodes the response with its result in the type the caller wants, in the same pass as
     /// the envelope ([`decode_result_as`]); `None` leaves the result raw.
     pub decode_result: Option<ResultDecoder>,
+    /// Headers this request carries at a stateless revision, beyond those the exchange
+    /// derives itself: `Mcp-Name` and the `Mcp-Param-*` headers of the tool's annotated
+    /// arguments ([`crate::mcp::headers`]). Ignored at 2025-era revisions.
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+}
+
+impl SendOptions {
+    /// Options that decode the result as `R` in the same pass as the envelope.
+    pub fn decoding<R: DeserializeOwned + Send + 'static>() -> Self {
+        SendOptions {
+            decode_result: Some(decode_result_as::<R>),
+            ..SendOptions::default()
+        }
+    }
+
+    /// These options with a byte budget for the reply.
+    pub fn with_max_response_bytes(mut self, limit: Option<u64>) -> Self {
+        self.max_response_bytes = limit;
+        self
+    }
+
+    /// These options with the request's `Mcp-Name` and `Mcp-Param-*` headers.
+    pub fn with_headers(mut self, headers: Vec<(HeaderName, HeaderValue)>) -> Self {
+        self.headers = headers;
+        self
+    }
 }
 
 /// A response whose result was decoded in the same pass as its envelope.
@@ -524,6 +603,9 @@ enum PrefixUse {
     },
     /// Nothing (a legacy POST's reply: the answer comes on the event stream).
     Nothing,
+    /// A 4xx reply at a stateless revision: the JSON-RPC error it holds answers the request;
+    /// a body that holds none fails it with `failure`.
+    ErrorReply { id: Id, failure: Failure },
     /// The end of the `DELETE`.
     Delete { status: StatusCode },
 }
@@ -598,6 +680,9 @@ enum Held {
 struct Learned {
     session_id: Option<String>,
     protocol_version: Option<&'static str>,
+    /// The session speaks (or probes for) a stateless revision: no session id, standalone
+    /// stream, resumption, `DELETE` or one-way POSTs; `Mcp-*` headers on every request.
+    modern: bool,
     /// Where messages go when the server speaks the legacy HTTP+SSE transport.
     legacy_endpoint: Option<Uri>,
 }
@@ -698,6 +783,30 @@ impl Exchange {
         self.learned.protocol_version = Some(version);
     }
 
+    /// Speaks stateless revision `version` (2026-07-28) from the next message on, or with
+    /// `None` the 2025-era rules with no revision header until one is set (the server
+    /// answered the era probe as a 2025-era one). At a stateless revision every request POST
+    /// carries `MCP-Protocol-Version`, `Mcp-Method` and the request's own headers
+    /// ([`SendOptions::headers`]); a 4xx reply's JSON-RPC error is the request's answer;
+    /// there is no session id, standalone stream, resumption or `DELETE`, and one-way
+    /// messages are not sent (the revision defines none over HTTP: a request is cancelled by
+    /// closing its stream).
+    pub fn set_modern(&mut self, version: Option<&'static str>) {
+        self.learned.modern = version.is_some();
+        self.learned.protocol_version = version;
+    }
+
+    /// Whether the exchange speaks a stateless revision.
+    pub fn is_modern(&self) -> bool {
+        self.learned.modern
+    }
+
+    /// Writes a line of the driver's to the wire log (redacted like the exchange's own), such
+    /// as the era verdict.
+    pub fn note(&self, line: &str) {
+        self.log(|| line.to_owned());
+    }
+
     /// Sends a message of the session's: a request gets a POST of its own and its reply is
     /// read until the session settles it; notifications and responses are POSTed one at a
     /// time, in order. A `barrier` message (`notifications/initialized`) holds everything
@@ -711,6 +820,11 @@ impl Exchange {
     ) {
         if self.closing != Closing::Open {
             self.log(|| format!("dropped a message sent after close: {:?}", message.method()));
+            return;
+        }
+        if self.learned.modern && !matches!(message, Message::Request(_)) {
+            // Cancelling is closing the request's stream, which `finish` does.
+            self.log(|| format!("not sent at a stateless revision: {:?}", message.method()));
             return;
         }
         if self.barrier_pending {
@@ -738,6 +852,7 @@ impl Exchange {
         if !self.config.server_stream
             || self.server_stream_opened
             || self.is_legacy()
+            || self.learned.modern
             || self.closing != Closing::Open
         {
             return;
@@ -995,10 +1110,14 @@ impl Exchange {
                     return;
                 }
             }
-            (_, Read::Prefix(collected, _)) => {
-                let room = ERROR_BODY_BYTES - collected.len();
+            (_, Read::Prefix(collected, use_)) => {
+                let limit = match use_ {
+                    PrefixUse::ErrorReply { .. } => ERROR_REPLY_BYTES,
+                    _ => ERROR_BODY_BYTES,
+                };
+                let room = limit - collected.len();
                 collected.extend_from_slice(&chunk[..chunk.len().min(room)]);
-                if collected.len() >= ERROR_BODY_BYTES {
+                if collected.len() >= limit {
                     self.outputs.push_back(Output::Abort(stream));
                     self.use_prefix(stream, flight.read, now);
                     return;
@@ -1214,6 +1333,7 @@ impl Exchange {
         };
         let id = request.id.clone();
         let is_initialize = request.method == crate::mcp::methods::INITIALIZE;
+        let request_method = request.method.to_string();
         let body = message.encode().into_bytes();
         let uri = self.message_uri();
         self.log(|| format!("> POST {uri} {}", String::from_utf8_lossy(&body)));
@@ -1228,7 +1348,15 @@ impl Exchange {
             resuming: false,
             legacy,
         };
-        let request = self.build(Method::POST, uri, body, ACCEPT_BOTH);
+        let mut request = self.build(Method::POST, uri, body, ACCEPT_BOTH);
+        if self.learned.modern {
+            if let Ok(value) = HeaderValue::from_str(&request_method) {
+                request.headers.insert(MCP_METHOD, value);
+            }
+            for (name, value) in limits.headers {
+                request.headers.insert(name, value);
+            }
+        }
         self.issue(Op::Request(Box::new(op)), request);
     }
 
@@ -1289,6 +1417,21 @@ impl Exchange {
             return;
         }
         if let Some(failure) = self.status_failure(status, headers, op.is_initialize) {
+            if self.learned.modern
+                && status.is_client_error()
+                && !matches!(status.as_u16(), 401 | 403)
+                && classify_reply(status, headers) == Reply::Json
+            {
+                let id = op.id.clone();
+                self.flights.insert(
+                    stream,
+                    Flight {
+                        op: Op::Request(op),
+                        read: Read::Prefix(Vec::new(), PrefixUse::ErrorReply { id, failure }),
+                    },
+                );
+                return;
+            }
             self.outputs.push_back(Output::Abort(stream));
             self.fail(op.id.clone(), failure);
             return;
@@ -1424,6 +1567,18 @@ impl Exchange {
     /// The request's stream ended before the session settled it: resume it after the wait
     /// the policy gives, or fail it.
     fn schedule_resume(&mut self, mut op: Box<RequestOp>, why: &str, now: Instant) {
+        if self.learned.modern {
+            // 2026-07-28 has no resumption: the request is lost, and only its caller knows
+            // whether it may be sent again.
+            self.fail(
+                op.id.clone(),
+                lost(format!(
+                    "the response stream {why} before the response (a stateless revision \
+                     does not resume streams)"
+                )),
+            );
+            return;
+        }
         let jitter = self.next_jitter();
         match op.resumption.next_attempt(now, jitter) {
             Some(at) => {
@@ -1571,6 +1726,13 @@ impl Exchange {
                 );
             }
             PrefixUse::Nothing => {}
+            PrefixUse::ErrorReply { id, failure } => {
+                self.log(|| format!("< {}", self.snippet(&collected)));
+                match error_reply(&collected, &id) {
+                    Some(message) => self.outputs.push_back(Output::Message(message)),
+                    None => self.fail(id, failure),
+                }
+            }
             PrefixUse::Delete { status } => {
                 self.log(|| format!("< DELETE {:?}", Some(status)));
                 self.delete_done(Some(status), now);
@@ -1766,6 +1928,7 @@ impl Exchange {
             headers.insert(header.name.clone(), header.value.clone());
         }
         if let Some(session_id) = &self.learned.session_id
+            && !self.learned.modern
             && let Ok(value) = HeaderValue::from_str(session_id)
         {
             headers.insert(SESSION_ID, value);
@@ -1889,6 +2052,26 @@ impl Exchange {
             .map(|c| if c.is_control() { ' ' } else { c })
             .collect();
         self.redact_cut(text.trim().to_owned())
+    }
+}
+
+/// The JSON-RPC error response in a 4xx body, as the answer to request `id`: a server that
+/// could not read the request's id (or would not) answers with `"id": null`, and the HTTP
+/// request it answers says whose error it is.
+fn error_reply(body: &[u8], id: &Id) -> Option<Message<'static>> {
+    let packet = jsonrpc::decode(body).ok()?;
+    let mut messages = packet.into_messages();
+    if messages.len() != 1 {
+        return None;
+    }
+    match messages.pop()? {
+        Message::Response(response) => match response.outcome {
+            Err(error) if response.id.as_ref().is_none_or(|named| named == id) => Some(
+                Message::Response(Response::error(Some(id.clone()), error.into_owned())),
+            ),
+            _ => None,
+        },
+        _ => None,
     }
 }
 

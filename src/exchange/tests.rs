@@ -2533,3 +2533,166 @@ fn byte_budget_counts_across_calls() {
     );
     assert!(ByteBudget::new(None).take(usize::MAX).is_ok());
 }
+
+// --- protocol 2026-07-28 (stateless) --------------------------------------------------------
+
+fn modern() -> Harness {
+    let mut h = Harness::new();
+    h.exchange.set_modern(Some("2026-07-28"));
+    h
+}
+
+/// The error response the session receives for request `id`, as `(id, code)`.
+fn error_delivered(h: &Harness) -> Vec<(Option<Id>, i64)> {
+    h.events
+        .iter()
+        .filter_map(|event| match event {
+            Event::Message(Message::Response(response)) => match &response.outcome {
+                Err(error) => Some((response.id.clone(), error.code)),
+                Ok(_) => None,
+            },
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn modern_requests_carry_the_derived_headers_and_no_session() {
+    let mut h = modern();
+    let headers = vec![
+        (
+            HeaderName::from_static("mcp-name"),
+            HeaderValue::from_static("echo"),
+        ),
+        (
+            HeaderName::from_static("mcp-param-region"),
+            HeaderValue::from_static("=?base64?WsO8cmljaA==?="),
+        ),
+    ];
+    h.send(
+        request(3, "tools/call"),
+        SendOptions::default().with_headers(headers),
+        false,
+    );
+    let sent = h.last_sent();
+    assert_eq!(sent.method, Method::POST);
+    assert_eq!(sent.header("mcp-protocol-version"), Some("2026-07-28"));
+    assert_eq!(sent.header("mcp-method"), Some("tools/call"));
+    assert_eq!(sent.header("mcp-name"), Some("echo"));
+    assert_eq!(
+        sent.header("mcp-param-region"),
+        Some("=?base64?WsO8cmljaA==?=")
+    );
+    assert_eq!(
+        sent.header("accept"),
+        Some("application/json, text/event-stream")
+    );
+    assert!(sent.header("mcp-session-id").is_none());
+    // The same headers on a 2025-era exchange are not sent.
+    let mut old = Harness::new();
+    old.send(
+        request(3, "tools/call"),
+        SendOptions::default().with_headers(vec![(
+            HeaderName::from_static("mcp-name"),
+            HeaderValue::from_static("echo"),
+        )]),
+        false,
+    );
+    assert!(old.last_sent().header("mcp-name").is_none());
+    assert!(old.last_sent().header("mcp-method").is_none());
+}
+
+#[test]
+fn a_modern_4xx_json_rpc_error_answers_the_request_even_without_an_id() {
+    for body in [
+        r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32020,"message":"Mcp-Param-Region is missing"}}"#,
+        r#"{"jsonrpc":"2.0","error":{"code":-32020,"message":"header mismatch"},"id":4}"#,
+    ] {
+        let mut h = modern();
+        let stream = h.send_request(4, "tools/call");
+        h.head(stream, 400, JSON);
+        h.body(stream, body);
+        h.end(stream);
+        assert_eq!(
+            error_delivered(&h),
+            vec![(Some(Id::Number(4)), -32020)],
+            "{body}: {:?}",
+            h.events
+        );
+        assert!(h.failures().is_empty());
+    }
+    // An error for another request, a result, or no JSON-RPC at all: the status decides.
+    for body in [
+        r#"{"jsonrpc":"2.0","id":9,"error":{"code":-32020,"message":"x"}}"#,
+        r#"{"jsonrpc":"2.0","id":4,"result":{}}"#,
+        "Bad Request",
+        "",
+    ] {
+        let mut h = modern();
+        let stream = h.send_request(4, "tools/call");
+        h.head(stream, 400, JSON);
+        h.body(stream, body);
+        h.end(stream);
+        assert!(error_delivered(&h).is_empty(), "{body}");
+        assert_eq!(
+            h.failure(4).kind,
+            FailureKind::HttpStatus { status: 400 },
+            "{body}"
+        );
+    }
+    // 401 and 403 are auth answers, whatever the body.
+    let mut h = modern();
+    let stream = h.send_request(4, "tools/call");
+    h.head(stream, 401, JSON);
+    assert_eq!(h.failure(4).kind, FailureKind::Unauthorized { status: 401 });
+}
+
+#[test]
+fn a_modern_error_body_is_read_within_its_limit() {
+    let mut h = modern();
+    let stream = h.send_request(4, "tools/call");
+    h.head(stream, 404, JSON);
+    h.body(stream, vec![b' '; ERROR_REPLY_BYTES + 10]);
+    assert!(h.aborted().contains(&stream));
+    assert_eq!(h.failure(4).kind, FailureKind::HttpStatus { status: 404 });
+}
+
+#[test]
+fn modern_streams_are_not_resumed_and_no_server_stream_or_delete_exists() {
+    let mut h = Harness::with(|config| config.server_stream = true);
+    h.exchange.set_modern(Some("2026-07-28"));
+    let stream = h.send_request(5, "tools/call");
+    h.head(
+        stream,
+        200,
+        &[
+            ("content-type", "text/event-stream"),
+            ("mcp-session-id", "s-1"),
+        ],
+    );
+    h.body(stream, "id: 1\nretry: 10\ndata: \n\n");
+    h.end(stream);
+    let failure = h.failure(5);
+    assert_eq!(failure.kind, FailureKind::ConnectionLost);
+    assert_eq!(failure.delivery, Delivery::MayHaveReached);
+    assert!(failure.detail.contains("does not resume"), "{failure}");
+    let mark = h.mark();
+    h.open_server_stream();
+    h.advance(Duration::from_secs(5));
+    assert!(h.sent_since(mark).is_empty(), "no GET");
+    assert_eq!(h.notify("notifications/cancelled"), None, "no one-way POST");
+    h.close();
+    assert!(h.sent_since(mark).is_empty(), "no DELETE");
+    assert_eq!(h.closed(), vec![None]);
+}
+
+#[test]
+fn switching_back_to_the_2025_rules_drops_the_modern_headers() {
+    let mut h = modern();
+    h.exchange.set_modern(None);
+    assert!(!h.exchange.is_modern());
+    h.send_request(0, "initialize");
+    let sent = h.last_sent();
+    assert!(sent.header("mcp-protocol-version").is_none());
+    assert!(sent.header("mcp-method").is_none());
+}

@@ -60,3 +60,15 @@ fn session_corpus() {
 fn http_response_corpus() {
     replay("http_response", super::fuzz_http_response);
 }
+
+#[cfg(feature = "auth")]
+#[test]
+fn auth_challenge_corpus() {
+    replay("auth_challenge", super::fuzz_auth_challenge);
+}
+
+#[cfg(feature = "auth")]
+#[test]
+fn auth_documents_corpus() {
+    replay("auth_documents", super::fuzz_auth_documents);
+}

@@ -378,7 +378,11 @@ impl Harness {
             );
         }));
         Harness {
-            session: Session::new(session::Config::default()),
+            session: Session::new(session::Config {
+                // The harness drives the 2025-era handshake over HTTP.
+                era: session::EraPolicy::Legacy,
+                ..session::Config::default()
+            }),
             exchange: Exchange::new(config, 0x5EED),
             secret: Secret::new(TOKEN),
             now: origin(),
@@ -419,10 +423,8 @@ impl Harness {
             idle_timeout: None,
             progress_token: Some(token),
         };
-        let limits = SendOptions {
-            max_response_bytes: Some(max_response_bytes),
-            decode_result: Some(crate::exchange::decode_result_as::<CallToolResult>),
-        };
+        let limits = SendOptions::decoding::<CallToolResult>()
+            .with_max_response_bytes(Some(max_response_bytes));
         let id = match self
             .session
             .request(methods::TOOLS_CALL, Some(params), options, self.now)
@@ -669,7 +671,7 @@ impl Harness {
             }
             Output::Transmit(transmit) => {
                 let limits = match (&self.call, transmit.request_id()) {
-                    (Some((id, limits)), Some(request)) if id == request => *limits,
+                    (Some((id, limits)), Some(request)) if id == request => limits.clone(),
                     _ => SendOptions::default(),
                 };
                 self.exchange

@@ -22,6 +22,20 @@ pub const RESOURCE_NOT_FOUND: i64 = -32002;
 /// (schema `URLElicitationRequiredError`, `client/elicitation.mdx`); since 2025-11-25.
 pub const URL_ELICITATION_REQUIRED: i64 = -32042;
 
+/// The request's `Mcp-*` headers and its body disagree (a header missing, or a value that is
+/// not the body's); sent with HTTP 400. A client whose `Mcp-Param-*` headers came from a stale
+/// tool list lists the tools again and retries once: nothing ran. Since 2026-07-28.
+pub const HEADER_MISMATCH: i64 = -32020;
+
+/// The request needs a client capability it did not declare in `_meta`; `data` holds
+/// `requiredCapabilities`. Since 2026-07-28.
+pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
+
+/// The server does not speak the revision the request named; `data` holds `supported` (and
+/// usually `requested`). A client retries once with a revision from `supported`. Since
+/// 2026-07-28.
+pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+
 /// A short name for a code this module defines, such as `"method not found"`, for messages and
 /// logs; `None` for any other code.
 pub fn name(code: i64) -> Option<&'static str> {
@@ -33,6 +47,9 @@ pub fn name(code: i64) -> Option<&'static str> {
         INTERNAL_ERROR => "internal error",
         RESOURCE_NOT_FOUND => "resource not found",
         URL_ELICITATION_REQUIRED => "URL elicitation required",
+        HEADER_MISMATCH => "header mismatch",
+        MISSING_REQUIRED_CLIENT_CAPABILITY => "missing required client capability",
+        UNSUPPORTED_PROTOCOL_VERSION => "unsupported protocol version",
         _ => return None,
     })
 }

@@ -11,6 +11,8 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
+use crate::base64::{self, Flavor, Padding};
+
 /// The schema keyword that marks a property as mirrored into a header.
 pub const ANNOTATION: &str = "x-mcp-header";
 /// The prefix of a mirrored argument's header name.
@@ -44,7 +46,7 @@ pub fn encode_header_value(value: &str) -> String {
     }
     let mut encoded = String::with_capacity(SENTINEL_START.len() + value.len() * 4 / 3 + 6);
     encoded.push_str(SENTINEL_START);
-    base64_into(value.as_bytes(), &mut encoded);
+    base64::encode_into(value.as_bytes(), Flavor::Standard, &mut encoded);
     encoded.push_str(SENTINEL_END);
     encoded
 }
@@ -253,26 +255,6 @@ fn escape_pointer(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")
 }
 
-/// Standard Base64 (RFC 4648 section 4) with padding.
-fn base64_into(bytes: &[u8], out: &mut String) {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            chunk.get(1).copied().unwrap_or(0),
-            chunk.get(2).copied().unwrap_or(0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for (i, shift) in [18, 12, 6, 0].into_iter().enumerate() {
-            if i <= chunk.len() {
-                out.push(char::from(ALPHABET[((n >> shift) & 63) as usize]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-}
-
 /// Decodes a header value as a server would: the `=?base64?…?=` form to its text, anything
 /// else as it is. `None` for a malformed encoded form. For tests and the fuzz target.
 #[doc(hidden)]
@@ -283,31 +265,7 @@ pub fn decode_header_value(value: &str) -> Option<String> {
     else {
         return Some(value.to_owned());
     };
-    if inner.len() % 4 != 0 {
-        return None;
-    }
-    let mut bytes = Vec::with_capacity(inner.len() / 4 * 3);
-    for quad in inner.as_bytes().chunks(4) {
-        let mut n = 0u32;
-        let mut pad = 0;
-        for &c in quad {
-            let v = match c {
-                b'A'..=b'Z' => c - b'A',
-                b'a'..=b'z' => c - b'a' + 26,
-                b'0'..=b'9' => c - b'0' + 52,
-                b'+' => 62,
-                b'/' => 63,
-                b'=' => {
-                    pad += 1;
-                    0
-                }
-                _ => return None,
-            };
-            n = (n << 6) | u32::from(v);
-        }
-        let decoded = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
-        bytes.extend_from_slice(&decoded[..3 - pad.min(2)]);
-    }
+    let bytes = base64::decode(inner, Flavor::Standard, Padding::Required)?;
     String::from_utf8(bytes).ok()
 }
 

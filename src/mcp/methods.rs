@@ -13,6 +13,17 @@ pub const INITIALIZE: &str = "initialize";
 /// Client → server notification sent once the `initialize` reply is accepted.
 pub const INITIALIZED: &str = "notifications/initialized";
 
+/// Client → server request (2026-07-28) asking what the server offers: its revisions,
+/// capabilities and identity ([`crate::mcp::DiscoverResult`]). It is also the era probe: a
+/// server that does not know it speaks an older revision.
+pub const SERVER_DISCOVER: &str = "server/discover";
+/// Client → server request (2026-07-28) opening a stream of list-changed and resource
+/// notifications; it replaces the standalone GET stream and `resources/subscribe`.
+pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
+/// Server → client notification (2026-07-28), the first on a `subscriptions/listen` stream:
+/// what the server granted.
+pub const SUBSCRIPTIONS_ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
+
 // Utilities (basic/utilities/*.mdx).
 
 /// Request in either direction to check that the peer is alive; the answer is an empty result

@@ -64,6 +64,7 @@ pub mod headers;
 mod lifecycle;
 mod messages;
 pub mod methods;
+pub mod modern;
 mod notifications;
 mod tools;
 mod version;
@@ -87,6 +88,7 @@ pub use messages::{
     ProgressNotification, PromptListChangedNotification, RequestMethod,
     ResourceListChangedNotification, ToolListChangedNotification,
 };
+pub use modern::DiscoverResult;
 pub use notifications::{
     CancelledNotificationParams, LoggingLevel, LoggingMessageNotificationParams,
     ProgressNotificationParams,
@@ -96,7 +98,8 @@ pub use tools::{
     TaskSupport, Tool, ToolAnnotations, ToolExecution,
 };
 pub use version::{
-    LATEST, ProtocolVersion, SUPPORTED, V2024_11_05, V2025_03_26, V2025_06_18, V2025_11_25,
+    LATEST, LATEST_INITIALIZE, MODERN, ProtocolVersion, SUPPORTED, V2024_11_05, V2025_03_26,
+    V2025_06_18, V2025_11_25, V2026_07_28,
 };
 
 #[cfg(test)]

@@ -221,8 +221,16 @@ fn versions_parse_and_print() {
             v
         );
     }
-    assert_eq!(LATEST, "2025-11-25");
+    assert_eq!(LATEST, "2026-07-28");
     assert_eq!(ProtocolVersion::LATEST.as_str(), LATEST);
+    assert_eq!(LATEST_INITIALIZE, "2025-11-25");
+    assert_eq!(
+        ProtocolVersion::LATEST_INITIALIZE.as_str(),
+        LATEST_INITIALIZE
+    );
+    assert!(ProtocolVersion::V2026_07_28.is_modern());
+    assert!(!ProtocolVersion::V2025_11_25.is_modern());
+    assert_eq!(MODERN, [ProtocolVersion::V2026_07_28]);
     assert_eq!(
         ProtocolVersion::parse(V2025_06_18),
         Some(ProtocolVersion::V2025_06_18)
@@ -239,7 +247,7 @@ fn versions_parse_and_print() {
         "",
         "1999-01-01",
         "2025-11-25 ",
-        "2026-07-28",
+        "2026-07-29",
         "2024-10-07",
         "DRAFT-2026-v1",
     ] {
@@ -263,7 +271,7 @@ fn versions_are_ordered_by_date() {
 fn supported_versions_are_the_streamable_http_ones() {
     use ProtocolVersion::*;
     assert_eq!(SUPPORTED, [V2025_11_25, V2025_06_18, V2025_03_26]);
-    assert_eq!(SUPPORTED[0], ProtocolVersion::LATEST);
+    assert_eq!(SUPPORTED[0], ProtocolVersion::LATEST_INITIALIZE);
     for v in ProtocolVersion::ALL {
         assert_eq!(v.is_supported(), SUPPORTED.contains(&v), "{v}");
     }
@@ -596,7 +604,7 @@ fn initialize_request_params() {
     assert_eq!(caps.elicitation.as_ref().unwrap()["url"], json!({}));
 
     let ours = InitializeRequestParams::new(
-        ProtocolVersion::LATEST,
+        ProtocolVersion::LATEST_INITIALIZE,
         ClientCapabilities::default(),
         Implementation::new("mcpwire", "0.1.0"),
     );

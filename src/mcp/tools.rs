@@ -390,6 +390,19 @@ impl<'de> Visitor<'de> for CallToolResultVisitor {
                 )?,
                 "isError" => once(&mut is_error, map.next_value::<Option<bool>>()?, "isError")?,
                 "_meta" => once(&mut meta, map.next_value::<Option<Meta>>()?, "_meta")?,
+                // 2026-07-28: only a complete result is a CallToolResult; an `input_required`
+                // one is read by the caller from the raw result (`modern::ResultEnvelope`).
+                "resultType" => {
+                    let value = map.next_value::<Value>()?;
+                    if value.as_str() != Some("complete") {
+                        return Err(A::Error::custom(format_args!(
+                            "resultType {value} is not a complete result"
+                        )));
+                    }
+                    if extra.insert("resultType".to_owned(), value).is_some() {
+                        return Err(A::Error::duplicate_field("resultType"));
+                    }
+                }
                 _ => {
                     let value = map.next_value::<Value>()?;
                     if extra.contains_key(&*key) {

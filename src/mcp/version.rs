@@ -2,9 +2,21 @@
 
 use std::fmt;
 
-/// The newest revision this crate implements and the one a client offers in `initialize`:
-/// `"2025-11-25"` (schema `LATEST_PROTOCOL_VERSION`).
-pub const LATEST: &str = V2025_11_25;
+/// The newest revision this crate implements: `"2026-07-28"` (schema
+/// `LATEST_PROTOCOL_VERSION`), the stateless one a client probes with `server/discover`.
+pub const LATEST: &str = V2026_07_28;
+
+/// The newest revision with an `initialize` handshake, the one a client offers there:
+/// `"2025-11-25"`.
+pub const LATEST_INITIALIZE: &str = V2025_11_25;
+
+/// Revision 2026-07-28: stateless. No `initialize` handshake and no session: every request
+/// carries the revision, the client's capabilities and its identity in `_meta`; a client may
+/// ask `server/discover` what a server offers; results carry `resultType`, and a server that
+/// needs input answers `input_required` instead of sending requests; Streamable HTTP mirrors
+/// the method, the name and annotated arguments in `Mcp-*` headers
+/// (`docs/specification/2026-07-28/changelog.mdx`).
+pub const V2026_07_28: &str = "2026-07-28";
 
 /// Revision 2025-11-25: adds icons, tasks (experimental), URL-mode elicitation, tool
 /// `execution`, `Implementation.description` / `websiteUrl`, and error `-32042`
@@ -25,9 +37,13 @@ pub const V2025_03_26: &str = "2025-03-26";
 /// endpoint announced by an `endpoint` event), kept only as a fallback.
 pub const V2024_11_05: &str = "2024-11-05";
 
+/// The stateless revisions this crate speaks, newest first: what a client probes with and
+/// accepts from `server/discover`.
+pub const MODERN: [ProtocolVersion; 1] = [ProtocolVersion::V2026_07_28];
+
 /// The revisions a Streamable HTTP client accepts in an `initialize` reply, newest first.
 ///
-/// A client offers [`LATEST`]; a server that does not support it answers with another
+/// A client offers [`LATEST_INITIALIZE`]; a server that does not support it answers with another
 /// revision, and a client that does not support that one disconnects
 /// (`basic/lifecycle.mdx`, "Version Negotiation"). 2024-11-05 is not here: it belongs to the
 /// legacy HTTP+SSE transport, which is a different connection procedure.
@@ -51,20 +67,26 @@ pub enum ProtocolVersion {
     V2025_03_26,
     /// 2025-06-18.
     V2025_06_18,
-    /// 2025-11-25, the latest.
+    /// 2025-11-25, the last revision with an `initialize` handshake.
     V2025_11_25,
+    /// 2026-07-28, the stateless revision; the latest.
+    V2026_07_28,
 }
 
 impl ProtocolVersion {
     /// The newest revision, [`LATEST`].
-    pub const LATEST: Self = Self::V2025_11_25;
+    pub const LATEST: Self = Self::V2026_07_28;
+
+    /// The newest revision with an `initialize` handshake, [`LATEST_INITIALIZE`].
+    pub const LATEST_INITIALIZE: Self = Self::V2025_11_25;
 
     /// Every known revision, oldest first.
-    pub const ALL: [Self; 4] = [
+    pub const ALL: [Self; 5] = [
         Self::V2024_11_05,
         Self::V2025_03_26,
         Self::V2025_06_18,
         Self::V2025_11_25,
+        Self::V2026_07_28,
     ];
 
     /// The revision's name on the wire, such as `"2025-11-25"`.
@@ -74,6 +96,7 @@ impl ProtocolVersion {
             Self::V2025_03_26 => V2025_03_26,
             Self::V2025_06_18 => V2025_06_18,
             Self::V2025_11_25 => V2025_11_25,
+            Self::V2026_07_28 => V2026_07_28,
         }
     }
 
@@ -85,7 +108,21 @@ impl ProtocolVersion {
     /// Whether a Streamable HTTP client accepts this revision in an `initialize` reply: one of
     /// [`SUPPORTED`].
     pub const fn is_supported(self) -> bool {
-        self.uses_streamable_http()
+        matches!(
+            self,
+            Self::V2025_03_26 | Self::V2025_06_18 | Self::V2025_11_25
+        )
+    }
+
+    /// Whether the revision is stateless (2026-07-28 and later): no `initialize`, no session,
+    /// the `_meta` envelope on every request (`2026-07-28/basic/versioning.mdx`).
+    pub const fn is_modern(self) -> bool {
+        self.at_least(Self::V2026_07_28)
+    }
+
+    /// Whether this revision is `other` or newer.
+    const fn at_least(self, other: Self) -> bool {
+        self as u8 >= other as u8
     }
 
     /// Whether the revision's HTTP transport is Streamable HTTP (2025-03-26 and later); 2024-11-05
@@ -99,7 +136,7 @@ impl ProtocolVersion {
     /// Version Header"). 2025-03-26 does not define the header: a server that receives none
     /// assumes 2025-03-26, and one that receives an unsupported value answers 400.
     pub const fn requires_protocol_version_header(self) -> bool {
-        matches!(self, Self::V2025_06_18 | Self::V2025_11_25)
+        self.at_least(Self::V2025_06_18)
     }
 
     /// Whether a message may be a JSON-RPC batch (an array). Only 2025-03-26 allows it: batching
@@ -111,40 +148,41 @@ impl ProtocolVersion {
     /// Whether the revision defines `Tool.outputSchema` and `CallToolResult.structuredContent`
     /// (2025-06-18 and later; `2025-06-18/server/tools.mdx`, "Structured Content").
     pub const fn has_structured_content(self) -> bool {
-        matches!(self, Self::V2025_06_18 | Self::V2025_11_25)
+        self.at_least(Self::V2025_06_18)
     }
 
     /// Whether the revision defines the `resource_link` content block (2025-06-18 and later).
     pub const fn has_resource_links(self) -> bool {
-        matches!(self, Self::V2025_06_18 | Self::V2025_11_25)
+        self.at_least(Self::V2025_06_18)
     }
 
     /// Whether the revision defines `elicitation/create` (2025-06-18 and later).
     pub const fn has_elicitation(self) -> bool {
-        matches!(self, Self::V2025_06_18 | Self::V2025_11_25)
+        self.at_least(Self::V2025_06_18)
     }
 
     /// Whether the revision defines URL-mode elicitation and error `-32042` (2025-11-25).
     pub const fn has_url_elicitation(self) -> bool {
+        // 2026-07-28 retired -32042 with server-to-client requests.
         matches!(self, Self::V2025_11_25)
     }
 
     /// Whether the revision defines tasks (`tasks/*`, `CallToolRequestParams.task`,
     /// `Tool.execution`; 2025-11-25, experimental).
     pub const fn has_tasks(self) -> bool {
-        matches!(self, Self::V2025_11_25)
+        self.at_least(Self::V2025_11_25)
     }
 
     /// Whether the revision defines `icons` on implementations, tools, resources and prompts
     /// (2025-11-25, SEP-973).
     pub const fn has_icons(self) -> bool {
-        matches!(self, Self::V2025_11_25)
+        self.at_least(Self::V2025_11_25)
     }
 
     /// Whether the revision defines `title` on tools, resources, prompts and implementations
     /// (2025-06-18 and later).
     pub const fn has_titles(self) -> bool {
-        matches!(self, Self::V2025_06_18 | Self::V2025_11_25)
+        self.at_least(Self::V2025_06_18)
     }
 
     /// Whether the revision defines tool annotations (`readOnlyHint` and friends), audio content,
@@ -157,7 +195,7 @@ impl ProtocolVersion {
     /// 2025-11-25; from 2025-11-25 it is optional because tasks are cancelled with
     /// `tasks/cancel` instead).
     pub const fn cancel_requires_request_id(self) -> bool {
-        !matches!(self, Self::V2025_11_25)
+        !self.at_least(Self::V2025_11_25)
     }
 }
 

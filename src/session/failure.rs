@@ -4,6 +4,9 @@ use std::fmt;
 
 use crate::jsonrpc::ErrorObject;
 
+/// The most bytes of a JSON-RPC error's `data` a failure keeps for its caller to read.
+const MAX_ERROR_DATA_BYTES: usize = 64 * 1024;
+
 /// How far a request got. Together with the [`FailureKind`] this decides whether the
 /// operation may have run with nobody knowing its outcome.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -78,6 +81,8 @@ pub struct Failure {
     pub delivery: Delivery,
     /// A human-readable account, never containing credentials.
     pub detail: String,
+    /// The `data` of a JSON-RPC error, as sent (bounded).
+    data: Option<std::sync::Arc<str>>,
 }
 
 impl Failure {
@@ -87,6 +92,21 @@ impl Failure {
             kind,
             delivery,
             detail: detail.into(),
+            data: None,
+        }
+    }
+
+    /// The `data` member of the JSON-RPC error this failure reports, as the server sent it;
+    /// `None` for other failures and for data over 64 KiB.
+    pub fn data(&self) -> Option<&str> {
+        self.data.as_deref()
+    }
+
+    /// Rewrites the error `data` (to take credentials a server echoed out of it).
+    #[cfg(feature = "client")]
+    pub(crate) fn map_data(&mut self, rewrite: impl FnOnce(&str) -> String) {
+        if let Some(data) = &self.data {
+            self.data = Some(std::sync::Arc::from(rewrite(data)));
         }
     }
 
@@ -103,11 +123,18 @@ impl Failure {
             detail.push_str(&data[..cut]);
             detail.push(')');
         }
-        Failure::new(
+        let mut failure = Failure::new(
             FailureKind::ServerError { code: error.code },
             Delivery::Answered,
             detail,
-        )
+        );
+        failure.data = error
+            .data
+            .as_ref()
+            .map(|data| data.get())
+            .filter(|data| data.len() <= MAX_ERROR_DATA_BYTES)
+            .map(std::sync::Arc::from);
+        failure
     }
 
     /// Whether the operation may have been carried out with its outcome unknown: the request

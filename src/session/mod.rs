@@ -47,6 +47,7 @@ use std::time::{Duration, Instant};
 use serde_json::value::RawValue;
 
 use crate::jsonrpc::{self, ErrorObject, Id, Message, Notification, Request, Response};
+use crate::mcp::modern::{self, EraVerdict};
 use crate::mcp::{
     self, CancelledNotificationParams, ClientCapabilities, Implementation, InitializeRequestParams,
     InitializeResult, ProgressNotificationParams, ProgressToken, ProtocolVersion, methods,
@@ -63,6 +64,18 @@ pub struct Config {
     /// What the client supports. The default declares nothing: no roots, sampling or
     /// elicitation, so servers should not send those requests.
     pub capabilities: ClientCapabilities,
+    /// How the session finds out which era the server speaks.
+    pub era: EraPolicy,
+    /// The stateless revisions probed with and accepted from `server/discover`, newest
+    /// preferred.
+    pub modern_versions: Vec<ProtocolVersion>,
+    /// How long the era probe may take.
+    pub probe_timeout: Duration,
+    /// Whether a probe that gets no answer in time, or whose connection ends, means a
+    /// 2025-era server. True for stdio, where an old server may ignore an unknown first
+    /// message or exit on it (`2026-07-28/basic/transports/stdio.mdx`); false for HTTP, where a
+    /// server that does not answer is down, whatever its era.
+    pub silent_probe_means_legacy: bool,
     /// The revision offered in `initialize`.
     pub offered_version: ProtocolVersion,
     /// The revisions accepted in the server's answer; anything else fails the handshake.
@@ -71,6 +84,31 @@ pub struct Config {
     pub initialize_timeout: Duration,
     /// The most requests in flight at once; more are refused without being sent.
     pub max_pending_requests: usize,
+    /// Whether the server's requests for input (`elicitation/create`,
+    /// `sampling/createMessage`, `roots/list` at 2025-era revisions) go to the driver as
+    /// [`Output::ServerRequest`], for a handler to answer ([`Session::answer_server_request`]).
+    /// Off by default: the session answers them itself (elicitation ends the calls in flight
+    /// with an unknown outcome; the others get `-32601`).
+    pub forward_input_requests: bool,
+}
+
+/// The most server requests waiting for the driver's answer at once; more are answered with
+/// an error at once (a server cannot grow the table).
+const MAX_FORWARDED_REQUESTS: usize = 64;
+
+/// How a session learns the server's era.
+#[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub enum EraPolicy {
+    /// Probe with `server/discover`; fall back to `initialize` when the answer says the
+    /// server is a 2025-era one (`2026-07-28/basic/versioning.mdx`).
+    #[default]
+    Auto,
+    /// Open with `initialize`, as a 2025-era client does.
+    Legacy,
+    /// The server is known to speak this stateless revision (a verdict cached from an earlier
+    /// probe): the session is ready at once, and the first message sent is the first request.
+    Modern(ProtocolVersion),
 }
 
 impl Default for Config {
@@ -78,10 +116,15 @@ impl Default for Config {
         Config {
             client_info: Implementation::new("mcpwire", env!("CARGO_PKG_VERSION")),
             capabilities: ClientCapabilities::default(),
-            offered_version: ProtocolVersion::LATEST,
+            era: EraPolicy::Auto,
+            modern_versions: mcp::MODERN.to_vec(),
+            probe_timeout: Duration::from_secs(10),
+            silent_probe_means_legacy: false,
+            offered_version: ProtocolVersion::LATEST_INITIALIZE,
             accepted_versions: mcp::SUPPORTED.to_vec(),
             initialize_timeout: Duration::from_secs(30),
             max_pending_requests: 1024,
+            forward_input_requests: false,
         }
     }
 }
@@ -132,6 +175,9 @@ pub enum Output {
     /// A notification for the host: logging messages and list changes. Other notifications are
     /// ignored by the session.
     Notification(Notification<'static>),
+    /// A request of the server's for the client's input, to answer with
+    /// [`Session::answer_server_request`] ([`Config::forward_input_requests`]).
+    ServerRequest(Request<'static>),
 }
 
 /// The outcome of a successful handshake.
@@ -140,8 +186,10 @@ pub enum Output {
 pub struct Ready {
     /// The revision both sides speak.
     pub version: ProtocolVersion,
-    /// The server's answer to `initialize`: its name, version, capabilities, instructions.
-    pub server: InitializeResult,
+    /// What the server said of itself: its answer to `initialize`, or at a stateless revision
+    /// its `server/discover` result in the same shape. `None` when the era was known
+    /// beforehand ([`EraPolicy::Modern`]) and nothing was asked.
+    pub server: Option<InitializeResult>,
 }
 
 /// A message to send.
@@ -231,6 +279,8 @@ impl std::fmt::Debug for Payload {
 pub enum Phase {
     /// Created; `start` has not been called.
     New,
+    /// The era probe (`server/discover`) is in flight.
+    Probing,
     /// `initialize` is in flight.
     Initializing,
     /// The handshake is done; requests may be made.
@@ -263,6 +313,7 @@ impl Pending {
 
 /// Why a request was refused before anything was sent.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RequestError {
     /// The handshake has not completed.
     NotReady,
@@ -280,6 +331,15 @@ pub enum RequestError {
         /// The limit.
         limit: usize,
     },
+    /// The revision the session speaks has no such request (`ping` or `initialize` at
+    /// 2026-07-28), or the request cannot carry the revision's `_meta` envelope (params that
+    /// are not an object).
+    NotInRevision {
+        /// The method.
+        method: String,
+        /// The revision.
+        version: ProtocolVersion,
+    },
 }
 
 impl std::fmt::Display for RequestError {
@@ -294,6 +354,12 @@ impl std::fmt::Display for RequestError {
             RequestError::TooManyPending { limit } => {
                 write!(f, "{limit} requests are already in flight")
             }
+            RequestError::NotInRevision { method, version } => {
+                write!(
+                    f,
+                    "`{method}` cannot be sent at protocol revision {version}"
+                )
+            }
         }
     }
 }
@@ -307,10 +373,21 @@ pub struct Session {
     phase: Phase,
     server: Option<InitializeResult>,
     next_id: i64,
+    /// The handshake's request: the probe while probing, then `initialize` if the server
+    /// turned out to be a 2025-era one.
     initialize_id: Option<Id>,
+    /// The revision the probe in flight names, and whether it is the corrected second try.
+    probe: Option<(ProtocolVersion, bool)>,
+    /// The `_meta` envelope of every request, once a stateless revision is spoken.
+    envelope: Option<modern::Envelope>,
+    /// The latest time an input carried: the deadline of a request the session queues in
+    /// answer to an input that carries no time (a corrected probe after a transport failure).
+    last_now: Option<Instant>,
     pending: HashMap<Id, Pending>,
     progress_routes: HashMap<ProgressToken, Id>,
     outputs: VecDeque<Output>,
+    /// The ids of the server requests handed to the driver and not answered yet.
+    forwarded: std::collections::HashSet<Id>,
     /// Responses that arrived for no pending request that was sent (late after a timeout or
     /// cancel, unknown ids, or ids of requests still queued): dropped, counted for diagnostics.
     dropped_responses: u64,
@@ -325,22 +402,47 @@ impl Session {
             server: None,
             next_id: 0,
             initialize_id: None,
+            probe: None,
+            envelope: None,
+            last_now: None,
             pending: HashMap::new(),
             progress_routes: HashMap::new(),
             outputs: VecDeque::new(),
+            forwarded: std::collections::HashSet::new(),
             dropped_responses: 0,
         }
     }
 
-    /// Queues `initialize` (its id is [`initialize_id`](Session::initialize_id)). Its answer
+    /// Opens the session as [`Config::era`] says. [`EraPolicy::Auto`] queues the era probe,
+    /// `server/discover` at the newest of [`Config::modern_versions`]: a discover result
+    /// makes the session ready at a stateless revision ([`Output::Ready`]); a `-32022` naming
+    /// a revision in common repeats the probe once at it; anything that says the server does
+    /// not know the method queues `initialize`, as [`EraPolicy::Legacy`] does at once. An
+    /// answer that is no verdict (401, 403, a 5xx, no answer over HTTP) fails the probe and
+    /// closes the session. [`EraPolicy::Modern`] is ready at once.
+    ///
+    /// `initialize` (its id is then [`initialize_id`](Session::initialize_id)): its answer
     /// moves the session to [`Phase::Ready`], reports [`Output::Ready`] and queues
     /// `notifications/initialized`, or, when the server's revision is not accepted or the
     /// answer is not an initialize result, moves it to [`Phase::Closed`]. Either way the
-    /// initialize request is settled like any other.
+    /// handshake request is settled like any other.
     pub fn start(&mut self, now: Instant) {
         if !matches!(self.phase, Phase::New) {
             return;
         }
+        self.last_now = Some(now);
+        match self.config.era.clone() {
+            EraPolicy::Legacy => self.start_initialize(now),
+            EraPolicy::Modern(version) => self.become_modern(version, None),
+            EraPolicy::Auto => match self.config.modern_versions.iter().copied().max() {
+                Some(version) => self.send_probe(version, false, now),
+                None => self.start_initialize(now),
+            },
+        }
+    }
+
+    fn start_initialize(&mut self, now: Instant) {
+        self.probe = None;
         let params = InitializeRequestParams::new(
             self.config.offered_version,
             self.config.capabilities.clone(),
@@ -355,6 +457,180 @@ impl Session {
         );
         self.initialize_id = Some(id);
         self.phase = Phase::Initializing;
+    }
+
+    fn envelope_at(&self, version: ProtocolVersion) -> modern::Envelope {
+        modern::Envelope {
+            version,
+            capabilities: self.config.capabilities.clone(),
+            client_info: self.config.client_info.clone(),
+        }
+    }
+
+    fn send_probe(&mut self, version: ProtocolVersion, corrected: bool, now: Instant) {
+        let params = self.envelope_at(version).stamp(None).ok();
+        let id = self.enqueue_request(
+            methods::SERVER_DISCOVER,
+            params,
+            RequestOptions::with_timeout(self.config.probe_timeout),
+            now,
+        );
+        self.initialize_id = Some(id);
+        self.probe = Some((version, corrected));
+        self.phase = Phase::Probing;
+    }
+
+    /// The revision the era probe in flight names (a transport puts it in its headers).
+    pub fn probe_version(&self) -> Option<ProtocolVersion> {
+        match self.phase {
+            Phase::Probing => self.probe.map(|(version, _)| version),
+            _ => None,
+        }
+    }
+
+    fn become_modern(&mut self, version: ProtocolVersion, server: Option<InitializeResult>) {
+        self.probe = None;
+        self.envelope = Some(self.envelope_at(version));
+        self.phase = Phase::Ready { version };
+        self.server.clone_from(&server);
+        self.outputs
+            .push_back(Output::Ready(Box::new(Ready { version, server })));
+    }
+
+    /// The probe's answer or failure. Returns the failure when it is no era verdict.
+    fn finish_probe(
+        &mut self,
+        id: Id,
+        method: String,
+        outcome: Result<Payload, Failure>,
+        now: Instant,
+    ) {
+        let (corrected, ours) = (
+            self.probe.is_some_and(|(_, corrected)| corrected),
+            self.config.modern_versions.clone(),
+        );
+        let verdict = match &outcome {
+            Ok(Payload::Raw(raw)) => {
+                let (verdict, result) = modern::era_from_result(raw, &ours);
+                if let (EraVerdict::Modern(version), Some(result)) = (&verdict, result) {
+                    let server = described(&result, *version);
+                    self.become_modern(*version, Some(server));
+                    self.settle(id, method, outcome);
+                    return;
+                }
+                verdict
+            }
+            Ok(Payload::Decoded(_)) => EraVerdict::Legacy("an unreadable answer".to_owned()),
+            Err(failure) => match failure.kind {
+                FailureKind::ServerError { code } => {
+                    modern::era_from_error(code, failure.data(), &ours)
+                }
+                // A 4xx without a JSON-RPC error in its body, or a body that is not MCP: a
+                // server that does not know the method (`streamable-http.mdx`, "Backward
+                // compatibility").
+                FailureKind::HttpStatus { status } if (400..500).contains(&status) => {
+                    EraVerdict::Legacy(failure.detail.clone())
+                }
+                FailureKind::Protocol => EraVerdict::Legacy(failure.detail.clone()),
+                FailureKind::Timeout | FailureKind::ConnectionLost | FailureKind::Closed
+                    if self.config.silent_probe_means_legacy =>
+                {
+                    EraVerdict::Legacy(failure.detail.clone())
+                }
+                _ => {
+                    let failure = Failure::new(
+                        failure.kind.clone(),
+                        failure.delivery,
+                        format!("the era probe (server/discover) failed: {}", failure.detail),
+                    );
+                    self.settle(id, method, Err(failure));
+                    self.close();
+                    return;
+                }
+            },
+        };
+        match verdict {
+            EraVerdict::Modern(_) | EraVerdict::Legacy(_) => {
+                // The probe is over; its id is never reused, so an answer arriving late is
+                // dropped.
+                self.settle(
+                    id,
+                    method,
+                    Err(Failure::new(
+                        FailureKind::Protocol,
+                        Delivery::Answered,
+                        "the server speaks a 2025-era revision",
+                    )),
+                );
+                self.start_initialize(now);
+            }
+            EraVerdict::Retry(version) if !corrected => {
+                self.settle(
+                    id,
+                    method,
+                    Err(Failure::new(
+                        FailureKind::UnsupportedVersion,
+                        Delivery::Answered,
+                        "probing again at a revision the server named",
+                    )),
+                );
+                self.send_probe(version, true, now);
+            }
+            EraVerdict::Retry(version) => {
+                self.settle(
+                    id,
+                    method,
+                    Err(Failure::new(
+                        FailureKind::UnsupportedVersion,
+                        Delivery::Answered,
+                        format!(
+                            "the server rejected the era probe at {version}, a revision it \
+                             says it supports, twice"
+                        ),
+                    )),
+                );
+                self.close();
+            }
+            EraVerdict::NoCommonVersion(theirs) => {
+                self.settle(
+                    id,
+                    method,
+                    Err(Failure::new(
+                        FailureKind::UnsupportedVersion,
+                        Delivery::Answered,
+                        format!(
+                            "the server speaks only {}; this client speaks {}",
+                            theirs.join(", "),
+                            ours.iter()
+                                .map(|v| v.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    )),
+                );
+                self.close();
+            }
+        }
+    }
+
+    /// The connection of a stdio server ended during the era probe (it exited on the unknown
+    /// first message, as some 2025-era servers do): when silence means a 2025-era server, the
+    /// probe is withdrawn and `initialize` queued, for the driver to send to the server it
+    /// starts again. Returns whether it did.
+    pub fn probe_lost(&mut self, now: Instant) -> bool {
+        if !matches!(self.phase, Phase::Probing) || !self.config.silent_probe_means_legacy {
+            return false;
+        }
+        if let Some(id) = self.initialize_id.take()
+            && let Some(pending) = self.pending.remove(&id)
+        {
+            self.forget_route(&pending);
+            self.outputs.retain(
+                |output| !matches!(output, Output::Transmit(t) if t.request_id() == Some(&id)),
+            );
+        }
+        self.start_initialize(now);
+        true
     }
 
     /// The id of the initialize request in flight (or last sent), once `start` was called.
@@ -386,12 +662,11 @@ impl Session {
         if !self.config.accepted_versions.contains(&legacy) {
             self.config.accepted_versions.push(legacy);
         }
-        self.phase = Phase::New;
         let next_id = self.next_id;
         if let Id::Number(number) = old {
             self.next_id = number;
         }
-        self.start(now);
+        self.start_initialize(now);
         self.next_id = self.next_id.max(next_id);
     }
 
@@ -448,7 +723,46 @@ impl Session {
                 limit: self.config.max_pending_requests,
             });
         }
+        let params = match &self.envelope {
+            None => params,
+            Some(envelope) => {
+                let not_in_revision = || RequestError::NotInRevision {
+                    method: method.to_owned(),
+                    version: envelope.version,
+                };
+                // 2026-07-28 removed these: a stateless server answers them -32601.
+                if matches!(
+                    method,
+                    methods::INITIALIZE | methods::PING | methods::LOGGING_SET_LEVEL
+                ) {
+                    return Err(not_in_revision());
+                }
+                Some(
+                    envelope
+                        .stamp(params.as_deref())
+                        .map_err(|_| not_in_revision())?,
+                )
+            }
+        };
         Ok(self.enqueue_request(method, params, options, now))
+    }
+
+    /// Whether the session speaks a stateless revision (2026-07-28): every request carries
+    /// the `_meta` envelope, and there is no session to end.
+    pub fn is_modern(&self) -> bool {
+        self.envelope.is_some()
+    }
+
+    /// Speaks `version` from now on, another stateless revision the server named in a
+    /// `-32022` answer (the caller retries the rejected request once). Ignored unless the
+    /// session is ready at a stateless revision.
+    pub fn switch_version(&mut self, version: ProtocolVersion) {
+        if let (Some(envelope), Phase::Ready { .. }) = (&mut self.envelope, &self.phase)
+            && version.is_modern()
+        {
+            envelope.version = version;
+            self.phase = Phase::Ready { version };
+        }
     }
 
     /// Queues a notification (for instance `notifications/roots/list_changed`). Ignored unless
@@ -475,8 +789,17 @@ impl Session {
     pub fn fail_request(&mut self, id: &Id, failure: Failure) {
         if let Some(pending) = self.pending.remove(id) {
             self.forget_route(&pending);
+            if self.is_probe(id) {
+                let now = self.last_now.unwrap_or(pending.deadline);
+                self.finish_probe(id.clone(), pending.method, Err(failure), now);
+                return;
+            }
             self.settle(id.clone(), pending.method, Err(failure));
         }
+    }
+
+    fn is_probe(&self, id: &Id) -> bool {
+        matches!(self.phase, Phase::Probing) && self.initialize_id.as_ref() == Some(id)
     }
 
     /// The connection is gone for good: every pending request fails with `failure`'s kind and
@@ -521,6 +844,24 @@ impl Session {
         }
     }
 
+    /// Answers a server request that was handed out as [`Output::ServerRequest`]: its result,
+    /// or the error to send. Ignored for an id that is not waiting (answered already, or
+    /// never handed out).
+    pub fn answer_server_request(
+        &mut self,
+        id: &Id,
+        answer: Result<Box<RawValue>, ErrorObject<'static>>,
+    ) {
+        if !self.forwarded.remove(id) || matches!(self.phase, Phase::Closed) {
+            return;
+        }
+        let response = match answer {
+            Ok(result) => Response::ok(id.clone(), result),
+            Err(error) => Response::error(Some(id.clone()), error),
+        };
+        self.transmit(Message::Response(response));
+    }
+
     /// The next instant at which [`handle_timeout`](Session::handle_timeout) has work to do.
     pub fn poll_timeout(&self) -> Option<Instant> {
         self.pending.values().map(Pending::next_deadline).min()
@@ -543,7 +884,19 @@ impl Session {
             })
             .collect();
         expired.sort_by(|a, b| a.0.cmp(&b.0));
+        self.last_now = Some(now);
         for (id, kind) in expired {
+            if self.is_probe(&id)
+                && let Some(pending) = self.pending.remove(&id)
+            {
+                let failure = Failure::new(
+                    kind,
+                    pending.delivery,
+                    "no answer to the era probe within the probe timeout",
+                );
+                self.finish_probe(id, pending.method, Err(failure), now);
+                continue;
+            }
             let detail = match kind {
                 FailureKind::IdleTimeout => "no progress within the idle timeout",
                 _ => "the request timed out",
@@ -569,6 +922,7 @@ impl Session {
 
     /// Handles one message from the server.
     pub fn handle_message(&mut self, message: Message<'_>, now: Instant) {
+        self.last_now = Some(now);
         match message {
             Message::Response(response) => self.handle_response(response),
             Message::Request(request) => self.handle_server_request(request),
@@ -626,7 +980,10 @@ impl Session {
             return;
         };
         self.forget_route(&pending);
-        if self.initialize_id.as_ref() == Some(&id) {
+        if self.is_probe(&id) {
+            let now = self.last_now.unwrap_or(pending.deadline);
+            self.finish_probe(id, pending.method, outcome, now);
+        } else if self.initialize_id.as_ref() == Some(&id) {
             self.finish_handshake(id, pending.method, outcome);
         } else {
             self.settle(id, pending.method, outcome);
@@ -681,7 +1038,7 @@ impl Session {
                 self.phase = Phase::Ready { version };
                 self.outputs.push_back(Output::Ready(Box::new(Ready {
                     version,
-                    server: result.clone(),
+                    server: Some(result.clone()),
                 })));
                 self.server = Some(result);
                 self.outputs.push_back(Output::Transmit(Transmit {
@@ -699,6 +1056,28 @@ impl Session {
 
     fn handle_server_request(&mut self, request: Request<'_>) {
         if matches!(self.phase, Phase::Closed) {
+            return;
+        }
+        if self.config.forward_input_requests
+            && matches!(
+                request.method.as_ref(),
+                methods::ELICITATION_CREATE
+                    | methods::SAMPLING_CREATE_MESSAGE
+                    | methods::ROOTS_LIST
+            )
+        {
+            if self.forwarded.len() >= MAX_FORWARDED_REQUESTS
+                || !self.forwarded.insert(request.id.clone())
+            {
+                let error = ErrorObject::new(
+                    jsonrpc::INTERNAL_ERROR,
+                    "too many requests of the server's are waiting for an answer",
+                );
+                self.transmit(Message::Response(Response::error(Some(request.id), error)));
+                return;
+            }
+            self.outputs
+                .push_back(Output::ServerRequest(request.into_owned()));
             return;
         }
         let response = match request.method.as_ref() {
@@ -739,6 +1118,7 @@ impl Session {
                 }
             }
             methods::LOGGING_MESSAGE
+            | methods::SUBSCRIPTIONS_ACKNOWLEDGED
             | methods::TOOLS_LIST_CHANGED
             | methods::RESOURCES_LIST_CHANGED
             | methods::RESOURCES_UPDATED
@@ -848,6 +1228,19 @@ impl Session {
             _ => return None,
         };
         (!present).then_some(needed)
+    }
+}
+
+/// A discover result in the shape of an initialize result, which is what the rest of the
+/// client reads (capabilities, identity, instructions).
+fn described(result: &mcp::DiscoverResult, version: ProtocolVersion) -> InitializeResult {
+    InitializeResult {
+        protocol_version: version.as_str().to_owned(),
+        capabilities: result.capabilities.clone(),
+        server_info: result.server_info().unwrap_or_default(),
+        instructions: result.instructions.clone(),
+        meta: result.meta.clone(),
+        extra: result.extra.clone(),
     }
 }
 

@@ -21,11 +21,15 @@ struct Harness {
     progress: Vec<(Id, f64)>,
     notifications: Vec<String>,
     ready: Vec<Ready>,
+    forwarded: Vec<Request<'static>>,
 }
 
 impl Harness {
     fn new() -> Self {
-        Harness::with_config(Config::default())
+        Harness::with_config(Config {
+            era: EraPolicy::Legacy,
+            ..Config::default()
+        })
     }
 
     fn with_config(config: Config) -> Self {
@@ -37,6 +41,7 @@ impl Harness {
             progress: Vec::new(),
             notifications: Vec::new(),
             ready: Vec::new(),
+            forwarded: Vec::new(),
         }
     }
 
@@ -51,6 +56,7 @@ impl Harness {
                 Output::Progress { id, params } => self.progress.push((id, params.progress)),
                 Output::Notification(n) => self.notifications.push(n.method.into_owned()),
                 Output::Ready(ready) => self.ready.push(*ready),
+                Output::ServerRequest(request) => self.forwarded.push(request),
             }
         }
     }
@@ -146,7 +152,10 @@ fn an_unaccepted_version_closes_the_session_with_a_known_outcome() {
 
 #[test]
 fn the_legacy_version_is_accepted_when_configured() {
-    let mut config = Config::default();
+    let mut config = Config {
+        era: EraPolicy::Legacy,
+        ..Config::default()
+    };
     config.accepted_versions.push(ProtocolVersion::V2024_11_05);
     let mut h = Harness::with_config(config);
     h.session.start(h.now);
@@ -488,6 +497,7 @@ fn close_settles_everything_and_sends_nothing_more() {
 fn the_pending_limit_refuses_without_sending() {
     let config = Config {
         max_pending_requests: 2,
+        era: EraPolicy::Legacy,
         ..Config::default()
     };
     let mut h = Harness::with_config(config);
@@ -677,4 +687,342 @@ fn random_operation_sequences_keep_the_invariants() {
         }
         assert!(h.session.poll_timeout().is_none());
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The era probe (2026-07-28 `basic/versioning.mdx`) and the stateless revision.
+// ---------------------------------------------------------------------------------------------
+
+fn probing() -> Harness {
+    let mut h = Harness::with_config(Config::default());
+    h.session.start(h.now);
+    h.pump();
+    h
+}
+
+const DISCOVERED: &str = "2026-07-28";
+
+fn discover_result() -> Value {
+    json!({"supportedVersions": [DISCOVERED], "capabilities": {"tools": {}},
+        "instructions": "hi", "resultType": "complete", "ttlMs": 0, "cacheScope": "private",
+        "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "modern", "version": "2"}}})
+}
+
+#[test]
+fn the_probe_is_server_discover_with_the_full_envelope() {
+    let h = probing();
+    assert!(matches!(h.session.phase(), Phase::Probing));
+    assert_eq!(h.sent.len(), 1);
+    let probe = &h.sent[0];
+    assert_eq!(probe["method"], "server/discover");
+    let meta = &probe["params"]["_meta"];
+    assert_eq!(meta["io.modelcontextprotocol/protocolVersion"], DISCOVERED);
+    assert_eq!(
+        meta["io.modelcontextprotocol/clientCapabilities"],
+        json!({})
+    );
+    assert_eq!(
+        meta["io.modelcontextprotocol/clientInfo"]["name"],
+        "mcpwire"
+    );
+    assert_eq!(
+        h.session.probe_version(),
+        Some(ProtocolVersion::V2026_07_28)
+    );
+}
+
+#[test]
+fn a_discover_result_makes_the_session_modern_with_no_initialize() {
+    let mut h = probing();
+    h.receive(json!({"jsonrpc": "2.0", "id": 0, "result": discover_result()}));
+    assert_eq!(
+        h.session.protocol_version(),
+        Some(ProtocolVersion::V2026_07_28)
+    );
+    assert!(h.session.is_modern());
+    assert_eq!(h.ready.len(), 1);
+    let server = h.ready[0].server.as_ref().expect("described");
+    assert_eq!(server.server_info.name, "modern");
+    assert_eq!(server.instructions.as_deref(), Some("hi"));
+    assert!(server.capabilities.tools.is_some());
+    assert_eq!(h.sent.len(), 1, "no initialize, no initialized");
+    // Every request now carries the envelope, its own _meta kept.
+    let params =
+        serde_json::value::to_raw_value(&json!({"name": "t", "_meta": {"progressToken": "p"}}))
+            .unwrap();
+    h.session
+        .request(
+            "tools/call",
+            Some(params),
+            RequestOptions::with_timeout(secs(5)),
+            h.now,
+        )
+        .unwrap();
+    h.pump();
+    let meta = &h.sent[1]["params"]["_meta"];
+    assert_eq!(meta["progressToken"], "p");
+    assert_eq!(meta["io.modelcontextprotocol/protocolVersion"], DISCOVERED);
+    assert_eq!(h.sent[1]["params"]["name"], "t");
+    // Requests with no params get an envelope too.
+    h.session
+        .request(
+            "tools/list",
+            None,
+            RequestOptions::with_timeout(secs(5)),
+            h.now,
+        )
+        .unwrap();
+    h.pump();
+    assert!(h.sent[2]["params"]["_meta"]["io.modelcontextprotocol/clientInfo"].is_object());
+    // 2026-07-28 has no ping.
+    let refused = h
+        .session
+        .request("ping", None, RequestOptions::with_timeout(secs(5)), h.now)
+        .unwrap_err();
+    assert!(
+        matches!(refused, RequestError::NotInRevision { .. }),
+        "{refused}"
+    );
+}
+
+#[test]
+fn a_legacy_answer_to_the_probe_falls_back_to_initialize() {
+    // Every shape a 2025-era server answers an unknown first request with.
+    let answers = [
+        json!({"jsonrpc": "2.0", "id": 0, "result": {}}),
+        json!({"jsonrpc": "2.0", "id": 0, "error": {"code": -32601, "message": "Method not found"}}),
+        json!({"jsonrpc": "2.0", "id": 0, "error": {"code": -32000,
+            "message": "Bad Request: Unsupported protocol version: 2026-07-28"}}),
+        json!({"jsonrpc": "2.0", "id": 0, "error": {"code": -32022, "message": "x"}}),
+        json!({"jsonrpc": "2.0", "id": 0, "error": {"code": -32022, "message": "x",
+            "data": {"supported": ["2025-11-25", "2025-06-18"]}}}),
+        json!({"jsonrpc": "2.0", "id": 0, "result": {"supportedVersions": ["2027-01-01"],
+            "capabilities": {}}}),
+    ];
+    for answer in answers {
+        let mut h = probing();
+        h.receive(answer.clone());
+        assert!(
+            matches!(h.session.phase(), Phase::Initializing),
+            "{answer}: {:?}",
+            h.session.phase()
+        );
+        assert_eq!(h.sent[1]["method"], "initialize", "{answer}");
+        assert_eq!(h.sent[1]["params"]["protocolVersion"], "2025-11-25");
+        assert!(
+            h.sent[1]["params"].get("_meta").is_none(),
+            "byte-identical to a 2025 client"
+        );
+        let initialize = h.session.initialize_id().cloned().unwrap();
+        assert_ne!(initialize, Id::Number(0), "a new id");
+        h.receive(json!({"jsonrpc": "2.0", "id": h.sent[1]["id"], "result": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "serverInfo": {"name": "old", "version": "1"}}}));
+        assert_eq!(
+            h.session.protocol_version(),
+            Some(ProtocolVersion::V2025_11_25)
+        );
+        assert!(!h.session.is_modern());
+        assert_eq!(h.sent[2]["method"], "notifications/initialized");
+    }
+}
+
+#[test]
+fn a_4xx_without_json_rpc_falls_back_and_auth_and_5xx_do_not() {
+    let mut h = probing();
+    h.session.fail_request(
+        &Id::Number(0),
+        Failure::new(
+            FailureKind::HttpStatus { status: 405 },
+            Delivery::Refused,
+            "405",
+        ),
+    );
+    h.pump();
+    assert!(matches!(h.session.phase(), Phase::Initializing));
+    for kind in [
+        FailureKind::Unauthorized { status: 401 },
+        FailureKind::HttpStatus { status: 503 },
+        FailureKind::Connect,
+        FailureKind::ConnectionLost,
+    ] {
+        let mut h = probing();
+        h.session.fail_request(
+            &Id::Number(0),
+            Failure::new(kind.clone(), Delivery::Refused, "no verdict"),
+        );
+        h.pump();
+        assert!(matches!(h.session.phase(), Phase::Closed), "{kind:?}");
+        let failure = h.failure(&Id::Number(0));
+        assert_eq!(failure.kind, kind);
+        assert!(failure.detail.contains("era probe"), "{failure}");
+        assert_eq!(h.sent.len(), 1, "{kind:?}: no initialize");
+    }
+}
+
+#[test]
+fn a_32022_naming_a_common_revision_repeats_the_probe_once() {
+    let mut h = probing();
+    let rejection = |id: &Value| {
+        json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32022,
+            "message": "Unsupported protocol version",
+            "data": {"supported": [DISCOVERED], "requested": DISCOVERED}}})
+    };
+    h.receive(rejection(&h.sent[0]["id"]));
+    assert!(matches!(h.session.phase(), Phase::Probing));
+    assert_eq!(h.sent.len(), 2);
+    assert_eq!(h.sent[1]["method"], "server/discover");
+    assert_ne!(h.sent[1]["id"], h.sent[0]["id"], "a new id");
+    // A second rejection is an error, not a loop and not a fallback.
+    h.receive(rejection(&h.sent[1]["id"]));
+    assert!(matches!(h.session.phase(), Phase::Closed));
+    assert_eq!(h.sent.len(), 2);
+    let last = h.settled.last().unwrap();
+    assert_eq!(
+        last.outcome.as_ref().unwrap_err().kind,
+        FailureKind::UnsupportedVersion
+    );
+    // And a corrected probe that is answered makes the session modern.
+    let mut h = probing();
+    h.receive(rejection(&h.sent[0]["id"]));
+    h.receive(json!({"jsonrpc": "2.0", "id": h.sent[1]["id"], "result": discover_result()}));
+    assert!(h.session.is_modern());
+}
+
+#[test]
+fn only_unknown_stateless_revisions_fail_the_probe() {
+    let mut h = probing();
+    h.receive(
+        json!({"jsonrpc": "2.0", "id": 0, "error": {"code": -32022, "message": "x",
+        "data": {"supported": ["2027-03-01"]}}}),
+    );
+    assert!(matches!(h.session.phase(), Phase::Closed));
+    let failure = h.failure(&Id::Number(0));
+    assert_eq!(failure.kind, FailureKind::UnsupportedVersion);
+    assert!(failure.detail.contains("2027-03-01"), "{failure}");
+}
+
+#[test]
+fn probe_silence_is_an_error_over_http_and_legacy_over_stdio() {
+    let mut h = probing();
+    h.advance(secs(11));
+    assert!(matches!(h.session.phase(), Phase::Closed));
+    assert_eq!(h.failure(&Id::Number(0)).kind, FailureKind::Timeout);
+
+    let mut h = Harness::with_config(Config {
+        silent_probe_means_legacy: true,
+        ..Config::default()
+    });
+    h.session.start(h.now);
+    h.pump();
+    h.advance(secs(11));
+    assert!(matches!(h.session.phase(), Phase::Initializing));
+    assert_eq!(h.sent[1]["method"], "initialize");
+    // A late answer to the probe is dropped.
+    h.receive(json!({"jsonrpc": "2.0", "id": 0, "result": discover_result()}));
+    assert!(matches!(h.session.phase(), Phase::Initializing));
+
+    // A stdio server that exits on the probe: withdrawn, initialize queued for the new one.
+    let mut h = Harness::with_config(Config {
+        silent_probe_means_legacy: true,
+        ..Config::default()
+    });
+    h.session.start(h.now);
+    h.pump();
+    assert!(h.session.probe_lost(h.now));
+    h.pump();
+    assert_eq!(h.sent[1]["method"], "initialize");
+    assert!(!h.session.probe_lost(h.now), "only while probing");
+}
+
+#[test]
+fn a_known_modern_era_is_ready_at_once_and_switches_revision_on_request() {
+    let mut h = Harness::with_config(Config {
+        era: EraPolicy::Modern(ProtocolVersion::V2026_07_28),
+        ..Config::default()
+    });
+    h.session.start(h.now);
+    h.pump();
+    assert!(h.sent.is_empty(), "nothing sent before the first request");
+    assert_eq!(h.ready.len(), 1);
+    assert!(h.ready[0].server.is_none());
+    assert!(h.session.is_modern());
+    // No capability checks without a description of the server.
+    h.session
+        .request(
+            "prompts/list",
+            None,
+            RequestOptions::with_timeout(secs(1)),
+            h.now,
+        )
+        .unwrap();
+    // Switching to a revision that is not stateless is ignored.
+    h.session.switch_version(ProtocolVersion::V2025_11_25);
+    assert_eq!(
+        h.session.protocol_version(),
+        Some(ProtocolVersion::V2026_07_28)
+    );
+}
+
+#[test]
+fn modern_cancel_still_queues_the_notification_for_stdio() {
+    let mut h = Harness::with_config(Config {
+        era: EraPolicy::Modern(ProtocolVersion::V2026_07_28),
+        ..Config::default()
+    });
+    h.session.start(h.now);
+    h.pump();
+    let id = h.call(RequestOptions::with_timeout(secs(5)));
+    h.session.cancel(&id, "stop");
+    h.pump();
+    let cancelled = h.sent.last().unwrap();
+    assert_eq!(cancelled["method"], "notifications/cancelled");
+    assert_eq!(cancelled["params"]["requestId"], json!(id_value(&id)));
+}
+
+fn id_value(id: &Id) -> Value {
+    match id {
+        Id::Number(n) => json!(n),
+        Id::String(s) => json!(s),
+    }
+}
+
+#[test]
+fn forwarded_input_requests_are_answered_by_the_driver_once() {
+    let mut h = Harness::with_config(Config {
+        era: EraPolicy::Legacy,
+        forward_input_requests: true,
+        ..Config::default()
+    });
+    h.session.start(h.now);
+    h.pump();
+    h.receive(json!({"jsonrpc": "2.0", "id": 0, "result": {
+        "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+        "serverInfo": {"name": "s", "version": "1"}}}));
+    let call = h.call(RequestOptions::with_timeout(secs(30)));
+    h.sent.clear();
+    h.receive(
+        json!({"jsonrpc": "2.0", "id": "e1", "method": "elicitation/create",
+        "params": {"message": "ok?", "requestedSchema": {"type": "object"}}}),
+    );
+    assert_eq!(h.forwarded.len(), 1);
+    assert!(h.sent.is_empty(), "nothing answered by the session itself");
+    assert!(
+        h.session.is_pending(&call),
+        "the call goes on while the handler answers"
+    );
+    // ping is still the session's own.
+    h.receive(json!({"jsonrpc": "2.0", "id": "p", "method": "ping"}));
+    assert_eq!(h.sent.len(), 1);
+    let id = Id::String("e1".into());
+    let answer = serde_json::value::to_raw_value(&json!({"action": "accept"})).unwrap();
+    h.session.answer_server_request(&id, Ok(answer.clone()));
+    h.pump();
+    assert_eq!(
+        h.sent[1],
+        json!({"jsonrpc": "2.0", "id": "e1", "result": {"action": "accept"}})
+    );
+    h.session.answer_server_request(&id, Ok(answer));
+    h.pump();
+    assert_eq!(h.sent.len(), 2, "answered once");
 }

@@ -51,6 +51,8 @@ pub struct HttpPool {
     opened: Arc<AtomicU64>,
     tls: Arc<TlsOptions>,
     proxy: Arc<ProxyConfig>,
+    eras: crate::client::EraCache,
+    lists: crate::client::ListCache,
 }
 
 impl std::fmt::Debug for HttpPool {
@@ -110,7 +112,21 @@ impl HttpPool {
             opened,
             tls: Arc::new(tls.clone()),
             proxy,
+            eras: crate::client::EraCache::new(),
+            lists: crate::client::ListCache::new(),
         })
+    }
+
+    /// The `tools/list` pages this pool's clients may reuse, as long as their `ttlMs` says
+    /// (see [`ListCache`](crate::client::ListCache)).
+    pub fn list_cache(&self) -> &crate::client::ListCache {
+        &self.lists
+    }
+
+    /// The era verdicts of the endpoints this pool's clients connected to: a client probes an
+    /// endpoint only the first time (see [`EraCache`](crate::client::EraCache)).
+    pub fn era_cache(&self) -> &crate::client::EraCache {
+        &self.eras
     }
 
     /// How many connections this pool has opened (a measure of keep-alive reuse). Through a

@@ -466,24 +466,7 @@ fn percent_decode(text: &str) -> Option<String> {
 
 /// Standard base64 with padding (RFC 4648 §4), for `Proxy-Authorization: Basic`.
 fn base64(input: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(input.len().div_ceil(3) * 4);
-    for chunk in input.chunks(3) {
-        let b = [
-            chunk[0],
-            chunk.get(1).copied().unwrap_or(0),
-            chunk.get(2).copied().unwrap_or(0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for (k, shift) in [18, 12, 6, 0].into_iter().enumerate() {
-            if k <= chunk.len() {
-                out.push(char::from(ALPHABET[((n >> shift) & 63) as usize]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
+    crate::base64::encode(input, crate::base64::Flavor::Standard)
 }
 
 /// The longest answer to a CONNECT read, head and all: a proxy that sends more is refused.

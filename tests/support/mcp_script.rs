@@ -30,8 +30,20 @@ pub fn initialize_reply(req: &Recorded, version: &str) -> Reply {
     .with_header("mcp-session-id", "sess-1")
 }
 
-/// A server that completes the handshake (2025-11-25), acknowledges notifications, responses
-/// and DELETE, and hands `tools/call` (and anything else) to `call`.
+/// The answer a 2025-era server gives the 2026-07-28 era probe: what the TypeScript SDK 1.x
+/// (server-everything) sends to a request before `initialize`, HTTP 400 with a JSON-RPC
+/// error and no id.
+pub fn legacy_probe_reply() -> Reply {
+    Reply::json(
+        400,
+        json!({"jsonrpc": "2.0", "error": {"code": -32000,
+               "message": "Bad Request: Server not initialized"}, "id": null}),
+    )
+}
+
+/// A server that completes the handshake (2025-11-25) after answering the era probe as a
+/// 2025-era server does, acknowledges notifications, responses and DELETE, and hands
+/// `tools/call` (and anything else) to `call`.
 pub async fn mcp_server(call: impl Fn(&Recorded) -> Reply + Send + Sync + 'static) -> FaultServer {
     FaultServer::start(mcp_handler(call)).await
 }
@@ -43,6 +55,7 @@ pub fn mcp_handler(
     move |req| match req.method.as_str() {
         "DELETE" => Reply::empty(200),
         "POST" => match req.jsonrpc_method().as_deref() {
+            Some("server/discover") => legacy_probe_reply(),
             Some("initialize") => initialize_reply(req, "2025-11-25"),
             Some(m) if m.starts_with("notifications/") => Reply::empty(202),
             None => Reply::empty(202), // a response to a server request

@@ -1,8 +1,10 @@
 //! Real MCP servers written by others, run as child processes for interop tests.
 //!
 //! `scripts/install-peers` installs them into [`peers_dir`]: the official TypeScript
-//! `@modelcontextprotocol/server-everything`, and two venvs with the official Python SDK (`mcp` 2.x
-//! and 1.x) that run our own `tests/peers/py_server.py`. A test asks [`require`] first: without the
+//! `@modelcontextprotocol/server-everything`, two venvs with the official Python SDK (`mcp` 2.x
+//! and 1.x) that run our own `tests/peers/py_server.py`, and the official TypeScript SDK v2 server
+//! package (on the Node 22 it installs too) that runs our own `tests/peers/ts2_server.mjs`
+//! (protocol 2026-07-28 and the 2025 path). A test asks [`require`] first: without the
 //! peers it is skipped with a note on stderr, unless `MCPWIRE_REQUIRE_PEERS=1` (the project's test
 //! script, so CI), which turns a missing peer into a failure.
 //!
@@ -77,28 +79,39 @@ pub enum Peer {
     Everything,
     /// `tests/peers/py_server.py` on the official Python SDK.
     Python(Sdk),
+    /// `tests/peers/ts2_server.mjs` on the official TypeScript SDK v2 (`@modelcontextprotocol/server`)
+    /// and the Node 22 that `scripts/install-peers` installs beside it.
+    Ts2,
 }
 
 impl Peer {
-    /// The name of the marker file `scripts/install-peers` writes when the component is complete.
-    fn marker(self) -> &'static str {
+    /// The marker files `scripts/install-peers` writes when the peer's components are complete.
+    fn markers(self) -> &'static [&'static str] {
         match self {
-            Peer::Everything => ".installed-everything",
-            Peer::Python(Sdk::V1) => ".installed-venv-v1",
-            Peer::Python(Sdk::V2) => ".installed-venv-v2",
+            Peer::Everything => &[".installed-everything"],
+            Peer::Python(Sdk::V1) => &[".installed-venv-v1"],
+            Peer::Python(Sdk::V2) => &[".installed-venv-v2"],
+            Peer::Ts2 => &[".installed-node22", ".installed-ts2"],
         }
     }
 
-    /// The file that must exist for the peer to run.
-    fn entry_point(self) -> PathBuf {
+    /// The files that must exist for the peer to run.
+    fn entry_points(self) -> Vec<PathBuf> {
         match self {
-            Peer::Everything => everything_main(),
-            Peer::Python(sdk) => python_bin(sdk),
+            Peer::Everything => vec![everything_main()],
+            Peer::Python(sdk) => vec![python_bin(sdk)],
+            Peer::Ts2 => vec![
+                node22(),
+                ts2_dir().join("node_modules/@modelcontextprotocol/server/package.json"),
+            ],
         }
     }
 
     fn is_installed(self) -> bool {
-        peers_dir().join(self.marker()).is_file() && self.entry_point().is_file()
+        self.markers()
+            .iter()
+            .all(|marker| peers_dir().join(marker).is_file())
+            && self.entry_points().iter().all(|path| path.is_file())
     }
 }
 
@@ -142,6 +155,20 @@ fn python_bin(sdk: Sdk) -> PathBuf {
 
 fn py_server_script() -> PathBuf {
     repo_path("tests/peers/py_server.py")
+}
+
+/// The Node 22 binary `scripts/install-peers` installs (the machine's own node may be older).
+pub fn node22() -> PathBuf {
+    peers_dir().join("node22/node_modules/.bin/node")
+}
+
+/// The npm project holding the TypeScript SDK v2 packages that `ts2_server.mjs` loads.
+fn ts2_dir() -> PathBuf {
+    peers_dir().join("ts2")
+}
+
+fn ts2_server_script() -> PathBuf {
+    repo_path("tests/peers/ts2_server.mjs")
 }
 
 /// `name` resolved on `PATH`, or `name` itself when it is not found there.
@@ -237,6 +264,28 @@ impl PeerServer {
         })
     }
 
+    /// `tests/peers/ts2_server.mjs` (TypeScript SDK v2, `createMcpHandler`) with extra arguments
+    /// (`--legacy reject`, `--response-mode sse|json`, `--keepalive-ms N`, `--ttl-ms N`,
+    /// `--cache-scope public`). By default it serves protocol 2026-07-28 and, statelessly, the
+    /// 2025 initialize path at `/mcp`; with `--legacy reject` only 2026-07-28.
+    pub fn ts2(args: &[&str]) -> PeerServer {
+        assert!(
+            Peer::Ts2.is_installed(),
+            "the TypeScript SDK v2 server is not installed in {}: {INSTALL_HINT}",
+            peers_dir().display()
+        );
+        PeerServer::start("ts2", "/mcp", |port| {
+            let mut cmd = Command::new(node22());
+            cmd.arg(ts2_server_script())
+                .arg("--port")
+                .arg(port.to_string())
+                .arg("--sdk-dir")
+                .arg(ts2_dir())
+                .args(args);
+            cmd
+        })
+    }
+
     /// The file that holds the server's stdout and stderr.
     pub fn log_path(&self) -> &Path {
         &self.log
@@ -289,13 +338,15 @@ impl PeerServer {
 
     /// Whether the server's log says it listens on its port: uvicorn's "Uvicorn running on
     /// http://127.0.0.1:PORT", server-everything's "... listening on port PORT" (Streamable
-    /// HTTP) or "... running on port PORT" (HTTP+SSE).
+    /// HTTP) or "... running on port PORT" (HTTP+SSE), ts2_server's "listening on
+    /// http://127.0.0.1:PORT/mcp".
     fn says_listening(&self) -> bool {
         let log = fs::read_to_string(&self.log).unwrap_or_default();
         let port = self.port;
         log.contains(&format!("running on http://127.0.0.1:{port} "))
             || log.contains(&format!("listening on port {port}"))
             || log.contains(&format!("running on port {port}"))
+            || log.contains(&format!("listening on http://127.0.0.1:{port}/mcp "))
     }
 
     fn wait_ready(&mut self) -> Result<(), String> {
@@ -639,6 +690,62 @@ mod tests {
         }
     }
 
+    /// A 2026-07-28 `server/discover` POST with the envelope and headers the revision asks for.
+    fn post_server_discover(port: u16) -> (u16, String) {
+        let body = r#"{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"mcpwire-peers-test","version":"0"}}}}"#;
+        let headers = [
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "server/discover"),
+        ];
+        http(port, "POST /mcp", &headers, body, |_| false)
+    }
+
+    #[test]
+    fn ts2_answers_initialize_on_the_2025_path() {
+        if !require(Peer::Ts2) {
+            return;
+        }
+        let server = PeerServer::ts2(&[]);
+        assert!(server.url.ends_with("/mcp"), "{}", server.url);
+        post_initialize(&server);
+        assert!(
+            server
+                .log_tail(5)
+                .contains("@modelcontextprotocol/server 2."),
+            "{}",
+            server.log_tail(5)
+        );
+    }
+
+    #[test]
+    fn ts2_answers_server_discover() {
+        if !require(Peer::Ts2) {
+            return;
+        }
+        let server = PeerServer::ts2(&[]);
+        let (status, response) = post_server_discover(server.port);
+        assert_eq!(status, 200, "{response}");
+        assert!(
+            response.contains(r#""supportedVersions":["2026-07-28"]"#),
+            "{response}"
+        );
+    }
+
+    #[test]
+    fn ts2_legacy_reject_refuses_initialize() {
+        if !require(Peer::Ts2) {
+            return;
+        }
+        let server = PeerServer::ts2(&["--legacy", "reject"]);
+        let (status, response) = post_initialize_to(server.port, "/mcp");
+        assert_eq!(status, 400, "{response}");
+        assert!(response.contains(r#""code":-32022"#), "{response}");
+        let (status, response) = post_server_discover(server.port);
+        assert_eq!(status, 200, "{response}");
+    }
+
     #[test]
     fn everything_stdio_answers_initialize() {
         if !require(Peer::Everything) {
@@ -673,13 +780,14 @@ mod tests {
 
     #[test]
     fn servers_listen_on_loopback_only() {
-        if !require(Peer::Everything) || !require(Peer::Python(Sdk::V2)) {
+        if !require(Peer::Everything) || !require(Peer::Python(Sdk::V2)) || !require(Peer::Ts2) {
             return;
         }
         // /proc/net/tcp lists listening sockets (state 0A) as hex local_address:port.
         let servers = [
             PeerServer::everything("streamableHttp"),
             PeerServer::python(Sdk::V2, &[]),
+            PeerServer::ts2(&[]),
         ];
         let table = fs::read_to_string("/proc/net/tcp").expect("read /proc/net/tcp")
             + &fs::read_to_string("/proc/net/tcp6").unwrap_or_default();

@@ -119,7 +119,9 @@ const MAX_WIRE_LINES: usize = 500;
 /// Probes the server at `options.url`. Fails only for a URL that is not an absolute `http` or
 /// `https` one; a server that cannot be reached gives a report with `reachable: false`.
 pub async fn probe(pool: &HttpPool, options: &ProbeOptions) -> Result<ProbeReport, String> {
-    let uri = HttpConfig::new(&options.url)?.url;
+    let uri = HttpConfig::new(&options.url)
+        .map_err(|e| e.to_string())?
+        .url;
     let mut run = Run {
         pool,
         options,
@@ -619,7 +621,7 @@ impl Run<'_> {
         let mut config = match HttpConfig::new(&self.options.url) {
             Ok(config) => config,
             Err(error) => {
-                self.report.eras.legacy.connect_error = Some(error);
+                self.report.eras.legacy.connect_error = Some(error.to_string());
                 return None;
             }
         };
@@ -638,6 +640,8 @@ impl Run<'_> {
             ..ClientOptions::default()
         };
         options.session.initialize_timeout = budget;
+        // This step examines the 2025-era handshake; the modern era was probed above.
+        options.session.era = crate::session::EraPolicy::Legacy;
         options.session.client_info =
             Implementation::new("mcpwire-probe", env!("CARGO_PKG_VERSION"));
         let connected = tokio::time::timeout(
@@ -671,17 +675,18 @@ impl Run<'_> {
                             Some(check::session_id_seen(session.as_bytes()));
                     }
                 }
-                let server = client.server();
-                self.report.server = Some(ServerSummary {
-                    name: cut(&server.server_info.name, 100),
-                    version: cut(&server.server_info.version, 40),
-                    title: server.server_info.title.as_deref().map(|t| cut(t, 100)),
-                    capabilities: capability_names(
-                        &serde_json::to_value(&server.capabilities).unwrap_or_default(),
-                    ),
-                    instructions: server.instructions.is_some(),
-                    source: "initialize".to_owned(),
-                });
+                if let Some(server) = client.server() {
+                    self.report.server = Some(ServerSummary {
+                        name: cut(&server.server_info.name, 100),
+                        version: cut(&server.server_info.version, 40),
+                        title: server.server_info.title.as_deref().map(|t| cut(t, 100)),
+                        capabilities: capability_names(
+                            &serde_json::to_value(&server.capabilities).unwrap_or_default(),
+                        ),
+                        instructions: server.instructions.is_some(),
+                        source: "initialize".to_owned(),
+                    });
+                }
                 Some(client)
             }
             Ok(Err(error)) => {

@@ -15,6 +15,11 @@ standard library only. The first argument picks a misbehaviour:
   closes-stdout    closes its stdout when tools/call arrives and sleeps on (SIGTERM ends it)
   exit-on-call     exits without answering when tools/call arrives
   exit-after-init  exits right after answering initialize
+  exit-before-init exits when any request but initialize comes first (as some 2025-era
+                   servers do with the 2026-07-28 era probe); reports "exit-before-init:
+                   exiting on M" on stderr
+  silent-before-init
+                   ignores every request until initialize (no answer to the era probe)
 
 Tools: `echo` {message} -> "Echo: <message>"; `env` -> the environment the process was
 started with (from /proc/self/environ, before the interpreter changes anything) as a JSON
@@ -123,6 +128,7 @@ def main():
         out_raw(b"\n")
         out_raw(b"WARNING: this line is not JSON {\n")
         log("chatty: started")
+    initialized = False
     for line in sys.stdin:
         line = line.strip()
         if not line:
@@ -135,6 +141,13 @@ def main():
         if "method" not in message or "id" not in message:
             continue  # a notification or a response: nothing to answer
         method = message["method"]
+        if MODE in ("exit-before-init", "silent-before-init") and not initialized:
+            if method != "initialize":
+                if MODE == "exit-before-init":
+                    log("exit-before-init: exiting on %s" % method)
+                    os._exit(3)
+                continue
+            initialized = True
         if MODE == "chatty":
             log("chatty: got %s" % method)
         if method == "tools/call" and MODE == "exit-on-call":

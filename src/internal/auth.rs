@@ -1,0 +1,235 @@
+//! The `auth_challenge` and `auth_documents` harnesses: the OAuth core's parsers
+//! ([`crate::auth`]) on arbitrary input.
+
+use crate::auth::challenge::{self, Challenge, MAX_CHALLENGE_BYTES, MAX_CHALLENGES, MAX_PARAMS};
+use crate::auth::metadata::{MAX_METADATA_BYTES, ResourceMetadata, ServerMetadata};
+use crate::auth::url::{MAX_URL_BYTES, decode_form, encode_form};
+use crate::auth::{Scopes, UnixTime, Url};
+
+/// The `auth_challenge` fuzz target. The input's lines are `WWW-Authenticate` fields. The
+/// parser never panics; what it accepts stays within its limits, has token schemes,
+/// lower-case unique parameter names, and written out again (every value quoted and
+/// escaped) parses to the same challenges; the `Bearer` view agrees with the challenge.
+pub fn fuzz_auth_challenge(data: &[u8]) {
+    let fields: Vec<&[u8]> = data.split(|&b| b == b'\n').collect();
+    let Ok(challenges) = challenge::parse(fields.iter().copied()) else {
+        return;
+    };
+    assert!(data.len() <= MAX_CHALLENGE_BYTES + fields.len());
+    assert!(challenges.len() <= MAX_CHALLENGES);
+    for c in &challenges {
+        assert!(
+            !c.scheme().is_empty() && c.scheme().bytes().all(is_tchar),
+            "{c:?}"
+        );
+        let names = param_names(c);
+        assert!(names.len() <= MAX_PARAMS);
+        for (i, name) in names.iter().enumerate() {
+            assert!(!name.is_empty() && name.bytes().all(is_tchar));
+            assert_eq!(*name, name.to_ascii_lowercase());
+            assert!(!names[..i].contains(name), "duplicate {name}");
+        }
+        assert!(c.token68().is_none() || names.is_empty());
+    }
+    let written = write(&challenges);
+    if written.len() <= MAX_CHALLENGE_BYTES {
+        let again = challenge::parse([written.as_bytes()])
+            .unwrap_or_else(|e| panic!("{written:?} does not parse again: {e}"));
+        assert_eq!(again, challenges, "{written:?}");
+    }
+    if let Some(bearer) = challenge::BearerChallenge::find(&challenges) {
+        let first = challenges
+            .iter()
+            .find(|c| c.is("bearer"))
+            .expect("a bearer");
+        assert_eq!(bearer.scope.as_deref(), first.param("scope"));
+        assert_eq!(
+            bearer.resource_metadata.as_deref(),
+            first.param("resource_metadata")
+        );
+        assert_eq!(bearer.error.as_deref(), first.param("error"));
+    }
+}
+
+fn is_tchar(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+fn param_names(c: &Challenge) -> Vec<String> {
+    c.params().map(|(n, _)| n.to_owned()).collect()
+}
+
+/// The challenges as one field: every value a quoted string, `"` and `\` escaped.
+fn write(challenges: &[Challenge]) -> String {
+    let mut out = String::new();
+    for (i, c) in challenges.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        out.push_str(c.scheme());
+        if let Some(token68) = c.token68() {
+            out.push(' ');
+            out.push_str(token68);
+        }
+        for (j, (name, value)) in c.params().enumerate() {
+            out.push_str(if j == 0 { " " } else { ", " });
+            out.push_str(name);
+            out.push_str("=\"");
+            for ch in value.chars() {
+                if ch == '"' || ch == '\\' {
+                    out.push('\\');
+                }
+                out.push(ch);
+            }
+            out.push('"');
+        }
+    }
+    out
+}
+
+/// The `auth_documents` fuzz target. The first byte picks a parser (protected-resource
+/// metadata, authorization-server metadata, a token answer under one of several statuses, a
+/// registration answer, a scope, a query string, a URL), the rest is its input. No parser
+/// panics; a document accepted holds only secure URLs (and the issuer asked for), a token
+/// accepted is header-safe and within its size, a query decoded encodes and decodes back to
+/// the same pairs, and no error text or `Debug` output shows a token or secret the input
+/// carried.
+pub fn fuzz_auth_documents(data: &[u8]) {
+    let Some((&knob, input)) = data.split_first() else {
+        return;
+    };
+    let text = String::from_utf8_lossy(input);
+    match knob % 7 {
+        0 => {
+            if let Ok(meta) = ResourceMetadata::parse(input) {
+                assert!(input.len() <= MAX_METADATA_BYTES);
+                assert!(!meta.authorization_servers.is_empty());
+                assert!(
+                    meta.authorization_servers
+                        .iter()
+                        .all(|s| s.is_secure() && s.query().is_none())
+                );
+            }
+        }
+        1 => {
+            // The issuer asked for is the document's own when it has one, so the checks
+            // past the issuer comparison are reached.
+            let issuer = serde_json::from_slice::<serde_json::Value>(input)
+                .ok()
+                .and_then(|v| v.get("issuer").and_then(|i| i.as_str()).map(str::to_owned))
+                .unwrap_or_else(|| "https://as.example.com".to_owned());
+            match ServerMetadata::parse(input, &issuer) {
+                Ok(meta) => {
+                    assert_eq!(meta.issuer, issuer);
+                    assert!(meta.token_endpoint.is_secure());
+                    assert!(
+                        meta.authorization_endpoint
+                            .iter()
+                            .chain(&meta.registration_endpoint)
+                            .all(Url::is_secure)
+                    );
+                    let _ = (meta.supports_s256(), meta.origins());
+                }
+                Err(e) => {
+                    let _ = e.to_string();
+                }
+            }
+        }
+        2 => {
+            let secrets = carried_secrets(input);
+            let status = [200, 201, 400, 401, 500][usize::from(knob / 7) % 5];
+            match crate::auth::token::parse_token_response(
+                status,
+                input,
+                UnixTime(1_000),
+                None,
+                None,
+            ) {
+                Ok(token) => {
+                    let access = token.access_token().expose();
+                    assert!(
+                        !access.is_empty() && access.len() <= crate::auth::token::MAX_TOKEN_BYTES
+                    );
+                    assert!(access.bytes().all(|b| (0x21..=0x7e).contains(&b)));
+                    // `Debug` does not depend on the secrets' values.
+                    let blank = crate::auth::Token::new(
+                        crate::auth::Secret::new("x"),
+                        token.refresh_token().map(|_| crate::auth::Secret::new("y")),
+                        token.expires_at(),
+                        token.scope().cloned(),
+                    );
+                    assert_eq!(format!("{token:?}"), format!("{blank:?}"));
+                }
+                Err(e) => {
+                    let shown = format!("{e} {e:?}");
+                    for secret in &secrets {
+                        assert!(!shown.contains(secret.as_str()), "{secret:?} in {shown}");
+                    }
+                }
+            }
+        }
+        3 => {
+            let secrets = carried_secrets(input);
+            let status = [200, 201, 400, 500][usize::from(knob / 7) % 4];
+            if let Err(e) = crate::auth::client::parse_registration(status, input) {
+                let shown = format!("{e} {e:?}");
+                for secret in &secrets {
+                    assert!(!shown.contains(secret.as_str()), "{secret:?} in {shown}");
+                }
+            }
+        }
+        4 => {
+            if let Ok(scopes) = Scopes::parse(&text) {
+                let printed = scopes.to_string();
+                assert_eq!(Scopes::parse(&printed).as_ref(), Ok(&scopes));
+                assert!(!printed.starts_with(' ') && !printed.contains("  "));
+            }
+        }
+        5 => {
+            if let Ok(pairs) = decode_form(&text) {
+                assert!(text.len() <= MAX_URL_BYTES);
+                let borrowed: Vec<(&str, &str)> = pairs
+                    .iter()
+                    .map(|(a, b)| (a.as_str(), b.as_str()))
+                    .collect();
+                let encoded = encode_form(&borrowed);
+                if encoded.len() <= MAX_URL_BYTES {
+                    let again = decode_form(&encoded).expect("an encoded form decodes");
+                    assert_eq!(again, pairs);
+                }
+            }
+        }
+        _ => {
+            if let Ok(url) = Url::parse(&text) {
+                assert_eq!(url.as_str(), text);
+                assert!(!text.contains('#') && !url.host().is_empty());
+                assert!(url.path().is_empty() || url.path().starts_with('/'));
+                assert_eq!(
+                    Url::parse(url.origin_text()).map(|u| u.origin()),
+                    Ok(url.origin())
+                );
+                let _ = url.to_uri();
+            }
+        }
+    }
+}
+
+/// The string values of `access_token`, `refresh_token` and `client_secret` in a JSON input,
+/// long enough to be told from ordinary text, and not also in its error members (a server's
+/// own error text is shown, cleaned; the flow redacts the secrets it holds from it).
+fn carried_secrets(input: &[u8]) -> Vec<String> {
+    let Ok(serde_json::Value::Object(map)) = serde_json::from_slice(input) else {
+        return Vec::new();
+    };
+    let shown: String = ["error", "error_description"]
+        .iter()
+        .filter_map(|k| map.get(*k).and_then(|v| v.as_str()))
+        .collect::<Vec<_>>()
+        .join(" ");
+    ["access_token", "refresh_token", "client_secret"]
+        .iter()
+        .filter_map(|k| map.get(*k).and_then(|v| v.as_str()))
+        .filter(|s| s.len() >= 8 && !shown.contains(*s))
+        .map(str::to_owned)
+        .collect()
+}

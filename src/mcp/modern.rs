@@ -1,0 +1,749 @@
+//! What the stateless revision 2026-07-28 puts in messages (`docs/specification/2026-07-28/`):
+//! the per-request `_meta` envelope, `server/discover` and its result, `resultType` and the
+//! `input_required` round trip, cache hints, and the rules that read the era of a server from
+//! its answer to the probe (`basic/versioning.mdx`, "Negotiating the era").
+//!
+//! Pure functions over JSON; the session decides when to call them.
+//!
+//! ```
+//! use mcpwire::mcp::modern::Envelope;
+//! use mcpwire::mcp::{ClientCapabilities, Implementation, ProtocolVersion};
+//! use serde_json::value::RawValue;
+//!
+//! let envelope = Envelope {
+//!     version: ProtocolVersion::V2026_07_28,
+//!     capabilities: ClientCapabilities::default(),
+//!     client_info: Implementation::new("host", "1.0"),
+//! };
+//! let params = RawValue::from_string(r#"{"name":"echo","_meta":{"progressToken":7}}"#.into())?;
+//! let stamped = envelope.stamp(Some(&params))?;
+//! let value: serde_json::Value = serde_json::from_str(stamped.get())?;
+//! assert_eq!(value["_meta"]["progressToken"], 7);
+//! assert_eq!(value["_meta"]["io.modelcontextprotocol/protocolVersion"], "2026-07-28");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::de::{Deserializer, MapAccess, Visitor};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use super::common::{Implementation, JsonObject, Meta};
+use super::de::open_struct;
+use super::error_code;
+use super::lifecycle::{ClientCapabilities, ServerCapabilities};
+use super::version::ProtocolVersion;
+
+/// `_meta` key: the revision the request is made at (required on every request).
+pub const PROTOCOL_VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
+/// `_meta` key: what the client can do for this request (required; `{}` for nothing).
+pub const CLIENT_CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
+/// `_meta` key: who the client is.
+pub const CLIENT_INFO_KEY: &str = "io.modelcontextprotocol/clientInfo";
+/// `_meta` key of a result: who the server is.
+pub const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
+/// `_meta` key tying a notification to the `subscriptions/listen` request that asked for it.
+pub const SUBSCRIPTION_ID_KEY: &str = "io.modelcontextprotocol/subscriptionId";
+
+/// The most members a params object may have for [`Envelope::stamp`] and [`retry_params`]
+/// to rewrite it (a guard on a caller's input, far above any real request).
+const MAX_PARAMS_MEMBERS: usize = 4096;
+
+/// The `_meta` members a client puts on every request at a stateless revision.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Envelope {
+    /// The revision (`io.modelcontextprotocol/protocolVersion`).
+    pub version: ProtocolVersion,
+    /// What the client can do (`io.modelcontextprotocol/clientCapabilities`): only what it
+    /// can fulfil, since a server asks for input only through declared capabilities.
+    pub capabilities: ClientCapabilities,
+    /// Who the client is (`io.modelcontextprotocol/clientInfo`).
+    pub client_info: Implementation,
+}
+
+/// Why params could not be rewritten.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ParamsError {
+    /// The params are not a JSON object (or their `_meta` is not one).
+    NotAnObject,
+    /// The params have more members than this module rewrites.
+    TooLarge,
+}
+
+impl fmt::Display for ParamsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ParamsError::NotAnObject => f.write_str("request params must be a JSON object"),
+            ParamsError::TooLarge => {
+                write!(
+                    f,
+                    "request params have more than {MAX_PARAMS_MEMBERS} members"
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for ParamsError {}
+
+impl Envelope {
+    /// `params` with the envelope's members set in `_meta` (keeping every other member of
+    /// both, byte for byte; the envelope's keys replace any the caller set).
+    pub fn stamp(&self, params: Option<&RawValue>) -> Result<Box<RawValue>, ParamsError> {
+        let mut members = match params {
+            Some(raw) => RawMembers::parse(raw)?,
+            None => RawMembers::default(),
+        };
+        let mut meta: Map<String, Value> = match members.take("_meta") {
+            Some(raw) => serde_json::from_str(raw.get()).map_err(|_| ParamsError::NotAnObject)?,
+            None => Map::new(),
+        };
+        meta.insert(
+            PROTOCOL_VERSION_KEY.to_owned(),
+            Value::from(self.version.as_str()),
+        );
+        meta.insert(
+            CLIENT_CAPABILITIES_KEY.to_owned(),
+            serde_json::to_value(&self.capabilities).unwrap_or_else(|_| Value::Object(Map::new())),
+        );
+        meta.insert(
+            CLIENT_INFO_KEY.to_owned(),
+            serde_json::to_value(&self.client_info).unwrap_or(Value::Null),
+        );
+        let meta = serde_json::value::to_raw_value(&meta).map_err(|_| ParamsError::NotAnObject)?;
+        members.0.push(("_meta".to_owned(), meta));
+        Ok(members.into_raw())
+    }
+}
+
+/// The members of a JSON object, in order, their values as sent.
+#[derive(Default)]
+struct RawMembers(Vec<(String, Box<RawValue>)>);
+
+impl RawMembers {
+    fn parse(raw: &RawValue) -> Result<Self, ParamsError> {
+        struct MembersVisitor;
+        impl<'de> Visitor<'de> for MembersVisitor {
+            type Value = Result<RawMembers, ParamsError>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut members = Vec::new();
+                while let Some((key, value)) = map.next_entry::<String, Box<RawValue>>()? {
+                    if members.len() == MAX_PARAMS_MEMBERS {
+                        return Ok(Err(ParamsError::TooLarge));
+                    }
+                    members.push((key, value));
+                }
+                Ok(Ok(RawMembers(members)))
+            }
+        }
+        let mut deserializer = serde_json::Deserializer::from_str(raw.get());
+        deserializer
+            .deserialize_map(MembersVisitor)
+            .map_err(|_| ParamsError::NotAnObject)?
+    }
+
+    /// Removes every member named `key`, returning the last.
+    fn take(&mut self, key: &str) -> Option<Box<RawValue>> {
+        let mut found = None;
+        self.0.retain_mut(|(name, value)| {
+            if name == key {
+                found = Some(std::mem::replace(value, RawValue::NULL.to_owned()));
+                false
+            } else {
+                true
+            }
+        });
+        found
+    }
+
+    fn into_raw(self) -> Box<RawValue> {
+        let mut out = String::from("{");
+        for (index, (key, value)) in self.0.iter().enumerate() {
+            if index > 0 {
+                out.push(',');
+            }
+            // A `String` always serializes.
+            out.push_str(&serde_json::to_string(key).unwrap_or_default());
+            out.push(':');
+            out.push_str(value.get());
+        }
+        out.push('}');
+        // Valid JSON by construction: keys serialized, values already raw JSON.
+        RawValue::from_string(out).unwrap_or_else(|_| RawValue::NULL.to_owned())
+    }
+}
+
+/// The params of a retry after `input_required` (`basic/patterns/input-required.mdx`): the
+/// original params, with `inputResponses` and `requestState` set when given (the state echoed
+/// exactly as the server sent it, escapes and all) and removed otherwise. The caller stamps a
+/// fresh envelope and sends it under a new id.
+pub fn retry_params(
+    original: Option<&RawValue>,
+    input_responses: Option<&RawValue>,
+    request_state: Option<&RawValue>,
+) -> Result<Box<RawValue>, ParamsError> {
+    let mut members = match original {
+        Some(raw) => RawMembers::parse(raw)?,
+        None => RawMembers::default(),
+    };
+    members.take("inputResponses");
+    members.take("requestState");
+    if let Some(responses) = input_responses {
+        members
+            .0
+            .push(("inputResponses".to_owned(), responses.to_owned()));
+    }
+    if let Some(state) = request_state {
+        members
+            .0
+            .push(("requestState".to_owned(), state.to_owned()));
+    }
+    Ok(members.into_raw())
+}
+
+/// The result of `server/discover` (schema `DiscoverResult`). Only `supportedVersions` and
+/// `capabilities` are required: servers differ on where they put `serverInfo` (the result's
+/// `_meta`, as the schema says, or the result itself) and some leave out the cache hints.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DiscoverResult {
+    /// The revisions the server speaks.
+    pub supported_versions: Vec<String>,
+    /// What the server offers.
+    pub capabilities: ServerCapabilities,
+    /// How to use the server, a hint a client MAY give its model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+    /// `serverInfo` when the server put it in the result itself.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_info: Option<Implementation>,
+    /// `resultType`; absent means complete.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result_type: Option<String>,
+    /// `ttlMs`: how long the result may be reused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ttl_ms: Option<Value>,
+    /// `cacheScope`: `public` or `private`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_scope: Option<String>,
+    /// `_meta`.
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Meta>,
+    /// Any other member, kept as sent.
+    #[serde(flatten)]
+    pub extra: JsonObject,
+}
+
+open_struct! {
+    DiscoverResult via DiscoverResultBuilder, expecting "a discover result",
+    {
+        supported_versions: Vec<String> = "supportedVersions" [required],
+        capabilities: ServerCapabilities = "capabilities" [required],
+        instructions: Option<String> = "instructions",
+        server_info: Option<Implementation> = "serverInfo",
+        result_type: Option<String> = "resultType",
+        ttl_ms: Option<Value> = "ttlMs",
+        cache_scope: Option<String> = "cacheScope",
+        meta: Option<Meta> = "_meta",
+    }
+}
+
+impl DiscoverResult {
+    /// Who the server is: `_meta["io.modelcontextprotocol/serverInfo"]`, else a `serverInfo`
+    /// member, else `None`.
+    pub fn server_info(&self) -> Option<Implementation> {
+        self.meta
+            .as_ref()
+            .and_then(|meta| meta.get(SERVER_INFO_KEY))
+            .and_then(|info| serde_json::from_value(info.clone()).ok())
+            .or_else(|| self.server_info.clone())
+    }
+
+    /// The newest of `ours` that the server lists, if any.
+    pub fn common_version(&self, ours: &[ProtocolVersion]) -> Option<ProtocolVersion> {
+        newest_common(ours, self.supported_versions.iter().map(String::as_str))
+    }
+
+    /// The cache hint of this result.
+    pub fn cache_hint(&self) -> CacheHint {
+        CacheHint::read(self.ttl_ms.as_ref(), self.cache_scope.as_deref())
+    }
+}
+
+/// The newest version of `ours` among `theirs`.
+fn newest_common<'a>(
+    ours: &[ProtocolVersion],
+    theirs: impl Iterator<Item = &'a str> + Clone,
+) -> Option<ProtocolVersion> {
+    ours.iter()
+        .copied()
+        .filter(|v| theirs.clone().any(|t| t == v.as_str()))
+        .max()
+}
+
+/// Whether a result may be reused by whoever else asks (`server/utilities/caching.mdx`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CacheScope {
+    /// Anyone may reuse it.
+    Public,
+    /// Only the same credentials may reuse it (the default when the server names neither).
+    Private,
+}
+
+/// How long a result may be reused, and by whom (`ttlMs`, `cacheScope`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CacheHint {
+    /// How long; zero means not at all.
+    pub ttl: Duration,
+    /// By whom.
+    pub scope: CacheScope,
+}
+
+impl CacheHint {
+    /// Reads the hint: an absent, negative or non-integer `ttlMs` is zero; any `cacheScope`
+    /// but `"public"` is private.
+    pub fn read(ttl_ms: Option<&Value>, scope: Option<&str>) -> CacheHint {
+        let ttl = ttl_ms.and_then(Value::as_u64).unwrap_or(0);
+        CacheHint {
+            ttl: Duration::from_millis(ttl),
+            scope: match scope {
+                Some("public") => CacheScope::Public,
+                _ => CacheScope::Private,
+            },
+        }
+    }
+
+    /// Reads the hint from a result's members (`extra` of a typed result).
+    pub fn from_members(members: &JsonObject) -> CacheHint {
+        CacheHint::read(
+            members.get("ttlMs"),
+            members.get("cacheScope").and_then(Value::as_str),
+        )
+    }
+}
+
+/// A result's `resultType` (`basic/index.mdx`, "Result types").
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ResultType {
+    /// The request is done (also when the member is absent).
+    Complete,
+    /// The server needs input before it can finish: retry with `inputResponses`.
+    InputRequired,
+    /// A value this client does not know: the result is invalid.
+    Unknown(String),
+}
+
+impl ResultType {
+    /// Reads `resultType` (absent means complete).
+    pub fn read(value: Option<&str>) -> ResultType {
+        match value {
+            None | Some("complete") => ResultType::Complete,
+            Some("input_required") => ResultType::InputRequired,
+            Some(other) => ResultType::Unknown(other.to_owned()),
+        }
+    }
+}
+
+/// What any 2026-07-28 result says of itself, read without decoding the payload: its
+/// `resultType` and, for `input_required`, what the server needs (the members kept raw, so the
+/// state goes back exactly as it came).
+#[derive(Debug, Default, Deserialize)]
+pub struct ResultEnvelope {
+    /// `resultType`.
+    #[serde(rename = "resultType", default)]
+    result_type: Option<String>,
+    /// `inputRequests`: a map from a key of the server's to a request for the client.
+    #[serde(rename = "inputRequests", default)]
+    pub input_requests: Option<Box<RawValue>>,
+    /// `requestState`: opaque, echoed byte for byte on the retry.
+    #[serde(rename = "requestState", default)]
+    pub request_state: Option<Box<RawValue>>,
+}
+
+/// Why a result's envelope is not usable.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ResultError {
+    /// The result is not a JSON object, or a member has the wrong type.
+    Malformed(String),
+    /// `resultType` names a type this client does not know.
+    UnknownType(String),
+    /// `input_required` without `inputRequests` or `requestState`.
+    EmptyInputRequired,
+}
+
+impl fmt::Display for ResultError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ResultError::Malformed(why) => write!(f, "the result is malformed: {why}"),
+            ResultError::UnknownType(kind) => {
+                write!(f, "the result has an unknown resultType {kind:?}")
+            }
+            ResultError::EmptyInputRequired => f.write_str(
+                "the result is input_required but holds neither inputRequests nor requestState",
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ResultError {}
+
+impl ResultEnvelope {
+    /// Reads the envelope of `raw`, checking it: a known `resultType`, and for
+    /// `input_required` an object of requests and a string state, at least one of them.
+    pub fn read(raw: &RawValue) -> Result<ResultEnvelope, ResultError> {
+        if !raw.get().trim_start().starts_with('{') {
+            return Err(ResultError::Malformed(
+                "a result is a JSON object".to_owned(),
+            ));
+        }
+        let envelope: ResultEnvelope =
+            serde_json::from_str(raw.get()).map_err(|e| ResultError::Malformed(e.to_string()))?;
+        match envelope.result_type() {
+            ResultType::Complete => {}
+            ResultType::Unknown(kind) => return Err(ResultError::UnknownType(kind)),
+            ResultType::InputRequired => {
+                if let Some(requests) = &envelope.input_requests
+                    && !requests.get().trim_start().starts_with('{')
+                {
+                    return Err(ResultError::Malformed(
+                        "inputRequests is not an object".to_owned(),
+                    ));
+                }
+                if let Some(state) = &envelope.request_state
+                    && !state.get().starts_with('"')
+                {
+                    return Err(ResultError::Malformed(
+                        "requestState is not a string".to_owned(),
+                    ));
+                }
+                if envelope.input_requests.is_none() && envelope.request_state.is_none() {
+                    return Err(ResultError::EmptyInputRequired);
+                }
+            }
+        }
+        Ok(envelope)
+    }
+
+    /// The result's type.
+    pub fn result_type(&self) -> ResultType {
+        ResultType::read(self.result_type.as_deref())
+    }
+
+    /// The input requests, each under the server's key, in order (empty when none).
+    pub fn input_requests(&self) -> Result<Vec<InputRequest>, ResultError> {
+        let Some(raw) = &self.input_requests else {
+            return Ok(Vec::new());
+        };
+        let requests: Vec<(String, InputRequestBody)> = RawMembers::parse(raw)
+            .map_err(|e| ResultError::Malformed(e.to_string()))?
+            .0
+            .into_iter()
+            .map(|(key, body)| {
+                serde_json::from_str::<InputRequestBody>(body.get())
+                    .map(|body| (key, body))
+                    .map_err(|e| ResultError::Malformed(format!("inputRequests: {e}")))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(requests
+            .into_iter()
+            .map(|(key, body)| InputRequest {
+                key,
+                method: body.method,
+                params: body.params,
+            })
+            .collect())
+    }
+}
+
+#[derive(Deserialize)]
+struct InputRequestBody {
+    method: String,
+    #[serde(default)]
+    params: Option<Box<RawValue>>,
+}
+
+/// One thing a server needs from the client before it can finish a request: an
+/// `elicitation/create`, `sampling/createMessage` or `roots/list` request, in the shape of the
+/// 2025-era server requests.
+#[derive(Debug)]
+pub struct InputRequest {
+    /// The server's key for it; the answer goes back under the same key.
+    pub key: String,
+    /// The request's method.
+    pub method: String,
+    /// The request's params.
+    pub params: Option<Box<RawValue>>,
+}
+
+/// What the answer to the era probe (`server/discover`) says about the server.
+#[derive(Debug, PartialEq)]
+#[non_exhaustive]
+pub enum EraVerdict {
+    /// The server speaks a stateless revision: this one, the newest both sides know.
+    Modern(ProtocolVersion),
+    /// The server speaks a stateless revision but not the one probed with: probe again at
+    /// this one (once).
+    Retry(ProtocolVersion),
+    /// The server speaks an older revision: open a session with `initialize`.
+    Legacy(String),
+    /// The server speaks only stateless revisions this client does not know.
+    NoCommonVersion(Vec<String>),
+}
+
+/// Reads the era from a result of the probe: a `DiscoverResult` with a stateless revision in
+/// common means modern; anything else (`{}` from a server that answers every request, a
+/// discover result with no revision in common) means a 2025-era server.
+pub fn era_from_result(
+    raw: &RawValue,
+    ours: &[ProtocolVersion],
+) -> (EraVerdict, Option<DiscoverResult>) {
+    match serde_json::from_str::<DiscoverResult>(raw.get()) {
+        Ok(result) => match result.common_version(ours) {
+            Some(version) => (EraVerdict::Modern(version), Some(result)),
+            None => (
+                EraVerdict::Legacy(format!(
+                    "server/discover lists no revision this client speaks ({})",
+                    result.supported_versions.join(", ")
+                )),
+                None,
+            ),
+        },
+        Err(e) => (
+            EraVerdict::Legacy(format!(
+                "the server/discover answer is not a discover result ({e})"
+            )),
+            None,
+        ),
+    }
+}
+
+/// Reads the era from a JSON-RPC error answering the probe. Only
+/// `-32022 UnsupportedProtocolVersion` with a `supported` list is evidence of a stateless
+/// server: with a revision in common the probe is repeated at it (even the one just sent: a
+/// server may reject a probe for another reason and name the version anyway), with only
+/// stateless revisions unknown to this client the connection fails, and with only older
+/// revisions the server is a 2025-era one. Any other error (`-32601`, `-32600`, `-32000` "not
+/// initialized", `-32000` "Unsupported protocol version" from a 2025-era SDK) means the server
+/// does not know `server/discover`: 2025-era.
+pub fn era_from_error(code: i64, data: Option<&str>, ours: &[ProtocolVersion]) -> EraVerdict {
+    if code != error_code::UNSUPPORTED_PROTOCOL_VERSION {
+        return EraVerdict::Legacy(format!("server/discover answered error {code}"));
+    }
+    #[derive(Deserialize)]
+    struct Supported {
+        supported: Vec<String>,
+    }
+    let Some(Supported { supported }) =
+        data.and_then(|data| serde_json::from_str::<Supported>(data).ok())
+    else {
+        return EraVerdict::Legacy(
+            "server/discover answered -32022 without a list of supported revisions".to_owned(),
+        );
+    };
+    if let Some(version) = newest_common(ours, supported.iter().map(String::as_str)) {
+        return EraVerdict::Retry(version);
+    }
+    let stateless = supported.iter().any(|name| {
+        ProtocolVersion::parse(name)
+            .map_or_else(|| name.as_str() > "2026", ProtocolVersion::is_modern)
+    });
+    if stateless {
+        EraVerdict::NoCommonVersion(supported)
+    } else {
+        EraVerdict::Legacy(format!("the server supports only {}", supported.join(", ")))
+    }
+}
+
+/// The newest of `ours` in the `supported` list of a `-32022` error's data.
+pub fn supported_in_error(data: Option<&str>, ours: &[ProtocolVersion]) -> Option<ProtocolVersion> {
+    match era_from_error(error_code::UNSUPPORTED_PROTOCOL_VERSION, data, ours) {
+        EraVerdict::Retry(version) => Some(version),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn raw(text: &str) -> Box<RawValue> {
+        RawValue::from_string(text.to_owned()).unwrap()
+    }
+
+    fn envelope() -> Envelope {
+        Envelope {
+            version: ProtocolVersion::V2026_07_28,
+            capabilities: ClientCapabilities::default(),
+            client_info: Implementation::new("c", "1"),
+        }
+    }
+
+    #[test]
+    fn stamping_keeps_every_member_byte_for_byte_and_replaces_envelope_keys() {
+        let params = raw(
+            r#"{"name":"t\u00e9","arguments":{"x":"\/a","n":1.50},"_meta":{"progressToken":3,"io.modelcontextprotocol/protocolVersion":"1999-01-01"}}"#,
+        );
+        let stamped = envelope().stamp(Some(&params)).unwrap();
+        let text = stamped.get();
+        assert!(
+            text.starts_with(r#"{"name":"t\u00e9","arguments":{"x":"\/a","n":1.50},"_meta":"#),
+            "{text}"
+        );
+        let value: Value = serde_json::from_str(text).unwrap();
+        let meta = &value["_meta"];
+        assert_eq!(meta["progressToken"], 3);
+        assert_eq!(meta[PROTOCOL_VERSION_KEY], "2026-07-28");
+        assert_eq!(meta[CLIENT_CAPABILITIES_KEY], json!({}));
+        assert_eq!(meta[CLIENT_INFO_KEY], json!({"name": "c", "version": "1"}));
+        assert_eq!(
+            envelope()
+                .stamp(None)
+                .unwrap()
+                .get()
+                .matches("_meta")
+                .count(),
+            1
+        );
+        for bad in ["[1]", "\"s\"", r#"{"_meta":[]}"#, "null"] {
+            assert_eq!(
+                envelope().stamp(Some(&raw(bad))).unwrap_err(),
+                ParamsError::NotAnObject,
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_retry_echoes_the_state_exactly_and_drops_stale_members() {
+        let original =
+            raw(r#"{"name":"t","arguments":{},"requestState":"old","inputResponses":{}}"#);
+        let state = raw(r#""{\"nonce\":\"\u00e9\/\"}""#);
+        let responses = raw(r#"{"confirm":{"action":"accept"}}"#);
+        let retry = retry_params(Some(&original), Some(&responses), Some(&state)).unwrap();
+        assert_eq!(
+            retry.get(),
+            r#"{"name":"t","arguments":{},"inputResponses":{"confirm":{"action":"accept"}},"requestState":"{\"nonce\":\"\u00e9\/\"}"}"#
+        );
+        let retry = retry_params(Some(&original), Some(&responses), None).unwrap();
+        assert!(!retry.get().contains("requestState"), "{}", retry.get());
+    }
+
+    #[test]
+    fn result_envelopes_are_checked() {
+        let complete = ResultEnvelope::read(&raw(r#"{"content":[]}"#)).unwrap();
+        assert_eq!(complete.result_type(), ResultType::Complete);
+        let needs = ResultEnvelope::read(&raw(
+            r#"{"resultType":"input_required","inputRequests":{"a":{"method":"elicitation/create","params":{"message":"ok?"}},"b":{"method":"roots/list"}},"requestState":"s"}"#,
+        ))
+        .unwrap();
+        assert_eq!(needs.result_type(), ResultType::InputRequired);
+        let requests = needs.input_requests().unwrap();
+        assert_eq!(requests.len(), 2);
+        assert_eq!(
+            (requests[0].key.as_str(), requests[0].method.as_str()),
+            ("a", "elicitation/create")
+        );
+        assert!(requests[1].params.is_none());
+        assert_eq!(needs.request_state.as_deref().unwrap().get(), "\"s\"");
+        assert_eq!(
+            ResultEnvelope::read(&raw(r#"{"resultType":"task"}"#)).unwrap_err(),
+            ResultError::UnknownType("task".to_owned())
+        );
+        assert_eq!(
+            ResultEnvelope::read(&raw(r#"{"resultType":"input_required"}"#)).unwrap_err(),
+            ResultError::EmptyInputRequired
+        );
+        for bad in [
+            r#"{"resultType":"input_required","requestState":7}"#,
+            r#"{"resultType":"input_required","inputRequests":[]}"#,
+            r#"{"resultType":5}"#,
+            "[]",
+        ] {
+            assert!(ResultEnvelope::read(&raw(bad)).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn era_verdicts() {
+        let ours = [ProtocolVersion::V2026_07_28];
+        let (verdict, result) = era_from_result(
+            &raw(
+                r#"{"supportedVersions":["2026-07-28","2027-01-01"],"capabilities":{},"serverInfo":{"name":"s","version":"1"}}"#,
+            ),
+            &ours,
+        );
+        assert_eq!(verdict, EraVerdict::Modern(ProtocolVersion::V2026_07_28));
+        assert_eq!(result.unwrap().server_info().unwrap().name, "s");
+        for legacy in [
+            r#"{}"#,
+            r#"{"supportedVersions":["2025-11-25"],"capabilities":{}}"#,
+            r#"{"supportedVersions":"2026-07-28","capabilities":{}}"#,
+        ] {
+            assert!(
+                matches!(
+                    era_from_result(&raw(legacy), &ours).0,
+                    EraVerdict::Legacy(_)
+                ),
+                "{legacy}"
+            );
+        }
+        assert_eq!(
+            era_from_error(
+                -32022,
+                Some(r#"{"supported":["2026-07-28"],"requested":"2026-07-28"}"#),
+                &ours
+            ),
+            EraVerdict::Retry(ProtocolVersion::V2026_07_28)
+        );
+        assert_eq!(
+            era_from_error(-32022, Some(r#"{"supported":["2027-02-02"]}"#), &ours),
+            EraVerdict::NoCommonVersion(vec!["2027-02-02".to_owned()])
+        );
+        for (code, data) in [
+            (-32022, Some(r#"{"supported":["2025-11-25"]}"#)),
+            (-32022, None),
+            (-32022, Some(r#"{"supported":"x"}"#)),
+            (-32601, None),
+            (-32000, Some(r#"{"supported":["2026-07-28"]}"#)),
+            (-32020, None),
+        ] {
+            assert!(
+                matches!(era_from_error(code, data, &ours), EraVerdict::Legacy(_)),
+                "{code} {data:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn cache_hints_default_to_nothing_private() {
+        assert_eq!(
+            CacheHint::read(None, None),
+            CacheHint {
+                ttl: Duration::ZERO,
+                scope: CacheScope::Private
+            }
+        );
+        assert_eq!(
+            CacheHint::read(Some(&json!(-5)), Some("public")).ttl,
+            Duration::ZERO
+        );
+        assert_eq!(
+            CacheHint::read(Some(&json!(1500)), Some("public")),
+            CacheHint {
+                ttl: Duration::from_millis(1500),
+                scope: CacheScope::Public
+            }
+        );
+    }
+}
