@@ -26,10 +26,10 @@
 use std::fmt;
 use std::time::Duration;
 
-use serde::de::{Deserializer, MapAccess, Visitor};
+use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use serde_json::value::RawValue;
-use serde_json::{Map, Value};
 
 use super::common::{Implementation, JsonObject, Meta};
 use super::de::open_struct;
@@ -92,30 +92,37 @@ impl std::error::Error for ParamsError {}
 
 impl Envelope {
     /// `params` with the envelope's members set in `_meta` (keeping every other member of
-    /// both, byte for byte; the envelope's keys replace any the caller set).
+    /// both, in order and byte for byte; the envelope's keys replace any the caller set).
     pub fn stamp(&self, params: Option<&RawValue>) -> Result<Box<RawValue>, ParamsError> {
         let mut members = match params {
             Some(raw) => RawMembers::parse(raw)?,
             None => RawMembers::default(),
         };
-        let mut meta: Map<String, Value> = match members.take("_meta") {
-            Some(raw) => serde_json::from_str(raw.get()).map_err(|_| ParamsError::NotAnObject)?,
-            None => Map::new(),
+        // Kept raw too: a `Value` would round a big integer `progressToken` and reorder keys.
+        let mut meta = match members.take("_meta") {
+            Some(raw) => RawMembers::parse(&raw)?,
+            None => RawMembers::default(),
         };
-        meta.insert(
-            PROTOCOL_VERSION_KEY.to_owned(),
-            Value::from(self.version.as_str()),
-        );
-        meta.insert(
-            CLIENT_CAPABILITIES_KEY.to_owned(),
-            serde_json::to_value(&self.capabilities).unwrap_or_else(|_| Value::Object(Map::new())),
-        );
-        meta.insert(
-            CLIENT_INFO_KEY.to_owned(),
-            serde_json::to_value(&self.client_info).unwrap_or(Value::Null),
-        );
-        let meta = serde_json::value::to_raw_value(&meta).map_err(|_| ParamsError::NotAnObject)?;
-        members.0.push(("_meta".to_owned(), meta));
+        let envelope = [
+            (
+                PROTOCOL_VERSION_KEY,
+                serde_json::value::to_raw_value(self.version.as_str()),
+            ),
+            (
+                CLIENT_CAPABILITIES_KEY,
+                serde_json::value::to_raw_value(&self.capabilities),
+            ),
+            (
+                CLIENT_INFO_KEY,
+                serde_json::value::to_raw_value(&self.client_info),
+            ),
+        ];
+        for (key, value) in envelope {
+            meta.take(key);
+            let value = value.map_err(|_| ParamsError::NotAnObject)?;
+            meta.0.push((key.to_owned(), value));
+        }
+        members.0.push(("_meta".to_owned(), meta.into_raw()));
         Ok(members.into_raw())
     }
 }
@@ -136,6 +143,9 @@ impl RawMembers {
                 let mut members = Vec::new();
                 while let Some((key, value)) = map.next_entry::<String, Box<RawValue>>()? {
                     if members.len() == MAX_PARAMS_MEMBERS {
+                        // The rest is read, not left: serde_json refuses an object whose
+                        // visitor stops before its end, which would say "not an object".
+                        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
                         return Ok(Err(ParamsError::TooLarge));
                     }
                     members.push((key, value));
@@ -147,6 +157,14 @@ impl RawMembers {
         deserializer
             .deserialize_map(MembersVisitor)
             .map_err(|_| ParamsError::NotAnObject)?
+    }
+
+    /// Whether `raw` (valid JSON) is an object without members.
+    fn is_empty_object(raw: &RawValue) -> bool {
+        raw.get()
+            .strip_prefix('{')
+            .and_then(|rest| rest.strip_suffix('}'))
+            .is_some_and(|inside| inside.trim().is_empty())
     }
 
     /// Removes every member named `key`, returning the last.
@@ -426,7 +444,13 @@ impl ResultEnvelope {
                         "requestState is not a string".to_owned(),
                     ));
                 }
-                if envelope.input_requests.is_none() && envelope.request_state.is_none() {
+                // `{}` asks for nothing: with no state either, a retry could only repeat the
+                // request as it was.
+                let no_requests = envelope
+                    .input_requests
+                    .as_ref()
+                    .is_none_or(|requests| RawMembers::is_empty_object(requests));
+                if no_requests && envelope.request_state.is_none() {
                     return Err(ResultError::EmptyInputRequired);
                 }
             }
@@ -439,29 +463,37 @@ impl ResultEnvelope {
         ResultType::read(self.result_type.as_deref())
     }
 
-    /// The input requests, each under the server's key, in order (empty when none).
+    /// The input requests, each under the server's key, in order (empty when none). A key
+    /// that appears twice is refused: the answers go back in one object under the same keys,
+    /// where a repeated key would be ambiguous.
     pub fn input_requests(&self) -> Result<Vec<InputRequest>, ResultError> {
         let Some(raw) = &self.input_requests else {
             return Ok(Vec::new());
         };
-        let requests: Vec<(String, InputRequestBody)> = RawMembers::parse(raw)
-            .map_err(|e| ResultError::Malformed(e.to_string()))?
-            .0
-            .into_iter()
-            .map(|(key, body)| {
-                serde_json::from_str::<InputRequestBody>(body.get())
-                    .map(|body| (key, body))
-                    .map_err(|e| ResultError::Malformed(format!("inputRequests: {e}")))
-            })
-            .collect::<Result<_, _>>()?;
-        Ok(requests
-            .into_iter()
-            .map(|(key, body)| InputRequest {
+        let members = RawMembers::parse(raw).map_err(|e| ResultError::Malformed(e.to_string()))?;
+        let mut requests: Vec<InputRequest> = Vec::with_capacity(members.0.len());
+        let mut keys = std::collections::HashSet::with_capacity(members.0.len());
+        for (key, body) in members.0 {
+            if !keys.insert(key.clone()) {
+                return Err(ResultError::Malformed(format!(
+                    "inputRequests: the key {key:?} appears twice"
+                )));
+            }
+            // An object: serde also reads a struct from an array.
+            if !body.get().starts_with('{') {
+                return Err(ResultError::Malformed(format!(
+                    "inputRequests: {key:?} is not an object"
+                )));
+            }
+            let body = serde_json::from_str::<InputRequestBody>(body.get())
+                .map_err(|e| ResultError::Malformed(format!("inputRequests: {e}")))?;
+            requests.push(InputRequest {
                 key,
                 method: body.method,
                 params: body.params,
-            })
-            .collect())
+            });
+        }
+        Ok(requests)
     }
 }
 
@@ -500,14 +532,24 @@ pub enum EraVerdict {
     NoCommonVersion(Vec<String>),
 }
 
-/// Reads the era from a result of the probe: a `DiscoverResult` with a stateless revision in
-/// common means modern; anything else (`{}` from a server that answers every request, a
-/// discover result with no revision in common) means a 2025-era server.
+/// Reads the era from a result of the probe: a complete `DiscoverResult` with a stateless
+/// revision in common means modern; anything else (`{}` from a server that answers every
+/// request, a discover result with no revision in common, or of a `resultType` other than
+/// `complete`) means a 2025-era server.
 pub fn era_from_result(
     raw: &RawValue,
     ours: &[ProtocolVersion],
 ) -> (EraVerdict, Option<DiscoverResult>) {
     match serde_json::from_str::<DiscoverResult>(raw.get()) {
+        // An unknown `resultType` makes a result invalid (`basic/index.mdx`), and
+        // `server/discover` is not a request a server may answer `input_required`.
+        Ok(result) if ResultType::read(result.result_type.as_deref()) != ResultType::Complete => (
+            EraVerdict::Legacy(format!(
+                "the server/discover answer has resultType {:?}",
+                result.result_type.unwrap_or_default()
+            )),
+            None,
+        ),
         Ok(result) => match result.common_version(ours) {
             Some(version) => (EraVerdict::Modern(version), Some(result)),
             None => (
@@ -543,8 +585,10 @@ pub fn era_from_error(code: i64, data: Option<&str>, ours: &[ProtocolVersion]) -
     struct Supported {
         supported: Vec<String>,
     }
-    let Some(Supported { supported }) =
-        data.and_then(|data| serde_json::from_str::<Supported>(data).ok())
+    // An object: serde also reads a struct from an array (`[["2026-07-28"]]`).
+    let Some(Supported { supported }) = data
+        .filter(|data| data.trim_start().starts_with('{'))
+        .and_then(|data| serde_json::from_str::<Supported>(data).ok())
     else {
         return EraVerdict::Legacy(
             "server/discover answered -32022 without a list of supported revisions".to_owned(),
@@ -721,6 +765,119 @@ mod tests {
             assert!(
                 matches!(era_from_error(code, data, &ours), EraVerdict::Legacy(_)),
                 "{code} {data:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn stamping_keeps_the_callers_meta_members_as_sent() {
+        // Numbers serde_json's `Value` would round or refuse, escapes, and the order.
+        let params = raw(
+            r#"{"name":"t","_meta":{"progressToken":12345678901234567890123,"z":1.50,"a":"\u00e9","io.modelcontextprotocol/clientInfo":"old","n":1e400}}"#,
+        );
+        let stamped = envelope().stamp(Some(&params)).unwrap();
+        let text = stamped.get();
+        assert!(
+            text.starts_with(
+                r#"{"name":"t","_meta":{"progressToken":12345678901234567890123,"z":1.50,"a":"\u00e9","n":1e400,"#
+            ),
+            "{text}"
+        );
+        for key in [
+            PROTOCOL_VERSION_KEY,
+            CLIENT_CAPABILITIES_KEY,
+            CLIENT_INFO_KEY,
+        ] {
+            assert_eq!(text.matches(key).count(), 1, "{key} in {text}");
+        }
+        assert!(!text.contains("\"old\""), "{text}");
+        assert!(serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok());
+    }
+
+    #[test]
+    fn more_members_than_the_limit_are_too_large() {
+        let object = |n: usize| {
+            let members: Vec<String> = (0..n).map(|i| format!("\"m{i}\":{i}")).collect();
+            raw(&format!("{{{}}}", members.join(",")))
+        };
+        let at_limit = object(MAX_PARAMS_MEMBERS);
+        assert!(envelope().stamp(Some(&at_limit)).is_ok());
+        assert!(retry_params(Some(&at_limit), None, None).is_ok());
+        // One over the limit, and more (the members after the limit are still read).
+        for n in [1, 2, 100] {
+            let over = object(MAX_PARAMS_MEMBERS + n);
+            let meta_over = raw(&format!(r#"{{"_meta":{}}}"#, over.get()));
+            assert_eq!(
+                envelope().stamp(Some(&over)).err(),
+                Some(ParamsError::TooLarge),
+                "{n} over"
+            );
+            assert_eq!(
+                retry_params(Some(&over), None, None).err(),
+                Some(ParamsError::TooLarge),
+                "{n} over"
+            );
+            assert_eq!(
+                envelope().stamp(Some(&meta_over)).err(),
+                Some(ParamsError::TooLarge),
+                "{n} over in _meta"
+            );
+        }
+    }
+
+    #[test]
+    fn a_discover_result_is_complete_and_supported_is_in_an_object() {
+        let ours = [ProtocolVersion::V2026_07_28];
+        for kind in ["task", "input_required"] {
+            let result = raw(&format!(
+                r#"{{"supportedVersions":["2026-07-28"],"capabilities":{{}},"resultType":"{kind}"}}"#
+            ));
+            assert!(
+                matches!(
+                    era_from_result(&result, &ours),
+                    (EraVerdict::Legacy(_), None)
+                ),
+                "{kind}"
+            );
+        }
+        let complete = raw(
+            r#"{"supportedVersions":["2026-07-28"],"capabilities":{},"resultType":"complete"}"#,
+        );
+        assert!(matches!(
+            era_from_result(&complete, &ours).0,
+            EraVerdict::Modern(_)
+        ));
+        // serde reads a struct from an array too; error data is an object.
+        assert!(matches!(
+            era_from_error(-32022, Some(r#"[["2026-07-28"]]"#), &ours),
+            EraVerdict::Legacy(_)
+        ));
+        assert_eq!(supported_in_error(Some(r#"[["2026-07-28"]]"#), &ours), None);
+    }
+
+    #[test]
+    fn input_required_needs_a_request_or_a_state_and_unique_keys() {
+        assert_eq!(
+            ResultEnvelope::read(&raw(
+                r#"{"resultType":"input_required","inputRequests":{}}"#
+            ))
+            .unwrap_err(),
+            ResultError::EmptyInputRequired
+        );
+        assert!(
+            ResultEnvelope::read(&raw(
+                r#"{"resultType":"input_required","inputRequests":{},"requestState":"s"}"#
+            ))
+            .is_ok()
+        );
+        for bad in [
+            r#"{"resultType":"input_required","inputRequests":{"a":{"method":"roots/list"},"a":{"method":"roots/list"}}}"#,
+            r#"{"resultType":"input_required","inputRequests":{"r":["roots/list",null]}}"#,
+        ] {
+            let envelope = ResultEnvelope::read(&raw(bad)).unwrap();
+            assert!(
+                matches!(envelope.input_requests(), Err(ResultError::Malformed(_))),
+                "{bad}"
             );
         }
     }
