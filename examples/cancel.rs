@@ -1,6 +1,7 @@
 //! Cancel a tool call in flight with a `CancelToken`: the request is cancelled on the wire
-//! (`notifications/cancelled`), the call ends at once with `ErrorKind::Cancelled`, and the
-//! session goes on.
+//! (`notifications/cancelled` at 2025; at 2026-07-28, which the demo server speaks, by closing
+//! the call's stream), the call ends at once with `ErrorKind::Cancelled`, and the client goes
+//! on.
 //!
 //! ```sh
 //! cargo run --example cancel                          # starts the embedded demo server
@@ -9,7 +10,7 @@
 //!
 //! The call is the demo server's `progress_report`, ten steps of 500 ms; it is cancelled as
 //! soon as the first progress report arrives. Exits 0 when the call ends cancelled, long
-//! before it would have finished, and the session still answers a ping; 1 otherwise.
+//! before it would have finished, and the server still answers; 1 otherwise.
 
 // The example times the call; the ban on reading the clock is for the library's sans-IO layers.
 #![allow(clippy::disallowed_methods)]
@@ -79,8 +80,9 @@ async fn main() -> Result<(), Failure> {
     }
 
     // The session is not hurt: the next request is answered as usual.
-    client.ping().await?;
-    println!("the session is still usable (ping answered)");
+    // Any request will do (not `ping`: 2026-07-28 has none).
+    client.list_tools().await?;
+    println!("the client is still usable (tools/list answered)");
     client.close().await;
     Ok(())
 }

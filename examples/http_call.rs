@@ -45,8 +45,9 @@ async fn main() -> Result<(), Failure> {
     };
 
     // One pool of keep-alive connections (and TLS settings) for every session a program
-    // opens; one `Client` per MCP session. `connect_http` sends `initialize` and
-    // `notifications/initialized`. A bearer token or extra headers would go on the config:
+    // opens; one `Client` per MCP session. `connect_http` probes with `server/discover`
+    // (protocol 2026-07-28, which the demo server speaks: no session then) and falls back to
+    // `initialize` and `notifications/initialized` for a 2025-era server. A bearer token or extra headers would go on the config:
     // `config.bearer_token = Some(Secret::new(..))`, `config.headers.insert(..)`.
     let pool = HttpPool::new(&TlsOptions::default())?;
     let config = HttpConfig::new(&url)?;
@@ -85,7 +86,8 @@ async fn main() -> Result<(), Failure> {
     }
 
     // A deadline shorter than the work: five steps of 200 ms against 300 ms. The request is
-    // cancelled on the wire (`notifications/cancelled`) and the session stays usable. The
+    // cancelled on the wire (`notifications/cancelled` at 2025, closing its stream at
+    // 2026-07-28) and the client stays usable. The
     // tool was called, so whether it did anything is unknown: `outcome_unknown()` says so.
     if names.contains(&"progress_report") {
         let started = Instant::now();
@@ -108,11 +110,12 @@ async fn main() -> Result<(), Failure> {
                 return Err(format!("expected a timeout, got: {}", describe(&result)).into());
             }
         }
-        client.ping().await?;
-        println!("the session is still usable (ping answered)");
+        // Any request will do (not `ping`: 2026-07-28 has none).
+        client.list_tools().await?;
+        println!("the client is still usable (tools/list answered)");
     }
 
-    // Ends the session (`DELETE` on Streamable HTTP).
+    // Ends the session (`DELETE` of a 2025 Streamable HTTP session; nothing to end at 2026-07-28).
     client.close().await;
     Ok(())
 }

@@ -1,7 +1,9 @@
 //! An embedded loopback MCP server for the one-command demo, tests, benchmarks and examples:
-//! Streamable HTTP (protocol 2025-11-25, also answering 2025-06-18 and 2025-03-26) on
-//! `127.0.0.1` only, and the same tools over stdio ([`serve_stdio`], what `mcpwire
-//! demo-server --stdio` runs).
+//! Streamable HTTP on `127.0.0.1` only, and the same tools over stdio ([`serve_stdio`], what
+//! `mcpwire demo-server --stdio` runs). It is dual-era by default, as the official SDKs'
+//! servers are: protocol 2026-07-28 for a request carrying the per-request `_meta` envelope,
+//! and 2025-11-25 (also 2025-06-18 and 2025-03-26) with `initialize` and sessions for the rest.
+//! [`Era`] picks one era alone ([`DemoServer::start_with_options`], [`serve_stdio_with`]).
 //!
 //! ```no_run
 //! # async fn demo() -> std::io::Result<()> {
@@ -15,7 +17,8 @@
 //!
 //! # What it serves
 //!
-//! Seven tools, each with a JSON Schema `inputSchema` (the last two are for benchmarks):
+//! Nine tools, each with a JSON Schema `inputSchema` (`progress_burst` and `big_text` are for
+//! benchmarks):
 //!
 //! | tool | arguments | result |
 //! | --- | --- | --- |
@@ -26,11 +29,41 @@
 //! | `fail` | `message` | an `isError` result with the message |
 //! | `progress_burst` | `steps` 1..=100000 (1000) | progress "step i of N" `steps` times with no delay (with a `progressToken`), then "done after N steps" |
 //! | `big_text` | `bytes` 0..=16 MiB (1024) | one text block of exactly `bytes` bytes: lines of 99 letters and a newline |
+//! | `region_echo` | `region` (mirrored into `Mcp-Param-Region` by its `x-mcp-header`) | `structuredContent` `{region, header}`: the header as received, before decoding (`null` over stdio and at 2025) |
+//! | `confirm_delete` | `item` | at 2026-07-28 an `input_required` result asking, through `elicitation/create`, to confirm, with a signed `requestState`; the retry carrying the answer and the state says "Deleted ITEM" (or "Kept ITEM: ..." when declined); at 2025 an `isError` result |
 //!
 //! `tools/list` pages hold two tools, linked by opaque cursors. An unknown tool or invalid
 //! arguments give an `isError` result, as the official SDKs do.
 //!
-//! # Wire behaviour
+//! # Wire behaviour at 2026-07-28
+//!
+//! Section names refer to the spec's `2026-07-28/basic/transports/streamable-http.mdx`.
+//!
+//! * A POST whose message's `params._meta` names `io.modelcontextprotocol/protocolVersion`
+//!   (or whose `MCP-Protocol-Version` header names 2026-07-28) is served statelessly: no
+//!   session id is read or sent. `Accept` and `Content-Type` are checked as at 2025.
+//! * The envelope must hold `protocolVersion` (a string) and `clientCapabilities` (an
+//!   object): else 400 with -32602 and `data.envelope.missing`. A revision other than
+//!   2026-07-28 gets 400 with -32022 and `data {supported, requested}`.
+//! * "Server Validation": `MCP-Protocol-Version` must equal the envelope's version,
+//!   `Mcp-Method` the body's method (byte for byte), `Mcp-Name` the `tools/call`'s tool name,
+//!   and each `Mcp-Param-{Name}` of an `x-mcp-header` argument the argument (after decoding
+//!   the `=?base64?...?=` form; none may come without its argument). A header missing, sent
+//!   twice, holding bytes outside visible ASCII, space and tab, or disagreeing with the body
+//!   gets 400 with -32020 `HeaderMismatch`, whose message names the header.
+//! * `server/discover` answers `supportedVersions: ["2026-07-28"]`, the capabilities, the
+//!   instructions and the cache hints (`ttlMs` 60000; `cacheScope` public, or private behind
+//!   a token). Every result carries `resultType` and `_meta["io.modelcontextprotocol/serverInfo"]`.
+//!   `tools/list` is JSON; `tools/call` an event stream (progress on it with a
+//!   `progressToken`, then the result); closing the connection cancels the call.
+//! * `confirm_delete` asks only a client that declared form elicitation; any other gets 400
+//!   with -32021 and `data.requiredCapabilities`. A `requestState` that fails verification
+//!   (changed, for another item, older than 10 minutes) gets -32602.
+//! * `ping`, `initialize`, `logging/setLevel`, `subscriptions/listen` and unknown methods get
+//!   404 with a JSON-RPC -32601 body ("Protocol Version Header"). Notifications get 202;
+//!   batches and responses 400 with -32600.
+//!
+//! # Wire behaviour at 2025
 //!
 //! Section names refer to the spec's `basic/transports.mdx` (2025-11-25), "Streamable HTTP".
 //!
@@ -44,7 +77,8 @@
 //!   supported revision (else 400).
 //! * Notifications and responses get 202 with no body. `ping` and `tools/list` are answered
 //!   in `application/json`; `tools/call` in `text/event-stream`: progress notifications, then
-//!   the result, then the stream ends. Unknown methods get -32601.
+//!   the result, then the stream ends. Unknown methods get -32601, `server/discover` among
+//!   them: 2025 has no such method.
 //! * `notifications/cancelled` for a call in flight stops it: no result is sent and its
 //!   stream ends. A client that closes the connection during a call stops it too (there is
 //!   no event store, so nobody could resume the stream).
@@ -52,6 +86,18 @@
 //!   that has them; they are answered with one event stream.
 //! * `DELETE /mcp` ends the session (200), stopping its calls; `GET /mcp` is 405: there is
 //!   no standalone stream.
+//!
+//! # Eras
+//!
+//! [`Era::Both`] (the default) serves both as above. [`Era::Legacy`] ignores the envelope,
+//! as a server written before 2026-07-28 does: the probe `server/discover` is refused like
+//! any request outside a session (400, -32000), so a dual-era client falls back to
+//! `initialize`. [`Era::Modern`] answers every 2025 request (an `initialize`, anything
+//! without the envelope) with 400 and -32022 naming 2026-07-28 and the revision the request
+//! named, if any (`2026-07-28/basic/versioning.mdx`), and `GET` and `DELETE` with 405.
+//!
+//! # Both eras
+//!
 //! * The `Host` and any `Origin` must be loopback names (127.0.0.1, localhost, \[::1\]), else
 //!   403: a guard against DNS rebinding ("Security Warning").
 //! * With [`DemoServer::start_with_token`], requests to `/mcp` need `Authorization: Bearer
@@ -68,12 +114,15 @@
 //! sessions live at once (sessions idle for 10 minutes are dropped to make room; else 503).
 
 mod http;
+mod modern;
 mod stdio;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_modern;
 mod tools;
 
-pub use stdio::serve_stdio;
+pub use stdio::{serve_stdio, serve_stdio_with};
 
 use std::collections::hash_map::RandomState;
 use std::collections::{HashMap, VecDeque};
@@ -91,6 +140,7 @@ use tokio::sync::{Semaphore, oneshot};
 use tokio::task::{JoinHandle, JoinSet};
 
 use self::http::{Conn, Limits, ReadError, Request, Response};
+use self::tools::StateKey;
 use crate::jsonrpc::{self, ErrorObject, Id, Message, Packet};
 use crate::mcp::ProtocolVersion;
 
@@ -102,6 +152,87 @@ const METADATA_PATH: &str = "/.well-known/oauth-protected-resource/mcp";
 /// JSON-RPC code for transport-level refusals, as the official SDKs use it.
 const SERVER_ERROR: i64 = -32000;
 
+/// The protocol eras a demo server speaks (`2026-07-28/basic/versioning.mdx`, "Backward
+/// Compatibility with Initialization-Based Versions").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Era {
+    /// Dual-era, as the official SDKs' servers are (the default): a request whose `_meta`
+    /// names a protocol version is served at 2026-07-28, statelessly; anything else by the
+    /// 2025 rules (`initialize`, sessions).
+    #[default]
+    Both,
+    /// 2025 only, as a server written before 2026-07-28: the envelope means nothing, so
+    /// `server/discover` is refused like any request outside a session (or, in one, as an
+    /// unknown method), and a dual-era client falls back to `initialize`.
+    Legacy,
+    /// 2026-07-28 only: a 2025 request (`initialize`, or anything without the envelope) gets
+    /// -32022 naming the revision served, and `GET` and `DELETE` get 405.
+    Modern,
+}
+
+impl Era {
+    /// The name `mcpwire demo-server --era` takes: `both`, `2025` or `2026`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Era::Both => "both",
+            Era::Legacy => "2025",
+            Era::Modern => "2026",
+        }
+    }
+
+    /// The era named `both`, `2025` or `2026` (as [`as_str`](Era::as_str) gives them).
+    pub fn parse(name: &str) -> Option<Era> {
+        [Era::Both, Era::Legacy, Era::Modern]
+            .into_iter()
+            .find(|era| era.as_str() == name)
+    }
+
+    fn serves_modern(self) -> bool {
+        self != Era::Legacy
+    }
+}
+
+impl std::fmt::Display for Era {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How to start a [`DemoServer`].
+#[derive(Clone, Default)]
+#[non_exhaustive]
+pub struct DemoOptions {
+    /// With `Some(token)`, every request to the endpoint must carry `Authorization: Bearer
+    /// <token>`.
+    pub token: Option<String>,
+    /// The eras served.
+    pub era: Era,
+}
+
+impl DemoOptions {
+    /// The options with `token` required.
+    pub fn token(mut self, token: impl Into<String>) -> Self {
+        self.token = Some(token.into());
+        self
+    }
+
+    /// The options serving `era`.
+    pub fn era(mut self, era: Era) -> Self {
+        self.era = era;
+        self
+    }
+}
+
+impl std::fmt::Debug for DemoOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DemoOptions")
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("era", &self.era)
+            .finish()
+    }
+}
+
 /// Counters of what a [`DemoServer`] has done since it started.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DemoStats {
@@ -111,6 +242,8 @@ pub struct DemoStats {
     pub sessions_deleted: u64,
     /// HTTP requests read (every method and path, answered or refused).
     pub requests: u64,
+    /// POSTs served by the 2026-07-28 rules (answered or refused).
+    pub modern_requests: u64,
     /// TCP connections accepted.
     pub connections: u64,
 }
@@ -131,23 +264,34 @@ impl std::fmt::Debug for DemoServer {
                 "token",
                 &self.shared.config.token.as_ref().map(|_| "<redacted>"),
             )
+            .field("era", &self.shared.config.era)
             .field("stats", &self.stats())
             .finish()
     }
 }
 
 impl DemoServer {
-    /// Starts a server on `127.0.0.1` at a free port, without authentication. Must be called
-    /// within a tokio runtime, which then runs the server.
+    /// Starts a dual-era server on `127.0.0.1` at a free port, without authentication. Must
+    /// be called within a tokio runtime, which then runs the server.
     pub async fn start() -> std::io::Result<DemoServer> {
-        DemoServer::start_with_token(None).await
+        DemoServer::start_with_options(DemoOptions::default()).await
     }
 
-    /// Starts a server on `127.0.0.1` at a free port. With `Some(token)`, every request to the
-    /// endpoint must carry `Authorization: Bearer <token>`.
+    /// Starts a dual-era server on `127.0.0.1` at a free port. With `Some(token)`, every
+    /// request to the endpoint must carry `Authorization: Bearer <token>`.
     pub async fn start_with_token(token: Option<String>) -> std::io::Result<DemoServer> {
-        DemoServer::start_with(Config {
+        DemoServer::start_with_options(DemoOptions {
             token,
+            ..DemoOptions::default()
+        })
+        .await
+    }
+
+    /// Starts a server on `127.0.0.1` at a free port, as `options` say.
+    pub async fn start_with_options(options: DemoOptions) -> std::io::Result<DemoServer> {
+        DemoServer::start_with(Config {
+            token: options.token,
+            era: options.era,
             ..Config::default()
         })
         .await
@@ -163,9 +307,11 @@ impl DemoServer {
             sessions_opened: AtomicU64::new(0),
             sessions_deleted: AtomicU64::new(0),
             requests: AtomicU64::new(0),
+            modern_requests: AtomicU64::new(0),
             connections: AtomicU64::new(0),
             counter: AtomicU64::new(0),
             started: now(),
+            state_key: StateKey::new(),
         });
         let task = tokio::spawn(accept_loop(listener, shared.clone()));
         Ok(DemoServer { addr, shared, task })
@@ -181,6 +327,11 @@ impl DemoServer {
         format!("http://{}{MCP_PATH}", self.addr)
     }
 
+    /// The eras the server speaks.
+    pub fn era(&self) -> Era {
+        self.shared.config.era
+    }
+
     /// What the server has done so far.
     pub fn stats(&self) -> DemoStats {
         let shared = &self.shared;
@@ -188,6 +339,7 @@ impl DemoServer {
             sessions_opened: shared.sessions_opened.load(Ordering::Relaxed),
             sessions_deleted: shared.sessions_deleted.load(Ordering::Relaxed),
             requests: shared.requests.load(Ordering::Relaxed),
+            modern_requests: shared.modern_requests.load(Ordering::Relaxed),
             connections: shared.connections.load(Ordering::Relaxed),
         }
     }
@@ -204,6 +356,7 @@ impl Drop for DemoServer {
 #[derive(Clone, Debug)]
 struct Config {
     token: Option<String>,
+    era: Era,
     limits: Limits,
     max_connections: usize,
     max_sessions: usize,
@@ -214,6 +367,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             token: None,
+            era: Era::default(),
             limits: Limits::default(),
             max_connections: 1024,
             max_sessions: 4096,
@@ -230,10 +384,13 @@ struct Shared {
     sessions_opened: AtomicU64,
     sessions_deleted: AtomicU64,
     requests: AtomicU64,
+    modern_requests: AtomicU64,
     connections: AtomicU64,
     /// Feeds session ids and in-flight keys.
     counter: AtomicU64,
     started: tokio::time::Instant,
+    /// Signs the `requestState`s of `confirm_delete`.
+    state_key: StateKey,
 }
 
 /// One MCP session.
@@ -453,11 +610,19 @@ impl Shared {
         }
         match request.method.as_str() {
             "POST" => self.post(request),
-            "DELETE" => Reply::Full(self.delete(request)),
+            // 2026-07-28 alone has no sessions to end (streamable-http.mdx, "Earlier Streamable
+            // HTTP Revisions": GET and DELETE get 405).
+            "DELETE" if self.config.era != Era::Modern => Reply::Full(self.delete(request)),
             // No standalone server-to-client stream: the spec lets a server answer GET with 405.
             _ => Reply::Full(
-                error_response(405, SERVER_ERROR, "Method not allowed")
-                    .with_header("Allow", "POST, DELETE".to_owned()),
+                error_response(405, SERVER_ERROR, "Method not allowed").with_header(
+                    "Allow",
+                    match self.config.era {
+                        Era::Modern => "POST",
+                        _ => "POST, DELETE",
+                    }
+                    .to_owned(),
+                ),
             ),
         }
     }
@@ -492,6 +657,14 @@ impl Shared {
                 return Reply::Full(error_response(400, e.code(), &format!("{what}: {e}")));
             }
         };
+        match self.route(request, &messages) {
+            Route::Modern => {
+                self.modern_requests.fetch_add(1, Ordering::Relaxed);
+                return self.modern_post(request, messages, batch);
+            }
+            Route::Refuse => return Reply::Full(refuse_legacy(request, &messages)),
+            Route::Legacy => {}
+        }
         let is_initialize =
             |m: &Message<'_>| matches!(m, Message::Request(r) if r.method == "initialize");
         if messages.iter().any(is_initialize) {
@@ -592,6 +765,82 @@ impl Shared {
         };
         Response::json(200, respond(&request.id, &initialize_result(version)))
             .with_header("Mcp-Session-Id", session.id.clone())
+    }
+
+    /// Which rules a POST's messages are served by: 2026-07-28 when one carries the envelope
+    /// (or the `MCP-Protocol-Version` header names a 2026 revision, whose missing envelope is
+    /// then refused), else 2025 unless this server speaks 2026-07-28 alone.
+    fn route(&self, request: &Request, messages: &[Message<'_>]) -> Route {
+        if !self.config.era.serves_modern() {
+            return Route::Legacy;
+        }
+        let header_names_modern = request
+            .header("mcp-protocol-version")
+            .and_then(ProtocolVersion::parse)
+            .is_some_and(ProtocolVersion::is_modern);
+        let envelope = messages.iter().any(|message| match message {
+            Message::Request(r) => modern::carries_envelope(r.params.as_deref()),
+            Message::Notification(n) => modern::carries_envelope(n.params.as_deref()),
+            Message::Response(_) => false,
+        });
+        match (header_names_modern || envelope, self.config.era) {
+            (true, _) => Route::Modern,
+            (false, Era::Modern) => Route::Refuse,
+            (false, _) => Route::Legacy,
+        }
+    }
+
+    /// Serves a POST by the 2026-07-28 rules: one message per POST, no session, a request
+    /// answered on its own response (`basic/transports/streamable-http.mdx`).
+    fn modern_post(&self, request: &Request, mut messages: Vec<Message<'_>>, batch: bool) -> Reply {
+        if batch || messages.len() != 1 {
+            return Reply::Full(error_response(
+                400,
+                jsonrpc::INVALID_REQUEST,
+                "Invalid Request: JSON-RPC batches are not part of protocol 2026-07-28",
+            ));
+        }
+        let request_message = match messages.pop() {
+            Some(Message::Request(r)) => r,
+            // The revision defines no client notification over HTTP; accepting one is allowed.
+            Some(Message::Notification(_)) => {
+                return Reply::Full(Response {
+                    status: 202,
+                    headers: Vec::new(),
+                    body: Vec::new(),
+                });
+            }
+            _ => {
+                return Reply::Full(error_response(
+                    400,
+                    jsonrpc::INVALID_REQUEST,
+                    "Invalid Request: at protocol 2026-07-28 a client sends no responses",
+                ));
+            }
+        };
+        let server = modern::Server {
+            state_key: &self.state_key,
+            now_ms: self.now_ms(),
+            private: self.config.token.is_some(),
+        };
+        let answer = modern::answer(&request_message, Some(request), &server);
+        match answer.reply {
+            modern::Reply::Message(message) => {
+                Reply::Full(Response::json(answer.status, message.encode()))
+            }
+            modern::Reply::Call(outputs) => Reply::Stream {
+                headers: vec![
+                    ("Content-Type", "text/event-stream".to_owned()),
+                    ("Cache-Control", "no-cache".to_owned()),
+                    ("X-Accel-Buffering", "no".to_owned()),
+                ],
+                // Cancelling is closing the connection, which the stream notices.
+                jobs: vec![Job {
+                    outputs,
+                    cancel: None,
+                }],
+            },
+        }
     }
 
     /// Creates and registers a session, dropping long-idle ones when the table is full.
@@ -712,6 +961,8 @@ impl Shared {
                     "Invalid Request: already initialized",
                 ),
             )),
+            // `server/discover` among them: 2025 has no such method, and the 2026-07-28 probe,
+            // which carries the envelope, never gets here unless this server speaks 2025 alone.
             method => {
                 let mut error = ErrorObject::new(jsonrpc::METHOD_NOT_FOUND, "Method not found");
                 if let Ok(data) = serde_json::value::to_raw_value(method) {
@@ -723,9 +974,16 @@ impl Shared {
     }
 
     fn tools_call(&self, session: &Arc<Session>, id: Id, params: &Map<String, Value>) -> Job {
-        let outputs = match call_outputs(&id, params) {
+        let context = tools::Context {
+            modern: false,
+            region_header: None,
+            params,
+            state_key: &self.state_key,
+            now_ms: self.now_ms(),
+        };
+        let outputs = match call_outputs(&id, params, &context) {
             Ok(outputs) => outputs,
-            Err(refusal) => return Job::message(&refusal),
+            Err((_, refusal)) => return Job::message(&refusal),
         };
         let (tx, rx) = oneshot::channel();
         let key = self.counter.fetch_add(1, Ordering::Relaxed);
@@ -807,45 +1065,102 @@ fn negotiate(request: &jsonrpc::Request<'_>) -> Result<ProtocolVersion, Message<
         .unwrap_or(ProtocolVersion::LATEST_INITIALIZE))
 }
 
+/// Where a POST's messages go.
+enum Route {
+    /// The 2025 rules: `initialize`, sessions.
+    Legacy,
+    /// The 2026-07-28 rules.
+    Modern,
+    /// Refused with -32022: a 2025 request to a server that speaks 2026-07-28 alone.
+    Refuse,
+}
+
+/// The answer a server speaking 2026-07-28 alone gives a 2025 client: 400 with -32022 naming
+/// the revision it speaks and the one the request named, if it named one (the `initialize`
+/// offer, else `MCP-Protocol-Version`), as `basic/versioning.mdx` asks of such a server.
+fn refuse_legacy(request: &Request, messages: &[Message<'_>]) -> Response {
+    let header = request.header("mcp-protocol-version");
+    let (id, requested) = match messages {
+        [Message::Request(r)] => (
+            Some(r.id.clone()),
+            modern::offered_version(r).or(header.map(str::to_owned)),
+        ),
+        _ => (None, header.map(str::to_owned)),
+    };
+    let error = modern::unsupported_version(requested.as_deref());
+    Response::json(400, Message::response_error(id, error).encode())
+}
+
+/// What the server says of itself, in `initialize` and `server/discover`.
+const INSTRUCTIONS: &str = "A demo server bundled with mcpwire. Tools: progress_report, \
+    tiny_image, weather, echo, fail, progress_burst, big_text, region_echo, confirm_delete.";
+
+/// The server's `Implementation`.
+fn server_info() -> Value {
+    json!({"name": "mcpwire-demo", "version": env!("CARGO_PKG_VERSION")})
+}
+
 /// The `initialize` result at `version`.
 fn initialize_result(version: ProtocolVersion) -> Value {
     json!({
         "protocolVersion": version.as_str(),
         "capabilities": {"tools": {"listChanged": false}},
-        "serverInfo": {"name": "mcpwire-demo", "version": env!("CARGO_PKG_VERSION")},
-        "instructions": "A demo server bundled with mcpwire. Tools: progress_report, \
-            tiny_image, weather, echo, fail.",
+        "serverInfo": server_info(),
+        "instructions": INSTRUCTIONS,
     })
 }
 
 /// What a `tools/call` sends: a progress notification per step when the request has a
-/// progress token, the delays between them, then the result; or the error response for params
-/// that do not fit.
+/// progress token, the delays between them, then the result (stamped as 2026-07-28 results
+/// are, when `context` is modern); or the error response for params that do not fit, with its
+/// HTTP status at 2026-07-28.
 fn call_outputs(
     id: &Id,
     params: &Map<String, Value>,
-) -> Result<VecDeque<Output>, Message<'static>> {
+    context: &tools::Context<'_>,
+) -> Result<VecDeque<Output>, (u16, Message<'static>)> {
+    let refuse = |why: &str| (200, invalid_params(id.clone(), why));
     let Some(name) = params.get("name").and_then(Value::as_str) else {
-        return Err(invalid_params(id.clone(), "name must be a string"));
+        return Err(refuse("name must be a string"));
     };
     let empty = Map::new();
     let arguments = match params.get("arguments") {
         None | Some(Value::Null) => &empty,
         Some(Value::Object(arguments)) => arguments,
-        Some(_) => return Err(invalid_params(id.clone(), "arguments must be an object")),
+        Some(_) => return Err(refuse("arguments must be an object")),
     };
     let token = match params.get("_meta").and_then(|m| m.get("progressToken")) {
         None => None,
         Some(Value::String(s)) => Some(json!(s)),
         Some(Value::Number(n)) if n.is_i64() || n.is_u64() => Some(json!(n)),
         Some(_) => {
-            return Err(invalid_params(
-                id.clone(),
-                "_meta.progressToken must be a string or an integer",
-            ));
+            return Err(refuse("_meta.progressToken must be a string or an integer"));
         }
     };
-    let plan = tools::call(name, arguments);
+    let plan = match tools::call(name, arguments, context) {
+        Ok(plan) => plan,
+        Err(tools::Refusal::InvalidParams(why)) => return Err(refuse(&why)),
+        Err(tools::Refusal::MissingCapability(required)) => {
+            let names: Vec<&str> = required
+                .as_object()
+                .map(|r| r.keys().map(String::as_str).collect())
+                .unwrap_or_default();
+            let mut error = ErrorObject::new(
+                crate::mcp::error_code::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                format!(
+                    "Missing required client capability: {} (tool {name} asks the user for \
+                     input)",
+                    names.join(", ")
+                ),
+            );
+            if let Ok(data) =
+                serde_json::value::to_raw_value(&json!({"requiredCapabilities": required}))
+            {
+                error = error.with_data(data);
+            }
+            return Err((400, Message::response_error(Some(id.clone()), error)));
+        }
+    };
     let mut outputs = VecDeque::with_capacity(plan.steps.len() + 1);
     for step in plan.steps {
         match step {
@@ -871,7 +1186,11 @@ fn call_outputs(
             }
         }
     }
-    outputs.push_back(Output::Send(respond(id, &plan.result)));
+    let result = match context.modern {
+        true => modern::stamp(plan.result),
+        false => plan.result,
+    };
+    outputs.push_back(Output::Send(respond(id, &result)));
     Ok(outputs)
 }
 
@@ -903,13 +1222,18 @@ fn notification(session: &Session, notification: &jsonrpc::Notification<'_>) {
 }
 
 fn tools_list(id: Id, params: &Map<String, Value>) -> Message<'static> {
+    match tools_page(params) {
+        Ok(page) => ok(id, &page),
+        Err(why) => invalid_params(id, why),
+    }
+}
+
+/// The `tools/list` page the params' cursor names, or why there is none.
+fn tools_page(params: &Map<String, Value>) -> Result<Value, &'static str> {
     let offset = match params.get("cursor") {
         None | Some(Value::Null) => 0,
-        Some(Value::String(cursor)) => match tools::offset_of(cursor) {
-            Some(offset) => offset,
-            None => return invalid_params(id, "unknown cursor"),
-        },
-        Some(_) => return invalid_params(id, "cursor must be a string"),
+        Some(Value::String(cursor)) => tools::offset_of(cursor).ok_or("unknown cursor")?,
+        Some(_) => return Err("cursor must be a string"),
     };
     let all = tools::definitions();
     let end = (offset + tools::PAGE_SIZE).min(all.len());
@@ -917,7 +1241,7 @@ fn tools_list(id: Id, params: &Map<String, Value>) -> Message<'static> {
     if end < all.len() {
         result["nextCursor"] = json!(tools::cursor_for(end));
     }
-    ok(id, &result)
+    Ok(result)
 }
 
 /// A request's params as an object (absent params are an empty one).

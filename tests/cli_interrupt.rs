@@ -77,8 +77,10 @@ fn json(line: &str) -> Value {
 
 #[test]
 fn cli_ctrl_c_cancels_the_call() {
+    // The 2025 path, where a cancelled call is a notifications/cancelled and the session
+    // ends with DELETE (at 2026-07-28 the client closes the call's stream instead).
     let mut server = Command::new(MCPWIRE)
-        .arg("demo-server")
+        .args(["demo-server", "--era", "2025"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

@@ -9,7 +9,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use mcpwire::binding::config::load_config;
-use mcpwire::demo::DemoServer;
+use mcpwire::demo::{DemoOptions, DemoServer, Era};
 use serde_json::{Value, json};
 use tokio::runtime::Runtime;
 
@@ -114,10 +114,18 @@ struct Demo {
 }
 
 impl Demo {
+    /// A dual-era demo server (the client speaks 2026-07-28 with it).
     fn start(token: Option<&str>) -> Demo {
+        Demo::start_era(token, Era::Both)
+    }
+
+    /// A demo server speaking only `era`.
+    fn start_era(token: Option<&str>, era: Era) -> Demo {
         let runtime = runtime();
+        let mut options = DemoOptions::default().era(era);
+        options.token = token.map(str::to_owned);
         let server = runtime
-            .block_on(DemoServer::start_with_token(token.map(str::to_owned)))
+            .block_on(DemoServer::start_with_options(options))
             .expect("demo server");
         Demo {
             server,
@@ -570,7 +578,8 @@ fn mcp_tools_discovers_over_stdio_with_command() {
 
 #[test]
 fn call_round_trip_through_mcp_tools_output() {
-    let demo = Demo::start(None);
+    // The 2025 path: each call opens its own session and ends it.
+    let demo = Demo::start_era(None, Era::Legacy);
     let (file, _) = bindings_file(&demo.url(), "weather,echo", "round-trip.json", &[]);
     let before = demo.server.stats();
     let (run, lines) = call(
@@ -745,7 +754,8 @@ fn call_ids_are_echoed_or_fresh() {
 
 #[test]
 fn call_verbose_traces_the_wire_without_the_token() {
-    let demo = Demo::start(Some(TOKEN));
+    // The 2025 path, whose trace has the most to hide (initialize, the session).
+    let demo = Demo::start_era(Some(TOKEN), Era::Legacy);
     let env = [(TOKEN_ENV, TOKEN)];
     let (file, bindings) = bindings_file(&demo.url(), "echo", "verbose.json", &env);
     assert_eq!(bindings[0]["token_env"], TOKEN_ENV);

@@ -15,9 +15,11 @@ use serde_json::{Value, json};
 use mcpwire::binding::call::{CallContext, Caller, TokenSource};
 use mcpwire::binding::config::{Server, parse_config};
 use mcpwire::binding::discover::{Discovery, discover};
-use mcpwire::fixture::record::{RecordOptions, Recorder};
+use mcpwire::fixture::record::{RecordOptions, Recorder, redacted_header};
 use mcpwire::fixture::replay::{ReplayOptions, ReplayServer, Split};
-use mcpwire::fixture::{Exchange, Framing, load_exchanges, load_provenance};
+use mcpwire::fixture::{
+    Exchange, Framing, client_protocol, load_exchanges, load_provenance, server_info,
+};
 use mcpwire::transport::Secret;
 use mcpwire::transport::http::{HttpPool, TlsOptions};
 
@@ -61,12 +63,15 @@ fn name(dir: &Path) -> String {
         .to_string()
 }
 
+/// The made-up token every binding that names a token variable gets.
+const FIXTURE_TOKEN: &str = "fixture-token";
+
 /// Gives every binding that names a token variable the same made-up token.
 struct FixtureTokens;
 
 impl TokenSource for FixtureTokens {
     fn token(&self, _name: &str) -> Option<Secret> {
-        Some(Secret::new("fixture-token"))
+        Some(Secret::new(FIXTURE_TOKEN))
     }
 }
 
@@ -202,27 +207,30 @@ async fn replay_fixture(dir: PathBuf, mode: Mode) -> Result<(), String> {
         .as_array()
         .filter(|s| !s.is_empty())
         .ok_or("expect.json has no steps")?;
-    let pool = HttpPool::new(&TlsOptions::default()).map_err(|e| e.to_string())?;
     // A conversation recorded from a 2025-era client opens with `initialize`: the replaying
     // client is told the verdict the recording client had, as a host that kept it would be,
-    // so it opens the same way.
+    // so it opens the same way. One recorded from a client that probed (`server/discover`
+    // first) is replayed by one that probes too: nothing is seeded.
     let exchanges =
         std::fs::read_to_string(dir.join("exchanges.jsonl")).map_err(|e| e.to_string())?;
     let first = exchanges.lines().next().unwrap_or_default();
-    if !first.contains("server/discover") {
-        let mut urls = vec![url.clone()];
-        for step in steps {
+    let seed_2025 = !first.contains("server/discover");
+    for (number, step) in steps.iter().enumerate() {
+        // Each step was recorded by a process of its own (`mcp-tools`, `mcpwire call`), so
+        // each gets a pool of its own: nothing a step learnt (an era verdict, a tool list)
+        // carries over to the next.
+        let pool = HttpPool::new(&TlsOptions::default()).map_err(|e| e.to_string())?;
+        if seed_2025 {
+            let mut urls = vec![url.clone()];
             for pointer in ["/discover/url", "/call/binding/url"] {
                 if let Some(u) = step.pointer(pointer).and_then(Value::as_str) {
                     urls.push(u.to_owned());
                 }
             }
+            for u in urls {
+                pool.era_cache().remember(&u, None);
+            }
         }
-        for u in urls {
-            pool.era_cache().remember(&u, None);
-        }
-    }
-    for (number, step) in steps.iter().enumerate() {
         run_step(&pool, &url, step)
             .await
             .map_err(|e| format!("step {number}: {e}"))?;
@@ -247,20 +255,30 @@ async fn replay_fixture(dir: PathBuf, mode: Mode) -> Result<(), String> {
                 }
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
-            same_wire(&original, &recorder.finish())
+            let again = recorder.finish();
+            // The token the client sent (to the fixtures with a `token_env`) is not kept.
+            let text = mcpwire::fixture::format::exchanges_to_jsonl(&again);
+            if text.contains(FIXTURE_TOKEN) {
+                return Err(format!(
+                    "re-recording: the recording holds the token {FIXTURE_TOKEN:?}"
+                ));
+            }
+            same_wire(&original, &again)
         }
         None => Ok(()),
     }
 }
 
 /// What must survive a round trip through the replay server and the recorder: everything but
-/// the Host header, the timing, and how a length-delimited body was cut into reads.
+/// the Host header, the timing, how a length-delimited body was cut into reads, and the
+/// credentials the recorder redacts.
 fn wire_view(exchange: &Exchange) -> Value {
     let request = &exchange.request;
-    let headers: Vec<&(String, String)> = request
+    let headers: Vec<(&str, String)> = request
         .headers
         .iter()
         .filter(|(n, _)| !n.eq_ignore_ascii_case("host"))
+        .map(|(n, v)| (n.as_str(), redacted_header(n, v)))
         .collect();
     let response = exchange.response.as_ref().map(|r| {
         let chunks: Vec<Vec<u8>> = if r.framing == Framing::Chunked {
@@ -273,7 +291,8 @@ fn wire_view(exchange: &Exchange) -> Value {
                "end": format!("{:?}", r.end)})
     });
     json!({"method": request.method, "target": request.target, "headers": headers,
-           "body": String::from_utf8_lossy(&request.body.0), "response": response})
+           "body": String::from_utf8_lossy(&request.body.0), "response": response,
+           "client_closed": exchange.client_closed_ms.is_some()})
 }
 
 fn same_wire(original: &[Exchange], again: &[Exchange]) -> Result<(), String> {
@@ -384,6 +403,29 @@ fn fixtures_say_where_they_came_from() {
                 name(&dir)
             );
         }
+        // A recording from a client that probed says which revision it spoke, as the
+        // recording shows; one that says so must say what the recording shows.
+        let exchanges = load_exchanges(&dir).unwrap_or_else(|e| panic!("{e}"));
+        let probed = exchanges.first().is_some_and(|e| {
+            serde_json::from_slice::<Value>(&e.request.body.0)
+                .is_ok_and(|v| v["method"] == "server/discover")
+        });
+        if probed || provenance.protocol.is_some() {
+            assert_eq!(
+                provenance.protocol,
+                client_protocol(&exchanges),
+                "{}: provenance protocol",
+                name(&dir)
+            );
+        }
+        if probed && !provenance.constructed {
+            assert_eq!(
+                server_info(&exchanges).as_ref(),
+                Some(&provenance.server),
+                "{}: provenance server is the server/discover answer's serverInfo",
+                name(&dir)
+            );
+        }
         for entry in std::fs::read_dir(&dir).expect("read fixture dir").flatten() {
             total += entry.metadata().map_or(0, |m| m.len());
         }
@@ -436,4 +478,53 @@ async fn a_request_that_does_not_match_gets_a_diff_and_fails_the_replay() {
         "{diff}"
     );
     assert!(report.unused.contains(&2), "{report:?}");
+}
+
+/// The bytes of a recorded request, as its client sent them.
+fn request_bytes(exchange: &Exchange) -> Vec<u8> {
+    let request = &exchange.request;
+    let mut bytes = format!("{} {} HTTP/1.1\r\n", request.method, request.target).into_bytes();
+    for (name, value) in &request.headers {
+        bytes.extend_from_slice(format!("{name}: {value}\r\n").as_bytes());
+    }
+    bytes.extend_from_slice(b"\r\n");
+    bytes.extend_from_slice(&request.body.0);
+    bytes
+}
+
+#[tokio::test]
+async fn a_request_the_recorded_client_gave_up_on_is_held_open_until_the_client_closes() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    // The call timed out on the client's side before the server sent anything.
+    let exchanges = load_exchanges(&root().join("ts2-2026-cancel")).expect("fixture");
+    let call = exchanges
+        .iter()
+        .position(|e| e.response.is_none())
+        .expect("an unanswered request");
+    assert!(exchanges[call].client_closed_ms.is_some(), "{exchanges:?}");
+    let request = request_bytes(&exchanges[call]);
+    let mut server_closed = exchanges.clone();
+    server_closed[call].client_closed_ms = None;
+    for (exchanges, held) in [(exchanges, true), (server_closed, false)] {
+        let server = ReplayServer::start(exchanges, ReplayOptions::default(), None)
+            .await
+            .expect("start replay");
+        let mut stream = tokio::net::TcpStream::connect(server.local_addr())
+            .await
+            .expect("connect");
+        stream.write_all(&request).await.expect("send");
+        let mut buf = [0u8; 64];
+        let read = tokio::time::timeout(Duration::from_millis(500), stream.read(&mut buf)).await;
+        match held {
+            // Nothing comes and the connection stays open, as the server kept it.
+            true => assert!(read.is_err(), "the replay answered: {read:?}"),
+            // The recording's server closed without an answer: so does the replay, at once.
+            false => assert!(matches!(read, Ok(Ok(0))), "{read:?}"),
+        }
+        drop(stream);
+        let report = server.report();
+        assert!(report.mismatches.is_empty(), "{report:?}");
+        assert_eq!(report.served, 1);
+    }
 }

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use mcpwire::binding::probe::{Level, ProbeOptions, ProbeReport, probe};
-use mcpwire::demo::DemoServer;
+use mcpwire::demo::{DemoOptions, DemoServer, Era};
 use mcpwire::transport::Secret;
 use mcpwire::transport::http::{HttpPool, TlsOptions};
 use serde_json::{Value, json};
@@ -67,7 +67,9 @@ fn assert_no_tool_call(requests: &[Recorded]) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn demo_server_is_a_clean_2025_session_server() {
-    let server = DemoServer::start().await.expect("demo server");
+    let server = DemoServer::start_with_options(DemoOptions::default().era(Era::Legacy))
+        .await
+        .expect("demo server");
     let report = run(&options(&server.url())).await;
     let text = report.render();
     assert!(report.reachable && report.completed, "{text}");
@@ -102,18 +104,7 @@ async fn demo_server_is_a_clean_2025_session_server() {
     assert!(!report.auth.required);
     assert!(report.tools.listed, "{text}");
     let names: Vec<&str> = report.tools.tools.iter().map(|t| t.name.as_str()).collect();
-    assert_eq!(
-        names,
-        [
-            "progress_report",
-            "tiny_image",
-            "weather",
-            "echo",
-            "fail",
-            "progress_burst",
-            "big_text"
-        ]
-    );
+    assert_eq!(names, crate::support::DEMO_TOOLS);
     let weather = &report.tools.tools[2];
     assert!(weather.declares_output_schema);
     assert_eq!(weather.output_schema.as_deref(), Some("ok"));
@@ -126,9 +117,32 @@ async fn demo_server_is_a_clean_2025_session_server() {
     assert_eq!(stats.sessions_deleted, 4, "{stats:?}");
 }
 
+/// The dual-era demo server: 2026-07-28 through server/discover, and sessions for a client
+/// that initializes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dual_era_demo_server_shows_both_eras() {
+    let server = DemoServer::start().await.expect("demo server");
+    let report = run(&options(&server.url())).await;
+    let text = report.render();
+    assert!(report.reachable && report.completed, "{text}");
+    assert_eq!(report.eras.modern.speaks_2026_07_28, Some(true), "{text}");
+    assert_eq!(
+        report.eras.legacy.negotiated.as_deref(),
+        Some("2025-11-25"),
+        "{text}"
+    );
+    assert_eq!(
+        report.sessions.unknown_session.as_ref().unwrap().status,
+        404,
+        "{text}"
+    );
+    assert!(report.deviations.is_empty(), "{text}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn demo_server_with_a_token_shows_its_challenge_and_metadata() {
-    let server = DemoServer::start_with_token(Some(TOKEN.to_owned()))
+    let demo = DemoOptions::default().token(TOKEN).era(Era::Legacy);
+    let server = DemoServer::start_with_options(demo)
         .await
         .expect("demo server");
     let report = run(&options(&server.url())).await;
@@ -166,7 +180,7 @@ async fn demo_server_with_a_token_shows_its_challenge_and_metadata() {
     let text = report.render();
     assert!(report.completed && !report.auth.required, "{text}");
     assert!(report.auth.token_sent);
-    assert_eq!(report.tools.tools.len(), 7, "{text}");
+    assert_eq!(report.tools.tools.len(), 9, "{text}");
     assert!(!text.contains(TOKEN) && !report.to_json().contains(TOKEN));
 }
 
@@ -510,7 +524,11 @@ impl Demo {
             .enable_all()
             .build()
             .expect("runtime");
-        let server = runtime.block_on(DemoServer::start()).expect("demo server");
+        let server = runtime
+            .block_on(DemoServer::start_with_options(
+                DemoOptions::default().era(Era::Legacy),
+            ))
+            .expect("demo server");
         Demo {
             server,
             _runtime: runtime,
@@ -545,7 +563,7 @@ fn cli_probe_prints_the_report_and_json() {
     assert_eq!(report["url"], url);
     assert_eq!(report["completed"], true);
     assert_eq!(report["eras"]["legacy"]["negotiated"], "2025-11-25");
-    assert_eq!(report["tools"]["tools"].as_array().unwrap().len(), 7);
+    assert_eq!(report["tools"]["tools"].as_array().unwrap().len(), 9);
     assert_eq!(report["deviations"], json!([]));
 }
 

@@ -14,7 +14,7 @@ use mcpwire::ErrorKind;
 use mcpwire::binding::call::{CallContext, Caller, TokenSource};
 use mcpwire::binding::config::load_config;
 use mcpwire::client::{Client, ClientOptions};
-use mcpwire::demo::DemoServer;
+use mcpwire::demo::{DemoOptions, DemoServer, Era};
 use mcpwire::transport::Secret;
 use mcpwire::transport::http::{HttpConfig, HttpPool, ProxyConfig, TlsOptions};
 use serde_json::json;
@@ -273,7 +273,8 @@ fn assert_tunnels_to(proxy: &ConnectProxy, target: SocketAddr) -> Vec<Seen> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn proxy_tunnels_https_and_sees_only_ciphertext() {
-    let demo = DemoServer::start_with_token(Some(TOKEN.to_owned()))
+    // The 2025 path, whose session shows the server got the token.
+    let demo = DemoServer::start_with_options(DemoOptions::default().token(TOKEN).era(Era::Legacy))
         .await
         .expect("demo server");
     let front = TlsFront::start("server.pem", "server.key", demo.addr()).await;
@@ -311,7 +312,8 @@ async fn proxy_tunnels_https_and_sees_only_ciphertext() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn proxy_tunnels_http_and_the_token_stays_in_the_tunnel() {
-    let demo = DemoServer::start_with_token(Some(TOKEN.to_owned()))
+    // The 2025 path, whose session shows the server got the token.
+    let demo = DemoServer::start_with_options(DemoOptions::default().token(TOKEN).era(Era::Legacy))
         .await
         .expect("demo server");
     let proxy = ConnectProxy::start(Answer::Open).await;

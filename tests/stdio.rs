@@ -11,10 +11,13 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use mcpwire::ErrorKind;
-use mcpwire::client::{CallOptions, Client, ClientOptions};
-use mcpwire::mcp::CallToolResult;
+use mcpwire::client::{CallOptions, Client, ClientOptions, InputFuture, InputHandler};
+use mcpwire::mcp::modern::InputRequest;
+use mcpwire::mcp::{CallToolResult, ClientCapabilities, ProtocolVersion};
 use mcpwire::transport::stdio::StdioConfig;
 use serde_json::{Value, json};
+
+use crate::support::DEMO_TOOLS;
 
 /// No step of a test may take longer than this.
 const STEP: Duration = Duration::from_secs(10);
@@ -544,10 +547,14 @@ async fn credentials_passed_to_a_stdio_server_do_not_come_back() {
 
 /// `mcpwire demo-server --stdio`, the crate's own stdio server (no Python needed).
 fn demo_config() -> StdioConfig {
-    let mut config = StdioConfig::new(
-        env!("CARGO_BIN_EXE_mcpwire"),
-        vec!["demo-server".to_owned(), "--stdio".to_owned()],
-    );
+    demo_config_with(&[])
+}
+
+/// `mcpwire demo-server --stdio` and `extra` arguments.
+fn demo_config_with(extra: &[&str]) -> StdioConfig {
+    let mut args = vec!["demo-server".to_owned(), "--stdio".to_owned()];
+    args.extend(extra.iter().map(|arg| (*arg).to_owned()));
+    let mut config = StdioConfig::new(env!("CARGO_BIN_EXE_mcpwire"), args);
     // Long, so that a close quicker than this shows the server left on its own.
     config.shutdown_grace = DEMO_GRACE;
     config
@@ -573,20 +580,11 @@ async fn the_stdio_demo_server_lists_calls_reports_progress_and_outlives_a_timeo
             .name,
         "mcpwire-demo"
     );
+    // The client probed over stdio and the dual-era server answered server/discover.
+    assert_eq!(client.protocol_version(), ProtocolVersion::V2026_07_28);
     let tools = client.list_tools().await.expect("tools/list");
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-    assert_eq!(
-        names,
-        [
-            "progress_report",
-            "tiny_image",
-            "weather",
-            "echo",
-            "fail",
-            "progress_burst",
-            "big_text"
-        ]
-    );
+    assert_eq!(names, DEMO_TOOLS);
 
     let progress: Arc<Mutex<Vec<String>>> = Arc::default();
     let sink = progress.clone();
@@ -614,8 +612,8 @@ async fn the_stdio_demo_server_lists_calls_reports_progress_and_outlives_a_timeo
         ["1 step 1 of 3", "2 step 2 of 3", "3 step 3 of 3"]
     );
 
-    // A deadline shorter than the call: it times out (notifications/cancelled goes out) and
-    // the session goes on.
+    // A deadline shorter than the call: it times out (notifications/cancelled goes out, as
+    // at 2025) and the server goes on.
     let started = Instant::now();
     let slow = json!({"steps": 5, "delay_ms": 1000});
     let options = CallOptions {
@@ -680,5 +678,114 @@ async fn a_server_silent_on_the_era_probe_gets_initialize_after_the_probe_timeou
         .await
         .unwrap();
     assert_eq!(echo.content[0].as_text().unwrap(), "Echo: late");
+    client.close().await;
+}
+
+/// Accepts every elicitation, counting them.
+struct Accept(Mutex<usize>);
+
+impl InputHandler for Accept {
+    fn capabilities(&self) -> ClientCapabilities {
+        ClientCapabilities {
+            elicitation: Some(serde_json::Map::new()),
+            ..ClientCapabilities::default()
+        }
+    }
+
+    fn answer(&self, request: InputRequest) -> InputFuture {
+        assert_eq!(request.method, "elicitation/create");
+        *self.0.lock().unwrap() += 1;
+        Box::pin(async { Ok(json!({"action": "accept", "content": {"confirm": true}})) })
+    }
+}
+
+async fn connect_demo(extra: &[&str], options: ClientOptions) -> Client {
+    tokio::time::timeout(
+        STEP,
+        Client::connect_stdio(demo_config_with(extra), options),
+    )
+    .await
+    .expect("in time")
+    .expect("connect")
+}
+
+async fn confirm_delete(client: &Client) -> Result<CallToolResult, mcpwire::Error> {
+    let arguments = json!({"item": "notes.txt"});
+    client
+        .call_tool(
+            "confirm_delete",
+            arguments.as_object().cloned(),
+            CallOptions::default(),
+        )
+        .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stdio_demo_server_asks_for_input_at_2026_07_28() {
+    let handler = Arc::new(Accept(Mutex::new(0)));
+    let mut options = ClientOptions::default();
+    options.input_handler = Some(handler.clone());
+    let client = connect_demo(&[], options).await;
+    assert!(client.is_modern());
+    let result = confirm_delete(&client).await.expect("a result");
+    assert_eq!(result.content[0].as_text(), Some("Deleted notes.txt"));
+    assert_eq!(*handler.0.lock().unwrap(), 1);
+    // No header layer over stdio: region_echo saw no Mcp-Param-Region.
+    let region = json!({"region": "Zürich"});
+    let result = client
+        .call_tool(
+            "region_echo",
+            region.as_object().cloned(),
+            CallOptions::default(),
+        )
+        .await
+        .expect("a result");
+    assert_eq!(
+        result.structured_content,
+        Some(json!({"region": "Zürich", "header": null}))
+    );
+    client.close().await;
+
+    // Declaring nothing, the call is refused before it runs (-32021).
+    let client = connect_demo(&[], ClientOptions::default()).await;
+    let error = confirm_delete(&client).await.expect_err("refused");
+    assert_eq!(error.kind(), ErrorKind::ServerError, "{error}");
+    assert!(error.to_string().contains("elicitation"), "{error}");
+    client.close().await;
+    // Declaring elicitation with no handler, the server asks and nobody answers.
+    let mut options = ClientOptions::default();
+    options.session.capabilities.elicitation = Some(serde_json::Map::new());
+    let client = connect_demo(&[], options).await;
+    let error = confirm_delete(&client).await.expect_err("nobody to answer");
+    assert_eq!(error.kind(), ErrorKind::ElicitationRequested, "{error}");
+    client.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stdio_demo_server_in_each_era() {
+    // 2025 alone: server/discover is an unknown method, so the client initializes.
+    let client = connect_demo(&["--era", "2025"], ClientOptions::default()).await;
+    assert_eq!(client.protocol_version(), ProtocolVersion::V2025_11_25);
+    let names: Vec<String> = client
+        .list_tools()
+        .await
+        .expect("tools/list")
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(names, DEMO_TOOLS);
+    let result = confirm_delete(&client).await.expect("a result");
+    assert!(result.is_error(), "{result:?}");
+    client.ping().await.expect("ping at 2025");
+    client.close().await;
+    // 2026-07-28 alone.
+    let client = connect_demo(&["--era", "2026"], ClientOptions::default()).await;
+    assert_eq!(client.protocol_version(), ProtocolVersion::V2026_07_28);
+    let echo = json!({"message": "modern"});
+    let result = client
+        .call_tool("echo", echo.as_object().cloned(), CallOptions::default())
+        .await
+        .expect("echo");
+    assert_eq!(result.content[0].as_text(), Some("Echo: modern"));
     client.close().await;
 }

@@ -17,7 +17,7 @@ use mcpwire::ErrorKind;
 use mcpwire::binding::call::{CallContext, Caller, EnvTokens};
 use mcpwire::binding::config::load_config;
 use mcpwire::client::{CallOptions, Client, ClientOptions};
-use mcpwire::demo::DemoServer;
+use mcpwire::demo::{DemoOptions, DemoServer, Era};
 use mcpwire::transport::http::{
     ClientCert, HttpConfig, HttpPool, ProxyConfig, Roots, TlsError, TlsOptions,
 };
@@ -273,7 +273,10 @@ pub(crate) fn assert_certificate_refused(result: Result<Client, mcpwire::Error>,
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tls_with_the_test_ca_connects_and_calls() {
-    let demo = DemoServer::start().await.expect("demo server");
+    // The 2025 path, which has a session id to check.
+    let demo = DemoServer::start_with_options(DemoOptions::default().era(Era::Legacy))
+        .await
+        .expect("demo server");
     let front = TlsFront::start("server.pem", "server.key", demo.addr()).await;
     let pool = HttpPool::new(&test_ca()).expect("pool");
     let client = connect(&pool, &front.url())

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use mcpwire::binding::config::{MAX_HEADER_ENV, ProxySetting, Server, TlsSettings};
 use mcpwire::binding::discover::{Discovery, MAX_NAMED_TOOLS, discover};
+use mcpwire::mcp::ProtocolVersion;
 use mcpwire::transport::Secret;
 use mcpwire::transport::http::{
     ClientCert, ExtraHeaders, HttpConfig, HttpPool, ProxyConfig, Roots, TlsOptions,
@@ -19,7 +20,7 @@ mcp-tools: turn an MCP server's tools into bindings (JSON for a host's config)
 USAGE:
     mcp-tools -url URL [-token-env VAR] [-header NAME=VAR]... -tenant TENANT -tools NAME[,NAME...]
               [-timeout SECONDS] [-ca-file PEM | -roots webpki|platform]
-              [-client-cert PEM -client-key PEM] [-proxy URL|none]
+              [-client-cert PEM -client-key PEM] [-proxy URL|none] [-era auto|2025|REVISION]
     mcp-tools -command \"PROGRAM ARGS...\" -tenant TENANT -tools NAME[,NAME...] [-timeout SECONDS]
 
 FLAGS (a single or a double dash; `-flag value` or `-flag=value`):
@@ -42,6 +43,9 @@ FLAGS (a single or a double dash; `-flag value` or `-flag=value`):
     -proxy URL|none   an http://host:port proxy for the server, or none; without it,
                       HTTPS_PROXY, HTTP_PROXY and NO_PROXY apply (CONNECT tunnels: the token
                       goes through the tunnel, never to the proxy)
+    -era ERA          with -url: auto (the default) probes with server/discover and falls
+                      back to initialize; 2025 opens with initialize at once; a stateless
+                      revision such as 2026-07-28 is spoken at once (as mcpwire call --era)
     -h, -help         this text
 
 The TLS and -proxy flags are used to connect and are written into the bindings (`tls`,
@@ -71,6 +75,9 @@ struct Options {
     client_cert: Option<String>,
     client_key: Option<String>,
     proxy: Option<String>,
+    /// `-era`: `None` probes; `Some(None)` is a 2025-era server; `Some(Some(v))` a stateless
+    /// revision.
+    era: Option<Option<ProtocolVersion>>,
 }
 
 enum Failure {
@@ -92,6 +99,7 @@ fn parse(args: &[String]) -> Result<Option<Options>, Failure> {
         client_cert: None,
         client_key: None,
         proxy: None,
+        era: None,
     };
     let mut tools_given = false;
     let mut args = args.iter();
@@ -150,6 +158,21 @@ fn parse(args: &[String]) -> Result<Option<Options>, Failure> {
             "client-cert" => options.client_cert = Some(value),
             "client-key" => options.client_key = Some(value),
             "proxy" => options.proxy = Some(value),
+            "era" => {
+                options.era = match value.as_str() {
+                    "auto" => None,
+                    "2025" => Some(None),
+                    other => match ProtocolVersion::parse(other) {
+                        Some(version) if version.is_modern() => Some(Some(version)),
+                        _ => {
+                            return Err(Failure::Usage(format!(
+                                "-era takes auto, 2025 or a stateless revision such as \
+                                 2026-07-28, not {other:?}"
+                            )));
+                        }
+                    },
+                }
+            }
             other => return Err(Failure::Usage(format!("unknown flag -{other}"))),
         }
     }
@@ -189,6 +212,7 @@ fn parse(args: &[String]) -> Result<Option<Options>, Failure> {
         ("client-cert", options.client_cert.is_some()),
         ("client-key", options.client_key.is_some()),
         ("proxy", options.proxy.is_some()),
+        ("era", options.era.is_some()),
     ];
     if options.command.is_some()
         && let Some((flag, _)) = http_only.iter().find(|(_, given)| *given)
@@ -383,6 +407,9 @@ fn run(args: &[String]) -> Result<(), Failure> {
     let bindings = runtime.block_on(async {
         let pool = HttpPool::with_proxy(&TlsOptions::default(), proxy)
             .map_err(|e| Failure::Failed(e.to_string()))?;
+        if let (Some(era), Server::Http { url, .. }) = (options.era, &discovery.server) {
+            pool.era_cache().remember(url, era);
+        }
         discover(&pool, &discovery)
             .await
             .map_err(|e| Failure::Failed(format!("{} ({})", e, e.kind())))

@@ -12,18 +12,18 @@ use std::time::Duration;
 use mcpwire::binding::call::{CallContext, Caller, EnvTokens, Progress, ToolResult};
 use mcpwire::binding::config::{Server, load_config};
 use mcpwire::binding::discover::{Discovery, discover};
-use mcpwire::client::CancelToken;
-use mcpwire::demo::DemoServer;
+use mcpwire::client::{CancelToken, Client, ClientOptions};
+use mcpwire::demo::{DemoOptions, DemoServer, Era};
 use mcpwire::mcp::ProtocolVersion;
 use mcpwire::sse;
-use mcpwire::transport::http::{HttpPool, ProxyConfig, TlsOptions};
+use mcpwire::transport::http::{HttpConfig, HttpPool, ProxyConfig, TlsOptions};
 
 const USAGE: &str = "\
 mcpwire: a hand-written Model Context Protocol client
 
 USAGE:
-    mcpwire demo
-    mcpwire demo-server [--stdio]
+    mcpwire demo [--era both|2025|2026]
+    mcpwire demo-server [--stdio] [--era both|2025|2026]
     mcpwire call --bindings FILE --tool NAME --tenant TENANT --args JSON
                  [--session-id S] [--call-id C] [--era auto|2025|2026-07-28] [-v]
     mcpwire sse [FILE] [--chunk N] [--max-line-bytes N] [--max-event-bytes N]
@@ -35,16 +35,24 @@ USAGE:
     mcpwire --help | --version
 
 COMMANDS:
-    demo    Start an MCP server on a loopback port inside this process, discover its tools
-            into bindings (as mcp-tools does), call them (progress, an image, structured
-            output checked against its output schema, a refused tenant) and print the
-            bindings and every event. Needs no setup and no network.
+    demo    Start an MCP server on a loopback port inside this process, connect to it (the
+            era probe: protocol 2026-07-28 is negotiated), discover its tools into bindings
+            (as mcp-tools does), call them (progress, an image, structured output checked
+            against its output schema, a refused tenant) and print the bindings, every
+            event and a summary line {\"type\":\"demo.summary\",\"protocol_version\",...}.
+            Needs no setup and no network. --era 2025 runs a server that speaks only the
+            2025 revisions, so the client falls back to initialize and sessions; --era 2026
+            one that speaks only 2026-07-28; the default, both, a dual-era server.
     demo-server
             Run only the demo server: print its URL (a loopback port) on stdout and serve
             until interrupted. Handy for trying mcp-tools and mcpwire call by hand, and as
             the fast local server of the client benchmarks. With --stdio, serve the same
             tools as a stdio MCP server instead (newline-delimited JSON-RPC on stdin and
             stdout) until stdin ends: mcp-tools -command \"mcpwire demo-server --stdio\".
+            --era picks the protocol eras served: both (the default: 2026-07-28 for requests
+            carrying its _meta envelope, 2025 with initialize and sessions for the rest),
+            2025 (2025 only, as an older server: clients fall back to initialize) or 2026
+            (2026-07-28 only: 2025 requests get error -32022).
     call    Call one tool through a bindings file (the JSON array mcp-tools prints, or a
             host config whose `tools` array holds bindings). Prints JSON lines on stdout:
             {\"type\":\"tool.progress\",\"call_id\",\"progress\",\"total\"?,\"message\"?} as progress
@@ -120,7 +128,7 @@ fn main() -> ExitCode {
         }
         Some("sse") => sse_command(&args[1..]),
         Some("call") => return call_command(&args[1..]),
-        Some("demo") => demo_command(),
+        Some("demo") => demo_command(&args[1..]),
         Some("demo-server") => demo_server_command(&args[1..]),
         Some("record") => record_command(&args[1..]),
         Some("replay") => replay_command(&args[1..]),
@@ -475,16 +483,82 @@ fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
         .map_err(|e| Failure::Input(format!("cannot start the async runtime: {e}")))
 }
 
-fn demo_command() -> Result<(), Failure> {
+/// The `--era` option of `demo` and `demo-server` (`--era X` or `--era=X`), and what else
+/// `args` hold.
+fn era_option<'a>(command: &str, args: &'a [String]) -> Result<(Era, Vec<&'a str>), Failure> {
+    let mut era = Era::default();
+    let mut rest = Vec::new();
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        let value = match arg.split_once('=') {
+            Some(("--era", value)) => value.to_owned(),
+            _ if arg == "--era" => args
+                .next()
+                .cloned()
+                .ok_or_else(|| Failure::Usage("--era needs a value".to_owned()))?,
+            _ => {
+                rest.push(arg.as_str());
+                continue;
+            }
+        };
+        era = Era::parse(&value).ok_or_else(|| {
+            Failure::Usage(format!(
+                "--era of {command} takes both, 2025 or 2026, not `{value}`"
+            ))
+        })?;
+    }
+    Ok((era, rest))
+}
+
+/// What a demo server speaking `era` is, for the demo's first line.
+fn era_description(era: Era) -> &'static str {
+    match era {
+        Era::Legacy => "protocol 2025-11-25 only, as a server written before 2026-07-28",
+        Era::Modern => "protocol 2026-07-28 only",
+        _ => "dual-era: 2026-07-28, and 2025-11-25 for clients that initialize",
+    }
+}
+
+fn demo_command(args: &[String]) -> Result<(), Failure> {
+    let (era, rest) = era_option("demo", args)?;
+    match rest.as_slice() {
+        [] => {}
+        ["-h" | "--help"] => {
+            print!("{USAGE}");
+            return Ok(());
+        }
+        [other, ..] => {
+            return Err(Failure::Usage(format!("unknown option `{other}` for demo")));
+        }
+    }
     runtime()?.block_on(async {
-        let server = DemoServer::start()
+        let server = DemoServer::start_with_options(DemoOptions::default().era(era))
             .await
             .map_err(|e| Failure::Input(format!("cannot start the demo server: {e}")))?;
         let url = server.url();
         let pool =
             HttpPool::new(&TlsOptions::default()).map_err(|e| Failure::Input(e.to_string()))?;
         let tools = ["progress_report", "tiny_image", "weather"];
-        eprintln!("# an MCP server is listening on {url} (loopback, inside this process)");
+        eprintln!(
+            "# an MCP server is listening on {url} (loopback, inside this process; {})",
+            era_description(era)
+        );
+        // Connecting is the era probe: server/discover, and initialize if the server does not
+        // know it. The pool keeps the verdict, so discovery and the calls below reuse it.
+        let config = HttpConfig::new(&url).map_err(|e| Failure::Input(e.to_string()))?;
+        let client = Client::connect_http(&pool, config, ClientOptions::default())
+            .await
+            .map_err(|e| Failure::Input(format!("cannot connect to the demo server: {e}")))?;
+        let version = client.protocol_version();
+        eprintln!(
+            "# the client probed with server/discover: protocol {version} negotiated ({})",
+            if client.is_modern() {
+                "stateless: no MCP session, each request its own POST"
+            } else {
+                "the server does not know server/discover: initialize and an MCP session"
+            }
+        );
+        client.close().await;
         eprintln!(
             "# mcp-tools -url {url} -tenant local -tools {}",
             tools.join(",")
@@ -553,27 +627,46 @@ fn demo_command() -> Result<(), Failure> {
             println!("{}", result.to_json_line());
         }
         let stats = server.stats();
-        eprintln!(
-            "# {} MCP sessions opened and {} closed with DELETE, over {} pooled connection(s)",
-            stats.sessions_opened,
-            stats.sessions_deleted,
-            pool.connections_opened()
+        if version.is_modern() {
+            eprintln!(
+                "# protocol {version}: {} HTTP requests, each its own POST, no MCP session, \
+                 over {} pooled connection(s)",
+                stats.requests,
+                pool.connections_opened()
+            );
+        } else {
+            eprintln!(
+                "# protocol {version}: {} MCP sessions opened and {} closed with DELETE, {} \
+                 HTTP requests over {} pooled connection(s)",
+                stats.sessions_opened,
+                stats.sessions_deleted,
+                stats.requests,
+                pool.connections_opened()
+            );
+        }
+        // Written by hand to keep the key order of the other lines ("type" first).
+        println!(
+            "{{\"type\":\"demo.summary\",\"protocol_version\":\"{version}\",\"server_era\":\"{era}\",\
+             \"http_requests\":{},\"modern_requests\":{},\"mcp_sessions_opened\":{},\
+             \"mcp_sessions_deleted\":{}}}",
+            stats.requests, stats.modern_requests, stats.sessions_opened, stats.sessions_deleted
         );
         Ok(())
     })
 }
 
 fn demo_server_command(args: &[String]) -> Result<(), Failure> {
-    match args {
+    let (era, rest) = era_option("demo-server", args)?;
+    match rest.as_slice() {
         [] => {}
-        [flag] if flag == "--stdio" => {
+        ["--stdio"] => {
             return runtime()?.block_on(async {
-                mcpwire::demo::serve_stdio(tokio::io::stdin(), tokio::io::stdout())
+                mcpwire::demo::serve_stdio_with(tokio::io::stdin(), tokio::io::stdout(), era)
                     .await
                     .map_err(|e| Failure::Input(format!("the stdio demo server stopped: {e}")))
             });
         }
-        [flag] if matches!(flag.as_str(), "-h" | "--help") => {
+        ["-h" | "--help"] => {
             print!("{USAGE}");
             return Ok(());
         }
@@ -584,7 +677,7 @@ fn demo_server_command(args: &[String]) -> Result<(), Failure> {
         }
     }
     runtime()?.block_on(async {
-        let server = DemoServer::start()
+        let server = DemoServer::start_with_options(DemoOptions::default().era(era))
             .await
             .map_err(|e| Failure::Input(format!("cannot start the demo server: {e}")))?;
         println!("{}", server.url());
@@ -662,7 +755,9 @@ async fn interrupted() {
 
 fn record_command(args: &[String]) -> Result<(), Failure> {
     use mcpwire::fixture::record::{RecordOptions, Recorder};
-    use mcpwire::fixture::{Provenance, ServerInfo, civil_date, server_info, write_fixture};
+    use mcpwire::fixture::{
+        Provenance, ServerInfo, civil_date, client_protocol, server_info, write_fixture,
+    };
 
     let (mut upstream, mut out, mut listen) = (None, None, "127.0.0.1:0".to_owned());
     let (mut mode, mut command, mut notes) = (String::new(), None, String::new());
@@ -738,7 +833,7 @@ fn record_command(args: &[String]) -> Result<(), Failure> {
     let days = since_epoch().map_or(0, |d| d.as_secs() / 86_400);
     let provenance = Provenance {
         server: server_info(&exchanges).unwrap_or_else(|| ServerInfo {
-            name: "(no initialize answer recorded)".into(),
+            name: "(no initialize or server/discover answer recorded)".into(),
             version: String::new(),
         }),
         mode,
@@ -746,6 +841,7 @@ fn record_command(args: &[String]) -> Result<(), Failure> {
         command,
         recorder: format!("mcpwire {}", env!("CARGO_PKG_VERSION")),
         constructed: false,
+        protocol: client_protocol(&exchanges),
         notes,
     };
     write_fixture(std::path::Path::new(&out), &exchanges, &provenance)

@@ -77,6 +77,17 @@ impl Request {
             .map(str::trim)
     }
 
+    /// Every value of header `name` (lowercase), as sent.
+    pub fn raw_headers<'a, 'n>(
+        &'a self,
+        name: &'n str,
+    ) -> impl Iterator<Item = &'a [u8]> + use<'a, 'n> {
+        self.headers
+            .iter()
+            .filter(move |(n, _)| n == name)
+            .map(|(_, v)| v.as_slice())
+    }
+
     /// Whether the comma-separated header `name` lists `token` (ASCII case-insensitive).
     fn has_token(&self, name: &str, token: &str) -> bool {
         self.headers_named(name)

@@ -9,9 +9,10 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWrite
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinSet;
 
+use super::tools::{self, StateKey};
 use super::{
-    Output, call_outputs, cancelled_request, initialize_result, invalid_params, negotiate, ok,
-    params_object, tools_list,
+    Era, Output, call_outputs, cancelled_request, initialize_result, invalid_params, modern,
+    negotiate, ok, params_object, tools_list,
 };
 use crate::jsonrpc::{self, ErrorObject, Id, Message, Packet};
 use crate::util::lock;
@@ -25,18 +26,21 @@ const OUTPUT_QUEUE: usize = 256;
 /// whose firing (or dropping) stops the call.
 type InFlight = Arc<Mutex<HashMap<Id, (u64, oneshot::Sender<()>)>>>;
 
-/// Serves the demo tools as a stdio MCP server: newline-delimited JSON-RPC messages read from
-/// `input` (the server's stdin) and written to `output` (its stdout), until `input` ends. Must
-/// be called within a tokio runtime.
+/// Serves the demo tools as a dual-era stdio MCP server: newline-delimited JSON-RPC messages
+/// read from `input` (the server's stdin) and written to `output` (its stdout), until `input`
+/// ends. Must be called within a tokio runtime. [`serve_stdio_with`] picks the eras.
 ///
 /// The same tools, results and progress as over HTTP ([`crate::demo`]), without sessions:
-/// the process is the session. `initialize` negotiates the revision as over HTTP; `ping`,
-/// `tools/list` (pages of two) and `tools/call` are answered, calls running concurrently, each
-/// sending its progress notifications (when it has a progress token) and then its result;
-/// `notifications/cancelled` stops a call in flight, which then sends nothing more. Unknown
-/// methods get -32601, a line that is not JSON -32700, a batch -32600. Responses and other
-/// notifications are ignored. When `input` ends, calls still running are dropped and what was
-/// queued is written.
+/// the process is the session. A request whose `_meta` names a protocol version is served at
+/// 2026-07-28 (`server/discover`, `tools/list`, `tools/call` with `input_required`; the
+/// envelope checked, -32022 for another revision, -32601 for `ping` and the rest), as over
+/// HTTP but without the header checks. Anything else is served by the 2025 rules:
+/// `initialize` negotiates the revision as over HTTP; `ping`, `tools/list` (pages of two) and
+/// `tools/call` are answered. Calls run concurrently, each sending its progress notifications
+/// (when it has a progress token) and then its result; `notifications/cancelled` stops a call
+/// in flight, which then sends nothing more. Unknown methods get -32601, a line that is not
+/// JSON -32700, a batch -32600. Responses and other notifications are ignored. When `input`
+/// ends, calls still running are dropped and what was queued is written.
 ///
 /// ```no_run
 /// # async fn demo() -> std::io::Result<()> {
@@ -54,6 +58,26 @@ where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
 {
+    serve_stdio_with(input, output, Era::Both).await
+}
+
+/// [`serve_stdio`], speaking the eras `era` names: with [`Era::Legacy`] the envelope means
+/// nothing (so `server/discover` is an unknown method, -32601, as from a 2025-era server);
+/// with [`Era::Modern`] every request without the envelope gets -32022.
+///
+/// # Errors
+///
+/// As [`serve_stdio`].
+pub async fn serve_stdio_with<R, W>(input: R, output: W, era: Era) -> std::io::Result<()>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let server = Server {
+        era,
+        state_key: StateKey::new(),
+        started: super::now(),
+    };
     let (lines, queue) = mpsc::channel::<String>(OUTPUT_QUEUE);
     let writer = tokio::spawn(write_lines(output, queue));
     let in_flight: InFlight = Arc::default();
@@ -82,7 +106,7 @@ where
                     in_flight: &in_flight,
                     calls: &mut calls,
                 };
-                handle_request(request, call)
+                handle_request(request, call, &server)
             }
             Ok(Packet::Single(Message::Notification(notification))) => {
                 if let Some(id) = cancelled_request(&notification)
@@ -129,9 +153,68 @@ struct Call<'a> {
     calls: &'a mut JoinSet<()>,
 }
 
+impl Call<'_> {
+    /// Starts a call's outputs; answers at once only when its id is already in use.
+    fn start(self, id: Id, outputs: VecDeque<Output>) -> Option<Message<'static>> {
+        let (cancel, cancelled) = oneshot::channel();
+        {
+            let mut in_flight = lock(self.in_flight);
+            if in_flight.contains_key(&id) {
+                let error = ErrorObject::new(
+                    jsonrpc::INVALID_REQUEST,
+                    format!("Invalid Request: request id {id} is already in use"),
+                );
+                return Some(Message::response_error(Some(id), error));
+            }
+            in_flight.insert(id.clone(), (self.key, cancel));
+        }
+        self.calls.spawn(run_call(
+            (id, self.key),
+            outputs,
+            cancelled,
+            self.lines.clone(),
+            self.in_flight.clone(),
+        ));
+        None
+    }
+}
+
+/// What the whole process shares: the eras it speaks, the key of its `requestState`s, its
+/// clock's start.
+struct Server {
+    era: Era,
+    state_key: StateKey,
+    started: tokio::time::Instant,
+}
+
+impl Server {
+    fn now_ms(&self) -> u64 {
+        super::now().duration_since(self.started).as_millis() as u64
+    }
+}
+
 /// Answers a request at once, or starts a call and answers nothing yet.
-fn handle_request(request: jsonrpc::Request<'_>, call: Call<'_>) -> Option<Message<'static>> {
+fn handle_request(
+    request: jsonrpc::Request<'_>,
+    call: Call<'_>,
+    server: &Server,
+) -> Option<Message<'static>> {
     let id = request.id.clone();
+    if server.era != Era::Legacy && modern::carries_envelope(request.params.as_deref()) {
+        let facts = modern::Server {
+            state_key: &server.state_key,
+            now_ms: server.now_ms(),
+            private: false,
+        };
+        return match modern::answer(&request, None, &facts).reply {
+            modern::Reply::Message(message) => Some(message),
+            modern::Reply::Call(outputs) => call.start(id, outputs),
+        };
+    }
+    if server.era == Era::Modern {
+        let error = modern::unsupported_version(modern::offered_version(&request).as_deref());
+        return Some(Message::response_error(Some(id), error));
+    }
     let params = match params_object(&request) {
         Ok(params) => params,
         Err(why) => return Some(invalid_params(id, &why)),
@@ -144,30 +227,18 @@ fn handle_request(request: jsonrpc::Request<'_>, call: Call<'_>) -> Option<Messa
         "ping" => ok(id, &json!({})),
         "tools/list" => tools_list(id, &params),
         "tools/call" => {
-            let outputs = match call_outputs(&id, &params) {
-                Ok(outputs) => outputs,
-                Err(refusal) => return Some(refusal),
+            let context = tools::Context {
+                modern: false,
+                region_header: None,
+                params: &params,
+                state_key: &server.state_key,
+                now_ms: server.now_ms(),
             };
-            let (cancel, cancelled) = oneshot::channel();
-            {
-                let mut in_flight = lock(call.in_flight);
-                if in_flight.contains_key(&id) {
-                    let error = ErrorObject::new(
-                        jsonrpc::INVALID_REQUEST,
-                        format!("Invalid Request: request id {id} is already in use"),
-                    );
-                    return Some(Message::response_error(Some(id), error));
-                }
-                in_flight.insert(id.clone(), (call.key, cancel));
-            }
-            call.calls.spawn(run_call(
-                (id, call.key),
-                outputs,
-                cancelled,
-                call.lines.clone(),
-                call.in_flight.clone(),
-            ));
-            return None;
+            let outputs = match call_outputs(&id, &params, &context) {
+                Ok(outputs) => outputs,
+                Err((_, refusal)) => return Some(refusal),
+            };
+            return call.start(id, outputs);
         }
         method => {
             let mut error = ErrorObject::new(jsonrpc::METHOD_NOT_FOUND, "Method not found");

@@ -1,7 +1,6 @@
 //! The demo server driven with hand-written HTTP over raw TCP, and once through the crate's
 //! own client.
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -13,11 +12,11 @@ use super::tools::{TINY_PNG, base64, cursor_for, offset_of, weather_report};
 use super::{Config, DemoServer, http_date, is_loopback_authority, lock, now};
 
 /// Every read in these tests gives up after this long.
-const PATIENCE: Duration = Duration::from_secs(10);
+pub(super) const PATIENCE: Duration = Duration::from_secs(10);
 
-const ACCEPT_BOTH: &str = "application/json, text/event-stream";
+pub(super) const ACCEPT_BOTH: &str = "application/json, text/event-stream";
 /// The demo server's tools, in the order `tools/list` gives them.
-const DEMO_TOOLS_IN_ORDER: [&str; 7] = [
+pub(super) const DEMO_TOOLS_IN_ORDER: [&str; 9] = [
     "progress_report",
     "tiny_image",
     "weather",
@@ -25,31 +24,33 @@ const DEMO_TOOLS_IN_ORDER: [&str; 7] = [
     "fail",
     "progress_burst",
     "big_text",
+    "region_echo",
+    "confirm_delete",
 ];
 
 /// A parsed response.
 #[derive(Debug)]
-struct Reply {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
+pub(super) struct Reply {
+    pub(super) status: u16,
+    pub(super) headers: Vec<(String, String)>,
+    pub(super) body: Vec<u8>,
 }
 
 impl Reply {
-    fn header(&self, name: &str) -> Option<&str> {
+    pub(super) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_str())
     }
 
-    fn json(&self) -> Value {
+    pub(super) fn json(&self) -> Value {
         serde_json::from_slice(&self.body)
             .unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", String::from_utf8_lossy(&self.body)))
     }
 
     /// The JSON of every SSE event in the body.
-    fn events(&self) -> Vec<Value> {
+    pub(super) fn events(&self) -> Vec<Value> {
         assert_eq!(
             self.header("content-type"),
             Some("text/event-stream"),
@@ -58,7 +59,7 @@ impl Reply {
         sse_events(&self.body)
     }
 
-    fn error_code(&self) -> i64 {
+    pub(super) fn error_code(&self) -> i64 {
         self.json()["error"]["code"]
             .as_i64()
             .expect("an error code")
@@ -77,14 +78,14 @@ fn sse_events(bytes: &[u8]) -> Vec<Value> {
 }
 
 /// A raw HTTP/1.1 client on one connection.
-struct Raw {
+pub(super) struct Raw {
     stream: TcpStream,
     buf: Vec<u8>,
     host: String,
 }
 
 impl Raw {
-    async fn connect(server: &DemoServer) -> Raw {
+    pub(super) async fn connect(server: &DemoServer) -> Raw {
         Raw {
             stream: TcpStream::connect(server.addr()).await.expect("connect"),
             buf: Vec::new(),
@@ -97,7 +98,7 @@ impl Raw {
     }
 
     /// Sends a request with `Host` and `Content-Length` added, and reads the response.
-    async fn request(
+    pub(super) async fn request(
         &mut self,
         method: &str,
         path: &str,
@@ -108,7 +109,13 @@ impl Raw {
         self.response().await
     }
 
-    async fn send(&mut self, method: &str, path: &str, headers: &[(&str, &str)], body: &str) {
+    pub(super) async fn send(
+        &mut self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) {
         let mut text = format!("{method} {path} HTTP/1.1\r\nHost: {}\r\n", self.host);
         for (name, value) in headers {
             text.push_str(&format!("{name}: {value}\r\n"));
@@ -118,7 +125,7 @@ impl Raw {
     }
 
     /// Posts a JSON-RPC text with the headers a conforming client sends.
-    async fn post(&mut self, session: Option<&str>, body: &str) -> Reply {
+    pub(super) async fn post(&mut self, session: Option<&str>, body: &str) -> Reply {
         self.send_post(session, body).await;
         self.response().await
     }
@@ -195,7 +202,7 @@ impl Raw {
     }
 
     /// Reads a whole response (its body framed by `Content-Length` or chunked).
-    async fn response(&mut self) -> Reply {
+    pub(super) async fn response(&mut self) -> Reply {
         let (status, headers) = self.head().await;
         let mut reply = Reply {
             status,
@@ -233,7 +240,7 @@ impl Raw {
     }
 }
 
-fn init_body(version: &str) -> String {
+pub(super) fn init_body(version: &str) -> String {
     json!({
         "jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {
@@ -246,7 +253,7 @@ fn init_body(version: &str) -> String {
 }
 
 /// Initializes on `raw` and returns the session id and the result.
-async fn initialize(raw: &mut Raw, version: &str) -> (String, Value) {
+pub(super) async fn initialize(raw: &mut Raw, version: &str) -> (String, Value) {
     let reply = raw.post(None, &init_body(version)).await;
     assert_eq!(reply.status, 200, "{reply:?}");
     assert_eq!(reply.header("content-type"), Some("application/json"));
@@ -510,7 +517,7 @@ async fn tools_list_pages_by_two() {
             None => break,
         }
     }
-    assert_eq!(pages, 4);
+    assert_eq!(pages, 5);
     assert_eq!(names, DEMO_TOOLS_IN_ORDER);
 
     let bad = r#"{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{"cursor":"nope"}}"#;
@@ -735,7 +742,7 @@ fn crc32(bytes: &[u8]) -> u32 {
     !crc
 }
 
-fn base64_decode(text: &str) -> Vec<u8> {
+pub(super) fn base64_decode(text: &str) -> Vec<u8> {
     const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = Vec::new();
     let mut bits = 0u32;
@@ -1352,8 +1359,9 @@ fn helpers() {
     assert_eq!(offset_of(&cursor_for(2)), Some(2));
     assert_eq!(offset_of(&cursor_for(4)), Some(4));
     assert_eq!(offset_of(&cursor_for(6)), Some(6));
+    assert_eq!(offset_of(&cursor_for(8)), Some(8));
     assert_eq!(offset_of(&cursor_for(0)), None);
-    assert_eq!(offset_of(&cursor_for(8)), None);
+    assert_eq!(offset_of(&cursor_for(10)), None);
     // The report ignores case, except for the city's name as given.
     let mut shouted = weather_report("LISBON");
     shouted["city"] = json!("Lisbon");
@@ -1370,19 +1378,27 @@ fn helpers() {
     }
 }
 
+/// The 2025 path of the dual-era server, taken by a client that speaks 2025 only (the
+/// 2026-07-28 path through the client is in `tests_modern`).
 #[cfg(feature = "client")]
 #[tokio::test]
 async fn a_full_session_through_the_client() {
+    use std::sync::{Arc, Mutex};
+
     use crate::client::{CallOptions, Client, ClientOptions};
     use crate::mcp::ContentBlock;
+    use crate::session::EraPolicy;
     use crate::transport::http::{HttpConfig, HttpPool, TlsOptions};
 
     let server = DemoServer::start().await.expect("start");
     let pool = HttpPool::new(&TlsOptions::default()).expect("a pool");
     let config = HttpConfig::new(&server.url()).expect("a config");
-    let client = Client::connect_http(&pool, config, ClientOptions::default())
+    let mut options = ClientOptions::default();
+    options.session.era = EraPolicy::Legacy;
+    let client = Client::connect_http(&pool, config, options)
         .await
         .expect("connect");
+    assert_eq!(client.protocol_version().as_str(), "2025-11-25");
     assert_eq!(
         client
             .server()
@@ -1454,6 +1470,7 @@ async fn a_full_session_through_the_client() {
 
     let stats = server.stats();
     assert_eq!((stats.sessions_opened, stats.sessions_deleted), (1, 1));
+    assert_eq!(stats.modern_requests, 0, "{stats:?}");
     assert!(
         stats.connections <= 2,
         "{stats:?}: the pool reuses connections"

@@ -7,7 +7,9 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
 use tokio::task::JoinHandle;
 
-use super::{MAX_LINE_BYTES, serve_stdio};
+use super::{MAX_LINE_BYTES, serve_stdio, serve_stdio_with};
+use crate::demo::Era;
+use crate::mcp::modern::{CLIENT_CAPABILITIES_KEY, PROTOCOL_VERSION_KEY, SERVER_INFO_KEY};
 
 /// A client's end of a running stdio server.
 struct Pipe {
@@ -18,13 +20,59 @@ struct Pipe {
 
 impl Pipe {
     fn start() -> Pipe {
+        Pipe::serving(serve_stdio)
+    }
+
+    fn start_with(era: Era) -> Pipe {
+        Pipe::serving(move |input, output| serve_stdio_with(input, output, era))
+    }
+
+    /// Runs `serve` on one end of a pair of pipes.
+    fn serving<F>(serve: impl FnOnce(DuplexStream, DuplexStream) -> F) -> Pipe
+    where
+        F: Future<Output = std::io::Result<()>> + Send + 'static,
+    {
         let (client_in, server_out) = tokio::io::duplex(64 * 1024);
         let (server_in, client_out) = tokio::io::duplex(64 * 1024);
         Pipe {
             to_server: Some(client_out),
             from_server: BufReader::new(client_in).lines(),
-            server: tokio::spawn(serve_stdio(server_in, server_out)),
+            server: tokio::spawn(serve(server_in, server_out)),
         }
+    }
+
+    /// Sends a request at 2026-07-28 declaring `capabilities`, its `_meta` merged in.
+    async fn modern(&mut self, id: i64, method: &str, mut params: Value, capabilities: Value) {
+        let mut meta =
+            json!({PROTOCOL_VERSION_KEY: "2026-07-28", CLIENT_CAPABILITIES_KEY: capabilities});
+        if let Some(extra) = params.get("_meta").and_then(Value::as_object) {
+            for (key, value) in extra {
+                meta[key] = value.clone();
+            }
+        }
+        params["_meta"] = meta;
+        self.request(id, method, params).await;
+    }
+
+    /// The next message, the answer to request `id` at 2026-07-28: its result, stamped.
+    async fn modern_result(&mut self, id: i64) -> Value {
+        let answer = self.next().await;
+        assert_eq!(answer["id"], id, "{answer}");
+        let result = answer["result"].clone();
+        assert!(result["resultType"].is_string(), "{answer}");
+        assert_eq!(
+            result["_meta"][SERVER_INFO_KEY]["name"], "mcpwire-demo",
+            "{answer}"
+        );
+        result
+    }
+
+    /// The next message, the error answering request `id`.
+    async fn error(&mut self, id: i64, code: i64) -> Value {
+        let answer = self.next().await;
+        assert_eq!(answer["id"], id, "{answer}");
+        assert_eq!(answer["error"]["code"], code, "{answer}");
+        answer["error"].clone()
     }
 
     async fn send_raw(&mut self, line: &str) {
@@ -105,18 +153,7 @@ async fn stdio_answers_initialize_tools_list_ping_and_calls_with_progress() {
             break;
         }
     }
-    assert_eq!(
-        names,
-        [
-            "progress_report",
-            "tiny_image",
-            "weather",
-            "echo",
-            "fail",
-            "progress_burst",
-            "big_text"
-        ]
-    );
+    assert_eq!(names, crate::demo::tests::DEMO_TOOLS_IN_ORDER);
 
     pipe.request(20, "ping", json!({})).await;
     assert_eq!(
@@ -290,5 +327,174 @@ async fn stdio_refuses_an_overlong_line() {
     long.push_str(&" ".repeat(MAX_LINE_BYTES - 1));
     pipe.send_raw(&long).await;
     assert_eq!(pipe.next().await["error"]["code"], -32700);
+    pipe.finish().await.1.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn stdio_serves_2026_07_28_to_a_request_with_the_envelope() {
+    let mut pipe = Pipe::start();
+    pipe.modern(1, "server/discover", json!({}), json!({}))
+        .await;
+    let discovered = pipe.modern_result(1).await;
+    assert_eq!(discovered["supportedVersions"], json!(["2026-07-28"]));
+    assert_eq!(
+        discovered["capabilities"],
+        json!({"tools": {"listChanged": false}})
+    );
+    assert_eq!(discovered["resultType"], "complete");
+
+    pipe.modern(2, "tools/list", json!({}), json!({})).await;
+    let page = pipe.modern_result(2).await;
+    assert_eq!(page["tools"][0]["name"], "progress_report");
+    assert!(page["nextCursor"].is_string());
+
+    let call = json!({"name": "progress_report", "arguments": {"steps": 2, "delay_ms": 10},
+                      "_meta": {"progressToken": "p"}});
+    pipe.modern(3, "tools/call", call, json!({})).await;
+    for step in 1..=2 {
+        let progress = pipe.next().await;
+        assert_eq!(progress["method"], "notifications/progress");
+        assert_eq!(progress["params"]["progress"], step);
+    }
+    let done = pipe.modern_result(3).await;
+    assert_eq!(done["content"][0]["text"], "done after 2 steps");
+
+    // No header layer over stdio: nothing mirrored, nothing checked.
+    let call = json!({"name": "region_echo", "arguments": {"region": "Zürich"}});
+    pipe.modern(4, "tools/call", call, json!({})).await;
+    assert_eq!(
+        pipe.modern_result(4).await["structuredContent"],
+        json!({"region": "Zürich", "header": null})
+    );
+
+    // A call at 2026-07-28 is cancelled as at 2025 over stdio.
+    let slow = json!({"name": "progress_report", "arguments": {"steps": 5, "delay_ms": 1000},
+                      "_meta": {"progressToken": 9}});
+    pipe.modern(5, "tools/call", slow, json!({})).await;
+    assert_eq!(pipe.next().await["params"]["progress"], 1);
+    pipe.send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                     "params": {"requestId": 5}}),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_secs(10)).await;
+
+    for method in [
+        "ping",
+        "initialize",
+        "logging/setLevel",
+        "subscriptions/listen",
+    ] {
+        pipe.modern(6, method, json!({}), json!({})).await;
+        let error = pipe.error(6, -32601).await;
+        assert_eq!(error["data"], method);
+    }
+    let (rest, ended) = pipe.finish().await;
+    assert!(rest.is_empty(), "{rest:?}");
+    ended.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn stdio_checks_the_envelope() {
+    let mut pipe = Pipe::start();
+    pipe.request(
+        1,
+        "tools/list",
+        json!({"_meta": {PROTOCOL_VERSION_KEY: "2026-07-28"}}),
+    )
+    .await;
+    let error = pipe.error(1, -32602).await;
+    assert_eq!(
+        error["data"],
+        json!({"envelope": {"missing": [CLIENT_CAPABILITIES_KEY]}})
+    );
+    pipe.request(
+        2,
+        "tools/list",
+        json!({"_meta": {PROTOCOL_VERSION_KEY: "2027-01-01", CLIENT_CAPABILITIES_KEY: {}}}),
+    )
+    .await;
+    let error = pipe.error(2, -32022).await;
+    assert_eq!(
+        error["data"],
+        json!({"supported": ["2026-07-28"], "requested": "2027-01-01"})
+    );
+    pipe.finish().await.1.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn stdio_confirm_delete_round_trip() {
+    let mut pipe = Pipe::start();
+    let call = json!({"name": "confirm_delete", "arguments": {"item": "a.txt"}});
+    pipe.modern(1, "tools/call", call.clone(), json!({})).await;
+    let error = pipe.error(1, -32021).await;
+    assert_eq!(
+        error["data"],
+        json!({"requiredCapabilities": {"elicitation": {"form": {}}}})
+    );
+    pipe.modern(2, "tools/call", call.clone(), json!({"elicitation": {}}))
+        .await;
+    let asked = pipe.modern_result(2).await;
+    assert_eq!(asked["resultType"], "input_required");
+    assert_eq!(
+        asked["inputRequests"]["confirm"]["method"],
+        "elicitation/create"
+    );
+    let state = asked["requestState"].clone();
+    assert!(state.is_string());
+
+    let mut retry = call.clone();
+    retry["inputResponses"] =
+        json!({"confirm": {"action": "accept", "content": {"confirm": true}}});
+    retry["requestState"] = state.clone();
+    pipe.modern(3, "tools/call", retry.clone(), json!({"elicitation": {}}))
+        .await;
+    let done = pipe.modern_result(3).await;
+    assert_eq!(done["resultType"], "complete");
+    assert_eq!(done["content"][0]["text"], "Deleted a.txt");
+
+    // The state is the server's own: any change is refused.
+    retry["requestState"] = json!(state.as_str().unwrap().replace("a.txt", "b.txt"));
+    pipe.modern(4, "tools/call", retry, json!({"elicitation": {}}))
+        .await;
+    pipe.error(4, -32602).await;
+    pipe.finish().await.1.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn stdio_eras_alone() {
+    // 2025 alone: the probe is an unknown method, as server-everything answers it.
+    let mut pipe = Pipe::start_with(Era::Legacy);
+    pipe.modern(1, "server/discover", json!({}), json!({}))
+        .await;
+    let error = pipe.error(1, -32601).await;
+    assert_eq!(error["data"], "server/discover");
+    pipe.request(2, "initialize", initialize_params("2025-11-25"))
+        .await;
+    assert_eq!(pipe.next().await["result"]["protocolVersion"], "2025-11-25");
+    // The envelope is just more _meta: no stamp on the result.
+    pipe.modern(3, "tools/list", json!({}), json!({})).await;
+    let page = pipe.next().await;
+    assert!(page["result"].get("resultType").is_none(), "{page}");
+    pipe.finish().await.1.unwrap();
+
+    // 2026-07-28 alone: every 2025 request gets -32022.
+    let mut pipe = Pipe::start_with(Era::Modern);
+    pipe.request(1, "initialize", initialize_params("2025-11-25"))
+        .await;
+    let error = pipe.error(1, -32022).await;
+    assert_eq!(
+        error["data"],
+        json!({"supported": ["2026-07-28"], "requested": "2025-11-25"})
+    );
+    pipe.request(2, "tools/list", json!({})).await;
+    let error = pipe.error(2, -32022).await;
+    assert_eq!(error["data"], json!({"supported": ["2026-07-28"]}));
+    pipe.modern(3, "server/discover", json!({}), json!({}))
+        .await;
+    assert_eq!(
+        pipe.modern_result(3).await["supportedVersions"],
+        json!(["2026-07-28"])
+    );
     pipe.finish().await.1.unwrap();
 }

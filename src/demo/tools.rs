@@ -1,11 +1,15 @@
 //! The demo server's tools: their definitions (with JSON Schemas), argument checks, and what a
 //! call does, as a plan of delays and progress reports followed by a result. The plan is pure
-//! data; the connection driver sleeps and writes.
+//! data (the time and the keys come in as inputs); the connection driver sleeps and writes.
 
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
 use std::sync::OnceLock;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
+
+use crate::mcp::modern::CLIENT_CAPABILITIES_KEY;
 
 /// How many tools one `tools/list` page holds: small, so clients exercise pagination.
 pub(super) const PAGE_SIZE: usize = 2;
@@ -42,6 +46,34 @@ impl Plan {
             result,
         }
     }
+}
+
+/// What a call knows besides its tool's name and arguments.
+pub(super) struct Context<'a> {
+    /// Whether the request is served at 2026-07-28 (else by the 2025 rules, which have no
+    /// `input_required` results and no mirrored headers).
+    pub modern: bool,
+    /// The `Mcp-Param-Region` header as it arrived, before decoding (HTTP at 2026-07-28; the
+    /// server has already checked that it matches the argument).
+    pub region_header: Option<&'a str>,
+    /// The request's params: `inputResponses`, `requestState`, and the capabilities declared
+    /// in `_meta`.
+    pub params: &'a Map<String, Value>,
+    /// Signs and checks the `requestState` of `confirm_delete`.
+    pub state_key: &'a StateKey,
+    /// The server's clock: milliseconds since it started (how old a `requestState` is).
+    pub now_ms: u64,
+}
+
+/// Why a call is answered with a JSON-RPC error rather than a result.
+#[derive(Debug, PartialEq)]
+pub(super) enum Refusal {
+    /// -32021: the call needs these client capabilities (`requiredCapabilities`), which the
+    /// request did not declare; the server may not ask for what a client cannot give.
+    MissingCapability(Value),
+    /// -32602: the params do not fit (a `requestState` that fails verification, an answer
+    /// that is not one).
+    InvalidParams(String),
 }
 
 /// A 2×2 RGB PNG (red, green / blue, white), its image data a zlib stream holding one stored
@@ -203,6 +235,56 @@ pub(super) fn definitions() -> &'static [Value] {
                 },
                 "annotations": read_only,
             }),
+            json!({
+                "name": "region_echo",
+                "title": "Region echo",
+                "description": "Returns the region and the Mcp-Param-Region header the request \
+                    carried (the region argument is mirrored into that header at protocol \
+                    2026-07-28 over HTTP; null over stdio and at 2025).",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {
+                        "region": {
+                            "type": "string", "x-mcp-header": "Region",
+                            "description": "A region name, any text."
+                        }
+                    },
+                    "required": ["region"],
+                    "additionalProperties": false
+                },
+                "outputSchema": {
+                    "type": "object",
+                    "properties": {
+                        "region": {"type": "string", "description": "The region, as given."},
+                        "header": {
+                            "type": ["string", "null"],
+                            "description": "Mcp-Param-Region as received, before decoding."
+                        }
+                    },
+                    "required": ["region", "header"],
+                    "additionalProperties": false
+                },
+                "annotations": read_only,
+            }),
+            json!({
+                "name": "confirm_delete",
+                "title": "Confirm delete",
+                "description": "Asks the user to confirm deleting `item` (an elicitation in an \
+                    input_required result, protocol 2026-07-28 only), then reports whether it \
+                    was deleted. Nothing is stored, so nothing is really removed.",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {
+                        "item": {"type": "string", "minLength": 1, "description": "What to delete."}
+                    },
+                    "required": ["item"],
+                    "additionalProperties": false
+                },
+                "annotations": {
+                    "readOnlyHint": false, "destructiveHint": true,
+                    "idempotentHint": true, "openWorldHint": false
+                },
+            }),
         ]
     })
 }
@@ -215,7 +297,11 @@ fn text_result(text: &str, is_error: bool) -> Value {
 /// Plans a call of tool `name`. Unknown tools and invalid arguments give `isError` results,
 /// as the official SDKs do (spec `server/tools.mdx`, "Error Handling": input validation errors
 /// are tool execution errors, which the model can correct).
-pub(super) fn call(name: &str, arguments: &Map<String, Value>) -> Plan {
+pub(super) fn call(
+    name: &str,
+    arguments: &Map<String, Value>,
+    context: &Context<'_>,
+) -> Result<Plan, Refusal> {
     let planned = match name {
         "progress_report" => progress_report(arguments),
         "tiny_image" => only(arguments, &[]).map(|()| {
@@ -243,14 +329,212 @@ pub(super) fn call(name: &str, arguments: &Map<String, Value>) -> Plan {
         "fail" => only(arguments, &["message"])
             .and_then(|()| string_arg(arguments, "message"))
             .map(|message| Plan::done(text_result(message, true))),
-        _ => return Plan::done(text_result(&format!("Unknown tool: {name}"), true)),
+        "region_echo" => only(arguments, &["region"])
+            .and_then(|()| string_arg(arguments, "region"))
+            .map(|region| region_echo(region, context.region_header)),
+        "confirm_delete" => match only(arguments, &["item"])
+            .and_then(|()| string_arg(arguments, "item"))
+            .and_then(|item| {
+                if item.is_empty() {
+                    Err("item must not be empty".to_owned())
+                } else {
+                    Ok(item)
+                }
+            }) {
+            Ok(item) => return confirm_delete(item, context),
+            Err(why) => Err(why),
+        },
+        _ => {
+            return Ok(Plan::done(text_result(
+                &format!("Unknown tool: {name}"),
+                true,
+            )));
+        }
     };
-    planned.unwrap_or_else(|why| {
+    Ok(planned.unwrap_or_else(|why| {
         Plan::done(text_result(
             &format!("Invalid arguments for tool {name}: {why}"),
             true,
         ))
+    }))
+}
+
+fn region_echo(region: &str, header: Option<&str>) -> Plan {
+    let shown = header.unwrap_or("(not sent)");
+    Plan::done(json!({
+        "content": [{"type": "text", "text": format!("region {region:?}; Mcp-Param-Region: {shown}")}],
+        "structuredContent": {"region": region, "header": header},
+        "isError": false,
+    }))
+}
+
+/// How long a `requestState` of `confirm_delete` stays valid.
+const STATE_TTL_MS: u64 = 10 * 60 * 1000;
+
+/// `confirm_delete`: at 2026-07-28 the first call answers `input_required` with an
+/// elicitation and a signed `requestState`; the retry that echoes the state with the user's
+/// answer completes (`basic/patterns/mrtr.mdx`). A retry without an answer, or without the
+/// state, is asked again, as the spec advises for missing input.
+fn confirm_delete(item: &str, context: &Context<'_>) -> Result<Plan, Refusal> {
+    if !context.modern {
+        return Ok(Plan::done(text_result(
+            "confirm_delete asks the user through an input_required result, which needs \
+             protocol 2026-07-28; this request was served at 2025",
+            true,
+        )));
+    }
+    let params = context.params;
+    let (Some(responses), Some(state)) = (params.get("inputResponses"), params.get("requestState"))
+    else {
+        return ask_to_confirm(item, context);
+    };
+    let Value::String(state) = state else {
+        return Err(Refusal::InvalidParams(
+            "requestState must be a string".to_owned(),
+        ));
+    };
+    context
+        .state_key
+        .verify(state, item, context.now_ms)
+        .map_err(|why| {
+            Refusal::InvalidParams(format!("requestState failed verification: {why}"))
+        })?;
+    let Some(answer) = responses.as_object() else {
+        return Err(Refusal::InvalidParams(
+            "inputResponses must be an object".to_owned(),
+        ));
+    };
+    let Some(answer) = answer.get("confirm") else {
+        return ask_to_confirm(item, context);
+    };
+    let action = answer.get("action").and_then(Value::as_str);
+    let confirmed = answer
+        .get("content")
+        .and_then(|content| content.get("confirm"))
+        .and_then(Value::as_bool);
+    let text = match action {
+        // The form's one field defaults to true: an accepted form that leaves it out confirms.
+        Some("accept") if confirmed != Some(false) => format!("Deleted {item}"),
+        Some("accept") => format!("Kept {item}: the form was accepted without confirming"),
+        Some("decline") => format!("Kept {item}: the user declined"),
+        Some("cancel") => format!("Kept {item}: the user cancelled"),
+        _ => {
+            return Err(Refusal::InvalidParams(
+                "inputResponses.confirm must be an elicitation result whose action is accept, \
+                 decline or cancel"
+                    .to_owned(),
+            ));
+        }
+    };
+    Ok(Plan::done(text_result(&text, false)))
+}
+
+/// The `input_required` result asking the user to confirm, if the request declared form
+/// elicitation (the server may not ask a client for what it cannot give: -32021 otherwise).
+fn ask_to_confirm(item: &str, context: &Context<'_>) -> Result<Plan, Refusal> {
+    if !declares_form_elicitation(context.params) {
+        return Err(Refusal::MissingCapability(
+            json!({"elicitation": {"form": {}}}),
+        ));
+    }
+    let state = context.state_key.issue(item, context.now_ms);
+    Ok(Plan::done(json!({
+        "resultType": "input_required",
+        "inputRequests": {
+            "confirm": {
+                "method": "elicitation/create",
+                "params": {
+                    "mode": "form",
+                    "message": format!("Delete {item}? Accept to delete it, decline to keep it."),
+                    "requestedSchema": {
+                        "type": "object",
+                        "properties": {
+                            "confirm": {
+                                "type": "boolean", "title": "Delete", "default": true,
+                                "description": format!("Delete {item}.")
+                            }
+                        }
+                    }
+                }
+            }
+        },
+        "requestState": state,
+    })))
+}
+
+/// Whether `_meta`'s client capabilities include form elicitation: `elicitation` with
+/// `form`, or with neither mode named (which means form, as in 2025-06-18).
+fn declares_form_elicitation(params: &Map<String, Value>) -> bool {
+    let elicitation = params
+        .get("_meta")
+        .and_then(|meta| meta.get(CLIENT_CAPABILITIES_KEY))
+        .and_then(|capabilities| capabilities.get("elicitation"))
+        .and_then(Value::as_object);
+    elicitation.is_some_and(|modes| {
+        modes.get("form").is_some_and(Value::is_object)
+            || (!modes.contains_key("form") && !modes.contains_key("url"))
     })
+}
+
+/// The key that signs `requestState`s: a `requestState` comes back through the client, so it
+/// is attacker-controlled input, and what it says (which item, since when) must be checked
+/// (`basic/patterns/mrtr.mdx`, "Server Requirements"). The MAC is 128 bits of SipHash under
+/// std's per-process random keys: enough for a loopback demo, not a production MAC.
+pub(super) struct StateKey(RandomState);
+
+impl StateKey {
+    pub fn new() -> Self {
+        StateKey(RandomState::new())
+    }
+
+    fn mac(&self, message: &str) -> String {
+        let mut out = String::with_capacity(32);
+        for half in 0..2u8 {
+            let mut hasher = self.0.build_hasher();
+            hasher.write_u8(half);
+            hasher.write(message.as_bytes());
+            out.push_str(&format!("{:016x}", hasher.finish()));
+        }
+        out
+    }
+
+    /// What the MAC covers: the tool, the item and the time, as one unambiguous JSON text.
+    fn signed_part(item: &str, issued_ms: u64) -> String {
+        json!(["confirm_delete", item, issued_ms]).to_string()
+    }
+
+    /// A state for deleting `item`, issued at `now_ms`: a JSON text (so, inside the result, a
+    /// string full of escaped quotes) that only this server can make.
+    pub fn issue(&self, item: &str, now_ms: u64) -> String {
+        let mac = self.mac(&Self::signed_part(item, now_ms));
+        json!({"tool": "confirm_delete", "item": item, "issued_ms": now_ms, "mac": mac}).to_string()
+    }
+
+    /// Checks a state that came back: issued by this server, for this item, not expired.
+    pub fn verify(&self, state: &str, item: &str, now_ms: u64) -> Result<(), &'static str> {
+        let parsed: Value =
+            serde_json::from_str(state).map_err(|_| "not a state of this server")?;
+        let (Some(tool), Some(signed_item), Some(issued_ms), Some(mac)) = (
+            parsed.get("tool").and_then(Value::as_str),
+            parsed.get("item").and_then(Value::as_str),
+            parsed.get("issued_ms").and_then(Value::as_u64),
+            parsed.get("mac").and_then(Value::as_str),
+        ) else {
+            return Err("not a state of this server");
+        };
+        let expected = self.mac(&Self::signed_part(signed_item, issued_ms));
+        if tool != "confirm_delete" || !super::constant_time_eq(mac.as_bytes(), expected.as_bytes())
+        {
+            return Err("the signature does not match");
+        }
+        if signed_item != item {
+            return Err("it was issued for another item");
+        }
+        if issued_ms > now_ms || now_ms - issued_ms > STATE_TTL_MS {
+            return Err("it has expired");
+        }
+        Ok(())
+    }
 }
 
 fn progress_report(arguments: &Map<String, Value>) -> Result<Plan, String> {

@@ -14,3 +14,17 @@ pub fn repo_root() -> &'static Path {
         .nth(2)
         .expect("src/bin is two levels below the repository root")
 }
+
+/// The tools of `mcpwire::demo::DemoServer` (and `mcpwire demo-server --stdio`), in the order
+/// `tools/list` gives them.
+pub const DEMO_TOOLS: [&str; 9] = [
+    "progress_report",
+    "tiny_image",
+    "weather",
+    "echo",
+    "fail",
+    "progress_burst",
+    "big_text",
+    "region_echo",
+    "confirm_delete",
+];
