@@ -103,7 +103,7 @@ impl Failure {
     }
 
     /// Rewrites the error `data` (to take credentials a server echoed out of it).
-    #[cfg(feature = "client")]
+    #[cfg_attr(not(feature = "client"), allow(dead_code))]
     pub(crate) fn map_data(&mut self, rewrite: impl FnOnce(&str) -> String) {
         if let Some(data) = &self.data {
             self.data = Some(std::sync::Arc::from(rewrite(data)));
