@@ -4,6 +4,9 @@
 #[cfg(feature = "sse")]
 pub use self::sse_harness::*;
 
+#[cfg(test)]
+mod corpus;
+
 #[cfg(feature = "bindings")]
 mod binding;
 #[cfg(feature = "bindings")]

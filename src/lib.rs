@@ -25,7 +25,9 @@
 //! The parser modules, the session, the exchange and the OAuth core never touch sockets, threads or clocks:
 //! bytes and the time go in, values and deadlines come out, and every buffer has a documented
 //! limit. A build with only the parser features (`--no-default-features --features parsers`)
-//! pulls neither tokio, hyper nor rustls.
+//! pulls neither tokio, hyper nor rustls. The default features are the client (`client`); the
+//! binding layer (`bindings`), the demo server (`demo`) and the wire fixtures (`fixtures`) are
+//! opt-in, and the command-line tools are a package of their own (`mcpwire-cli`).
 //!
 //! ## Decoding a server-sent event stream
 //!
@@ -74,7 +76,7 @@ mod base64;
 pub mod binding;
 #[cfg(feature = "client")]
 pub mod client;
-#[cfg(feature = "cli")]
+#[cfg(feature = "demo")]
 pub mod demo;
 #[cfg(feature = "client")]
 mod error;
@@ -94,7 +96,7 @@ pub mod session;
 pub mod sse;
 #[cfg(feature = "client")]
 pub mod transport;
-#[cfg(feature = "fixtures")]
+#[cfg(any(feature = "demo", feature = "fixtures"))]
 mod util;
 
 #[cfg(feature = "client")]
@@ -110,10 +112,13 @@ pub use transport::http::{HttpConfig, HttpPool, TlsOptions};
 #[cfg(feature = "client")]
 pub use transport::stdio::StdioConfig;
 
+// The fuzz harnesses: for fuzz/ (the `fuzzing` feature) and the unit tests, which replay the
+// corpora through them; never in a user's build.
+#[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod internal;
 
 /// The README's examples, compiled and run as doc tests.
-#[cfg(all(doctest, feature = "parsers"))]
+#[cfg(all(doctest, feature = "bindings"))]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;

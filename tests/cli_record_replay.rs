@@ -14,9 +14,7 @@ const MCP_TOOLS: &str = env!("CARGO_BIN_EXE_mcp-tools");
 const DEADLINE: Duration = Duration::from_secs(30);
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures")
-        .join(name)
+    crate::support::repo_root().join("fixtures").join(name)
 }
 
 /// Starts `mcpwire ARGS` and returns it with the URL it printed first.

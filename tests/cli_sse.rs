@@ -37,7 +37,7 @@ fn captures() -> Vec<PathBuf> {
     }
     let mut found = Vec::new();
     walk(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/peer-captures"),
+        &crate::support::repo_root().join("tests/data/peer-captures"),
         &mut found,
     );
     found.sort();
@@ -98,7 +98,7 @@ fn every_real_capture_decodes_the_same_whole_and_byte_at_a_time() {
 }
 
 fn capture(path: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    crate::support::repo_root()
         .join("tests/data/peer-captures")
         .join(path)
 }

@@ -31,7 +31,7 @@ const CONCURRENT_FIXTURES: usize = 4;
 const FIXTURE_DEADLINE: Duration = Duration::from_secs(60);
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
+    crate::support::repo_root().join("fixtures")
 }
 
 /// Every directory under `fixtures/` holding an `exchanges.jsonl`, sorted.

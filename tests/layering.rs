@@ -44,7 +44,7 @@ fn sources(dir: &Path, found: &mut Vec<std::path::PathBuf>) {
 
 #[test]
 fn pure_layers_do_no_io() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = crate::support::repo_root();
     let mut checked = 0;
     for module in PURE_MODULES {
         let mut files = Vec::new();

@@ -11,7 +11,6 @@ mod cli_sse;
 mod cli_tools;
 mod client_http;
 mod fixtures;
-mod fuzz_corpus;
 mod headers;
 mod hostile;
 mod interop;

@@ -51,8 +51,7 @@ fn python() -> PathBuf {
 }
 
 fn fixture_config(mode: &str) -> StdioConfig {
-    let script =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/peers/stdio_fixtures/fake_server.py");
+    let script = crate::support::repo_root().join("tests/peers/stdio_fixtures/fake_server.py");
     let mut config = StdioConfig::new(
         python(),
         vec![script.display().to_string(), mode.to_owned()],

@@ -34,7 +34,7 @@ use tokio_rustls::rustls::{self, RootCertStore, ServerConfig};
 const STEP: Duration = Duration::from_secs(10);
 
 pub(crate) fn data(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    crate::support::repo_root()
         .join("tests/data/tls")
         .join(name)
 }

@@ -10,9 +10,10 @@ count() { cargo tree "$@" -e normal --prefix none --no-dedupe | sed 's/ (\*)//' 
 echo "== crates (cargo tree -e normal --prefix none --no-dedupe | sed 's/ (\*)//' | sort -u | wc -l)"
 echo "minimal-mcpwire (mcpwire features = [client])  $(count -p minimal-mcpwire)"
 echo "minimal-rmcp (rmcp client + streamable HTTP + reqwest/rustls)  $(count -p minimal-rmcp)"
-echo "mcpwire library, --no-default-features --features client    $(cd ../.. && count --no-default-features --features client)"
-echo "mcpwire library, --no-default-features --features bindings  $(cd ../.. && count --no-default-features --features bindings)"
-echo "mcpwire library, default features (cli)                     $(cd ../.. && count)"
+echo "mcpwire library, --no-default-features --features client    $(cd ../.. && count -p mcpwire --no-default-features --features client)"
+echo "mcpwire library, --no-default-features --features bindings  $(cd ../.. && count -p mcpwire --no-default-features --features bindings)"
+echo "mcpwire library, default features (client)                  $(cd ../.. && count -p mcpwire)"
+echo "mcpwire library, --all-features                             $(cd ../.. && count -p mcpwire --all-features)"
 [ "${1:-}" = "--no-build" ] && exit 0
 
 echo "== clean release builds ($(nproc) cores; load before: $(cut -d' ' -f1-3 /proc/loadavg))"

@@ -1,7 +1,6 @@
 //! The demo server driven with hand-written HTTP over raw TCP, and once through the crate's
 //! own client.
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -1381,8 +1380,11 @@ fn helpers() {
 
 /// The 2025 path of the dual-era server, taken by a client that speaks 2025 only (the
 /// 2026-07-28 path through the client is in `tests_modern`).
+#[cfg(feature = "client")]
 #[tokio::test]
 async fn a_full_session_through_the_client() {
+    use std::sync::{Arc, Mutex};
+
     use crate::client::{CallOptions, Client, ClientOptions};
     use crate::mcp::ContentBlock;
     use crate::session::EraPolicy;

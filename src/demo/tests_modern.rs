@@ -952,6 +952,7 @@ fn eras_have_names() {
 
 // --- through the crate's client ------------------------------------------------------------
 
+#[cfg(feature = "client")]
 mod client {
     use std::sync::{Arc, Mutex};
 

@@ -247,7 +247,8 @@ fn minify_into<S: Sink>(out: &mut S, json: &str) {
 }
 
 /// `json` without the whitespace outside strings when it holds a line break; as it is
-/// otherwise. This is what the encoder writes for a raw member.
+/// otherwise. This is what the encoder writes for a raw member. For the fuzz harness and tests.
+#[cfg(any(test, feature = "fuzzing"))]
 pub(crate) fn one_line(json: &str) -> Cow<'_, str> {
     if has_line_break(json) {
         let mut out = String::with_capacity(json.len());

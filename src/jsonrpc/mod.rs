@@ -65,6 +65,7 @@ mod message;
 mod tests;
 mod typed;
 
+#[cfg(any(test, feature = "fuzzing"))]
 use std::borrow::Cow;
 
 pub use decode::{decode, decode_message, decode_str};
@@ -103,6 +104,7 @@ pub const INTERNAL_ERROR: i64 = -32603;
 /// # Panics
 ///
 /// When one of these invariants breaks; that is the point.
+#[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub fn fuzz_roundtrip(data: &[u8]) {
     fuzz_typed(data);
@@ -136,6 +138,7 @@ pub fn fuzz_roundtrip(data: &[u8]) {
 }
 
 /// The packet the encoder's output should decode to: raw members as the encoder writes them.
+#[cfg(any(test, feature = "fuzzing"))]
 fn fuzz_expected(packet: Packet<'_>) -> Packet<'static> {
     fn raw(raw: Cow<'_, RawValue>) -> Cow<'static, RawValue> {
         match encode::one_line(raw.get()) {
@@ -175,6 +178,7 @@ fn fuzz_expected(packet: Packet<'_>) -> Packet<'static> {
 }
 
 /// The typed half of [`fuzz_roundtrip`].
+#[cfg(any(test, feature = "fuzzing"))]
 fn fuzz_typed(data: &[u8]) {
     use serde_json::Value;
 

@@ -119,7 +119,7 @@ impl Peer {
 pub fn peers_dir() -> PathBuf {
     match std::env::var_os("MCPWIRE_PEERS_DIR") {
         Some(dir) if !dir.is_empty() => PathBuf::from(dir),
-        _ => Path::new(env!("CARGO_MANIFEST_DIR")).join("target/peers"),
+        _ => super::repo_root().join("target/peers"),
     }
 }
 
@@ -142,7 +142,7 @@ pub fn require(peer: Peer) -> bool {
 }
 
 fn repo_path(relative: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(relative)
+    super::repo_root().join(relative)
 }
 
 fn everything_main() -> PathBuf {

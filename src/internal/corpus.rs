@@ -1,5 +1,6 @@
 //! Replays every checked-in fuzz corpus file through its target's harness, so the corpora are
-//! regression tests on stable Rust too.
+//! regression tests on stable Rust too. Unit tests, so that the harnesses are compiled for them
+//! without the `fuzzing` feature.
 
 use std::path::Path;
 
@@ -18,31 +19,34 @@ fn replay(target: &str, harness: fn(&[u8])) {
     assert!(count > 0, "{target}: empty corpus");
 }
 
+#[cfg(feature = "sse")]
 #[test]
 fn sse_decode_corpus() {
-    replay("sse_decode", mcpwire::internal::fuzz_sse_decode);
+    replay("sse_decode", super::fuzz_sse_decode);
 }
 
+#[cfg(feature = "jsonrpc")]
 #[test]
 fn jsonrpc_decode_corpus() {
-    replay("jsonrpc_decode", mcpwire::internal::fuzz_jsonrpc_decode);
+    replay("jsonrpc_decode", super::fuzz_jsonrpc_decode);
 }
 
 #[cfg(feature = "bindings")]
 #[test]
 fn call_result_corpus() {
-    replay("call_result", mcpwire::internal::fuzz_call_result);
+    replay("call_result", super::fuzz_call_result);
 }
 
 #[cfg(feature = "bindings")]
 #[test]
 fn binding_config_corpus() {
-    replay("binding_config", mcpwire::internal::fuzz_binding_config);
+    replay("binding_config", super::fuzz_binding_config);
 }
 
+#[cfg(feature = "mcp")]
 #[test]
 fn mcp_headers_corpus() {
-    replay("mcp_headers", mcpwire::internal::fuzz_mcp_headers);
+    replay("mcp_headers", super::fuzz_mcp_headers);
 }
 
 #[cfg(feature = "session")]
@@ -54,23 +58,23 @@ fn mcp_era_corpus() {
 #[cfg(feature = "session")]
 #[test]
 fn session_corpus() {
-    replay("session", mcpwire::internal::fuzz_session);
+    replay("session", super::fuzz_session);
 }
 
 #[cfg(feature = "bindings")]
 #[test]
 fn http_response_corpus() {
-    replay("http_response", mcpwire::internal::fuzz_http_response);
+    replay("http_response", super::fuzz_http_response);
 }
 
 #[cfg(feature = "auth")]
 #[test]
 fn auth_challenge_corpus() {
-    replay("auth_challenge", mcpwire::internal::fuzz_auth_challenge);
+    replay("auth_challenge", super::fuzz_auth_challenge);
 }
 
 #[cfg(feature = "auth")]
 #[test]
 fn auth_documents_corpus() {
-    replay("auth_documents", mcpwire::internal::fuzz_auth_documents);
+    replay("auth_documents", super::fuzz_auth_documents);
 }
