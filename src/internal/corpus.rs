@@ -52,7 +52,7 @@ fn mcp_headers_corpus() {
 #[cfg(feature = "session")]
 #[test]
 fn mcp_era_corpus() {
-    replay("mcp_era", mcpwire::internal::fuzz_mcp_era);
+    replay("mcp_era", super::fuzz_mcp_era);
 }
 
 #[cfg(feature = "session")]
