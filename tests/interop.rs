@@ -2271,6 +2271,25 @@ async fn ts2_binding_calls_are_one_post_each_after_the_first_probe() {
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ts2_http_probe() {
+    if !peers::require(Peer::Ts2) {
+        return;
+    }
+    let server = PeerServer::ts2(&[]);
+    let report = probe_peer(&server.url).await;
+    let text = report.render();
+    assert_eq!(report.eras.modern.speaks_2026_07_28, Some(true), "{text}");
+    assert_eq!(
+        report.server.as_ref().unwrap().name,
+        "mcpwire-ts2-test-server"
+    );
+    // region_echo's x-mcp-header annotation is valid: no tool has a problem.
+    let want: BTreeSet<String> = TS2_TOOLS.iter().map(|s| (*s).to_owned()).collect();
+    assert_eq!(probed_tools(&report), want, "{text}");
+    assert!(declares_output_schema(&report, "add"), "{text}");
+}
+
 // --- rmcp 3, the official Rust SDK ---------------------------------------------------------
 
 /// Every tool `fixtures/servers/rmcp-server` has (listed five to a page).
