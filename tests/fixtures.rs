@@ -136,11 +136,11 @@ async fn run_step(pool: &HttpPool, url: &str, step: &Value) -> Result<(), String
     let tool = bindings[0].name.clone();
     let caller =
         Caller::new(pool.clone(), bindings, Arc::new(FixtureTokens)).map_err(|e| e.to_string())?;
-    let context = CallContext {
-        tenant_id: call["tenant"].as_str().unwrap_or_default().to_owned(),
-        session_id: call["session_id"].as_str().unwrap_or_default().to_owned(),
-        call_id: call["call_id"].as_str().unwrap_or_default().to_owned(),
-    };
+    let context = CallContext::new(
+        call["tenant"].as_str().unwrap_or_default().to_owned(),
+        call["session_id"].as_str().unwrap_or_default().to_owned(),
+        call["call_id"].as_str().unwrap_or_default().to_owned(),
+    );
     let events = Arc::new(Mutex::new(Vec::new()));
     let sink = events.clone();
     let result = caller

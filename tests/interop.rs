@@ -2219,11 +2219,7 @@ async fn ts2_binding_calls_are_one_post_each_after_the_first_probe() {
         sink.lock().unwrap().push(line.to_owned());
     }));
     for n in 0..3 {
-        let context = CallContext {
-            tenant_id: "acme".into(),
-            session_id: "s".into(),
-            call_id: format!("call-{n}"),
-        };
+        let context = CallContext::new("acme", "s", format!("call-{n}"));
         let result = caller
             .call(
                 "region",
@@ -2233,8 +2229,8 @@ async fn ts2_binding_calls_are_one_post_each_after_the_first_probe() {
                 None,
             )
             .await;
-        assert!(!result.is_error, "{result:?}");
-        let structured = result.structured_content.expect("structured");
+        assert!(!result.is_error(), "{result:?}");
+        let structured = result.structured_content().expect("structured");
         assert_eq!(structured["header"], "=?base64?WsO8cmljaA==?=");
     }
     let lines = lines.lock().unwrap().clone();

@@ -680,11 +680,7 @@ fn echo_binding(url: &str, extra: serde_json::Value) -> serde_json::Value {
 }
 
 pub(crate) fn call_context() -> CallContext {
-    CallContext {
-        tenant_id: "acme".to_owned(),
-        session_id: "s".to_owned(),
-        call_id: "c1".to_owned(),
-    }
+    CallContext::new("acme", "s", "c1")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -739,20 +735,24 @@ async fn tls_binding_settings_choose_the_pool() {
         }
     };
     let result = call("mutual").await;
-    assert!(!result.is_error, "{}", result.to_json_line());
+    assert!(!result.is_error(), "{}", result.to_json_line());
     for name in ["no_cert", "webpki"] {
         let result = call(name).await;
-        assert!(result.is_error, "{name}: {}", result.to_json_line());
+        assert!(result.is_error(), "{name}: {}", result.to_json_line());
         assert_eq!(
-            result.unknown_outcome,
+            result.unknown_outcome(),
             Some(false),
             "{}",
             result.to_json_line()
         );
-        let error = result.error.expect("an error");
-        assert_eq!(error.kind, "connect", "{name}: {error:?}");
+        let error = result.error_message().expect("an error");
+        assert_eq!(
+            result.error_kind().map(ErrorKind::as_str),
+            Some("connect"),
+            "{name}: {error:?}"
+        );
         assert!(
-            error.message.to_lowercase().contains("certificate"),
+            error.to_lowercase().contains("certificate"),
             "{name}: {error:?}"
         );
     }
