@@ -23,7 +23,7 @@ use mcpwire::binding::config::{Server, load_config};
 use mcpwire::binding::discover::{Discovery, discover};
 use mcpwire::demo::DemoServer;
 use mcpwire::transport::Secret;
-use mcpwire::transport::http::{ExtraHeaders, HttpPool, TlsOptions};
+use mcpwire::transport::http::{HttpPool, TlsOptions};
 use serde_json::{Value, json};
 
 type Failure = Box<dyn std::error::Error>;
@@ -70,20 +70,22 @@ async fn main() -> Result<(), Failure> {
 
     // 1. Discovery, as `mcp-tools -url URL -token-env DEMO_MCP_API_KEY -tenant acme -tools
     //    progress_report,weather` does: one binding per named tool, for tenant `acme`.
-    let discovery = Discovery {
-        server: Server::Http {
-            url,
-            token_env: token_env.clone(),
-            header_env: Default::default(),
-            tls: None,
-            proxy: None,
-        },
-        token: token_env.as_deref().and_then(|name| vault.token(name)),
-        headers: ExtraHeaders::new(),
-        tenant: "acme".to_owned(),
-        tools: vec!["progress_report".to_owned(), "weather".to_owned()],
-        timeout: Duration::from_secs(30),
-    };
+    let discovery = {
+        let mut d = Discovery::new(
+            Server::Http {
+                url,
+                token_env: token_env.clone(),
+                header_env: Default::default(),
+                tls: None,
+                proxy: None,
+            },
+            "acme".to_owned(),
+            vec!["progress_report".to_owned(), "weather".to_owned()],
+        );
+        d.token = token_env.as_deref().and_then(|name| vault.token(name));
+        d
+    }
+    .with_timeout(Duration::from_secs(30));
     let bindings = discover(&pool, &discovery).await?;
 
     // 2. The host keeps them in its config (`tools`; its other members are its own). An

@@ -180,20 +180,18 @@ pub(crate) async fn cancelled_and_call(server: &FaultServer) -> (Value, Value) {
 
 /// Bindings for the demo server's `tools`, discovered (as `mcp-tools` does) for tenant `acme`.
 async fn demo_bindings(server: &DemoServer, tools: &[&str]) -> Vec<Binding> {
-    let discovery = Discovery {
-        server: Server::Http {
+    let discovery = Discovery::new(
+        Server::Http {
             url: server.url(),
             token_env: None,
             tls: None,
             proxy: None,
             header_env: Default::default(),
         },
-        token: None,
-        headers: Default::default(),
-        tenant: "acme".to_owned(),
-        tools: tools.iter().map(|t| (*t).to_owned()).collect(),
-        timeout: WAIT,
-    };
+        "acme".to_owned(),
+        tools.iter().map(|t| (*t).to_owned()).collect(),
+    )
+    .with_timeout(WAIT);
     discover(&pool(), &discovery).await.expect("discovery")
 }
 
@@ -875,20 +873,18 @@ async fn python_peer_structured_result_tool_error_and_timeout() {
     let peer = tokio::task::spawn_blocking(|| PeerServer::python(Sdk::V2, &[]))
         .await
         .unwrap();
-    let discovery = Discovery {
-        server: Server::Http {
+    let discovery = Discovery::new(
+        Server::Http {
             url: peer.url.clone(),
             token_env: None,
             tls: None,
             proxy: None,
             header_env: Default::default(),
         },
-        token: None,
-        headers: Default::default(),
-        tenant: "acme".to_owned(),
-        tools: vec!["weather".into(), "fail".into(), "slow".into()],
-        timeout: Duration::from_secs(15),
-    };
+        "acme".to_owned(),
+        vec!["weather".into(), "fail".into(), "slow".into()],
+    )
+    .with_timeout(Duration::from_secs(15));
     let mut bindings = discover(&pool(), &discovery).await.expect("discovery");
     assert!(bindings[0].output_schema.is_some(), "{:?}", bindings[0]);
     bindings[2].timeout_seconds = 1;

@@ -452,20 +452,18 @@ async fn hostile_connection_refused() {
 
 /// Discovery of tool `a` at `server` within `timeout`.
 fn discovery(server: &FaultServer, timeout: Duration) -> Discovery {
-    Discovery {
-        server: Server::Http {
+    Discovery::new(
+        Server::Http {
             url: server.url("/mcp"),
             token_env: None,
             tls: None,
             proxy: None,
             header_env: Default::default(),
         },
-        token: None,
-        headers: Default::default(),
-        tenant: "acme".to_owned(),
-        tools: vec!["a".to_owned()],
-        timeout,
-    }
+        "acme".to_owned(),
+        vec!["a".to_owned()],
+    )
+    .with_timeout(timeout)
 }
 
 /// A `tools/list` page with tool `name` and, if given, a next cursor.

@@ -134,10 +134,7 @@ pub(crate) fn args(value: Value) -> Option<JsonObject> {
 }
 
 pub(crate) fn call_options() -> CallOptions {
-    CallOptions {
-        timeout: STEP,
-        ..CallOptions::default()
-    }
+    CallOptions::new().with_timeout(STEP)
 }
 
 /// Calls a tool that must answer with a result (an `isError` result is still a result).
@@ -169,10 +166,7 @@ pub(crate) async fn call_with_progress(
     arguments: Value,
 ) -> (CallToolResult, Progress) {
     let progress = Progress::default();
-    let options = CallOptions {
-        on_progress: Some(progress.sink()),
-        ..call_options()
-    };
+    let options = call_options().with_on_progress(progress.sink());
     let result = call_with(client, tool, arguments, options)
         .await
         .unwrap_or_else(|e| panic!("{tool}: {e}"));
@@ -544,10 +538,7 @@ async fn everything_http_progress() {
         &client,
         "trigger-long-running-operation",
         json!({"duration": 1, "steps": 3}),
-        CallOptions {
-            on_progress: Some(progress.sink()),
-            ..call_options()
-        },
+        call_options().with_on_progress(progress.sink()),
     )
     .await
     .expect("long-running operation");
@@ -685,10 +676,7 @@ async fn everything_legacy_sse_fallback() {
         &client,
         "trigger-long-running-operation",
         json!({"duration": 0.2, "steps": 2}),
-        CallOptions {
-            on_progress: Some(progress.sink()),
-            ..call_options()
-        },
+        call_options().with_on_progress(progress.sink()),
     )
     .await
     .expect("long-running operation");
@@ -743,10 +731,7 @@ async fn everything_http_downgrade() {
             &client,
             "trigger-long-running-operation",
             json!({"duration": 0.2, "steps": 2}),
-            CallOptions {
-                on_progress: Some(progress.sink()),
-                ..call_options()
-            },
+            call_options().with_on_progress(progress.sink()),
         )
         .await
         .expect("long-running operation");
@@ -778,10 +763,7 @@ async fn everything_http_cancel_and_dead_session() {
             &client,
             "trigger-long-running-operation",
             json!({"duration": 30, "steps": 30}),
-            CallOptions {
-                cancel: Some(cancel),
-                ..call_options()
-            },
+            call_options().with_cancel(cancel),
         )
         .await,
         "cancelled long-running operation",
@@ -1137,10 +1119,7 @@ async fn json_response_mode(sdk: Sdk) {
             &client,
             "big_text",
             json!({"bytes": 2_000_000}),
-            CallOptions {
-                max_response_bytes: Some(1024 * 1024),
-                ..call_options()
-            },
+            call_options().with_max_response_bytes(1024 * 1024),
         )
         .await,
         "big_text 2 MB as JSON",
@@ -1220,10 +1199,7 @@ async fn event_store_resumes_a_dropped_stream(sdk: Sdk) {
         &client,
         "progress",
         json!({"steps": 4, "delay": 0.05}),
-        CallOptions {
-            on_progress: Some(progress.sink()),
-            ..call_options()
-        },
+        call_options().with_on_progress(progress.sink()),
     )
     .await
     .unwrap_or_else(|e| {
@@ -1339,10 +1315,7 @@ async fn cancel_a_slow_call(sdk: Sdk) {
             &client,
             "slow",
             json!({"seconds": 30}),
-            CallOptions {
-                cancel: Some(cancel),
-                ..call_options()
-            },
+            call_options().with_cancel(cancel),
         )
         .await,
         "slow",
@@ -1377,10 +1350,7 @@ async fn timeout_of_a_slow_call(sdk: Sdk) {
             &client,
             "slow",
             json!({"seconds": 30}),
-            CallOptions {
-                timeout: Duration::from_millis(700),
-                ..call_options()
-            },
+            call_options().with_timeout(Duration::from_millis(700)),
         )
         .await,
         "slow",
@@ -1410,10 +1380,7 @@ async fn response_over_max_bytes(sdk: Sdk) {
         &client,
         "big_text",
         json!({"bytes": 100_000}),
-        CallOptions {
-            max_response_bytes: Some(limit),
-            ..call_options()
-        },
+        call_options().with_max_response_bytes(limit),
     )
     .await
     .expect("100 kB within a 1 MiB limit");
@@ -1423,10 +1390,7 @@ async fn response_over_max_bytes(sdk: Sdk) {
             &client,
             "big_text",
             json!({"bytes": 2_000_000}),
-            CallOptions {
-                max_response_bytes: Some(limit),
-                ..call_options()
-            },
+            call_options().with_max_response_bytes(limit),
         )
         .await,
         "big_text 2 MB",
@@ -1549,10 +1513,7 @@ async fn downgrade(sdk: Sdk) {
             &client,
             "progress",
             json!({"steps": 2, "delay": 0.01}),
-            CallOptions {
-                on_progress: Some(progress.sink()),
-                ..call_options()
-            },
+            call_options().with_on_progress(progress.sink()),
         )
         .await
         .expect("progress");
@@ -1997,10 +1958,7 @@ async fn py_v2_modern_cancel_closes_the_stream_and_a_second_client_skips_the_pro
             &client,
             "slow",
             json!({"seconds": 30}),
-            CallOptions {
-                cancel: Some(cancel),
-                ..call_options()
-            },
+            call_options().with_cancel(cancel),
         )
         .await,
         "slow",
@@ -2131,10 +2089,7 @@ async fn ts2_modern_cancel_closes_the_stream_and_the_server_stops() {
             &client,
             "slow_progress",
             json!({"steps": 50, "delay": 0.1}),
-            CallOptions {
-                cancel: Some(cancel),
-                ..call_options()
-            },
+            call_options().with_cancel(cancel),
         )
         .await,
         "slow_progress",

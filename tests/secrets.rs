@@ -485,10 +485,7 @@ async fn no_token_in_client_errors_or_debug_output() {
             Err(error) => printed.push_str(&format!("{error}\n{error:?}\n")),
             Ok(client) => {
                 printed.push_str(&format!("{client:?}\n"));
-                let options = CallOptions {
-                    timeout: Duration::from_secs(1),
-                    ..CallOptions::default()
-                };
+                let options = CallOptions::new().with_timeout(Duration::from_secs(1));
                 match client.call_tool("t", None, options).await {
                     Err(error) => printed.push_str(&format!("{error}\n{error:?}\n")),
                     Ok(result) => printed.push_str(&format!("{result:?}\n")),
@@ -510,20 +507,20 @@ async fn no_token_in_discovery_errors() {
         headers
             .insert("X-Api-Key", Secret::new(HEADER_VALUE))
             .unwrap();
-        let discovery = Discovery {
-            server: Server::Http {
+        let discovery = Discovery::new(
+            Server::Http {
                 url: server.url("/mcp"),
                 token_env: Some(TOKEN_ENV.to_owned()),
                 tls: None,
                 proxy: None,
                 header_env: [("X-Api-Key".to_owned(), HEADER_ENV.to_owned())].into(),
             },
-            token: Some(Secret::new(TOKEN)),
-            headers,
-            tenant: "acme".to_owned(),
-            tools: vec!["t".to_owned()],
-            timeout: Duration::from_secs(1),
-        };
+            "acme".to_owned(),
+            vec!["t".to_owned()],
+        )
+        .with_token(Secret::new(TOKEN))
+        .with_headers(headers)
+        .with_timeout(Duration::from_secs(1));
         let outcome = discover(&pool(), &discovery).await;
         let printed = match &outcome {
             Ok(bindings) => format!("{discovery:?}\n{bindings:?}"),

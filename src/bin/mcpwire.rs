@@ -559,20 +559,13 @@ fn demo_command(args: &[String]) -> Result<(), Failure> {
             "# mcp-tools -url {url} -tenant local -tools {}",
             tools.join(",")
         );
-        let discovery = Discovery {
-            server: Server::Http {
+        let discovery = Discovery::new(Server::Http {
                 url: url.clone(),
                 token_env: None,
                 tls: None,
                 proxy: None,
                 header_env: Default::default(),
-            },
-            token: None,
-            headers: Default::default(),
-            tenant: "local".to_owned(),
-            tools: tools.iter().map(|t| (*t).to_owned()).collect(),
-            timeout: Duration::from_secs(30),
-        };
+            }, "local".to_owned(), tools.iter().map(|t| (*t).to_owned()).collect()).with_timeout(Duration::from_secs(30));
         let bindings = discover(&pool, &discovery)
             .await
             .map_err(|e| Failure::Input(format!("discovery failed: {e}")))?;

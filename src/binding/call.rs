@@ -487,7 +487,47 @@ impl Caller {
     /// result is returned (never an `Err`: every failure is a [`ToolResult`] with
     /// `is_error: true`). `cancel` ends the call like the binding's timeout does: the request
     /// is cancelled on the wire (`notifications/cancelled`) and the call ends.
+    ///
+    /// With the `tracing` feature the call runs in a `call` span with the fields `binding`,
+    /// `tool`, `origin` (scheme, host and port of an HTTP server; `stdio` otherwise),
+    /// `call_id`, `protocol_version` (once connected) and `error_kind` (for a failure): never a
+    /// token, a header value or an argument value.
     pub async fn call(
+        &self,
+        name: &str,
+        context: &CallContext,
+        arguments: &Value,
+        on_progress: impl FnMut(Progress) + Send + 'static,
+        cancel: Option<CancelToken>,
+    ) -> ToolResult {
+        #[cfg(feature = "tracing")]
+        {
+            use tracing::Instrument;
+            let binding = self.bindings.get(name).map(|p| &p.binding);
+            let span = tracing::info_span!(
+                "call",
+                binding = name,
+                tool = binding.map(|b| b.mcp_tool.as_str()),
+                origin = binding.map(|b| origin(&b.server)),
+                call_id = context.call_id.as_str(),
+                protocol_version = tracing::field::Empty,
+                error_kind = tracing::field::Empty,
+            );
+            let result = self
+                .call_in_span(name, context, arguments, on_progress, cancel)
+                .instrument(span.clone())
+                .await;
+            if let Some(kind) = result.error_kind() {
+                span.record("error_kind", kind.as_str());
+            }
+            result
+        }
+        #[cfg(not(feature = "tracing"))]
+        self.call_in_span(name, context, arguments, on_progress, cancel)
+            .await
+    }
+
+    async fn call_in_span(
         &self,
         name: &str,
         context: &CallContext,
@@ -580,6 +620,8 @@ impl Caller {
                 return ToolResult::failure(call_id, error.kind(), error.to_string(), false);
             }
         };
+        #[cfg(feature = "tracing")]
+        tracing::Span::current().record("protocol_version", client.protocol_version().as_str());
         // Steps 3 and 4: the call, with the caller's identity and live progress.
         let mut meta = Map::new();
         meta.insert(
@@ -648,6 +690,26 @@ impl Caller {
             })?;
         }
         Ok(headers)
+    }
+}
+
+/// Where a server is, for a span: an HTTP server's scheme, host and port (never its path or
+/// query, which may carry a credential), or `stdio`.
+#[cfg(feature = "tracing")]
+fn origin(server: &Server) -> String {
+    match server {
+        Server::Http { url, .. } => match url.parse::<http::Uri>() {
+            Ok(uri) => {
+                let scheme = uri.scheme_str().unwrap_or("http");
+                let host = uri.host().unwrap_or("");
+                match uri.port_u16() {
+                    Some(port) => format!("{scheme}://{host}:{port}"),
+                    None => format!("{scheme}://{host}"),
+                }
+            }
+            Err(_) => "an unparsable URL".to_owned(),
+        },
+        _ => "stdio".to_owned(),
     }
 }
 
@@ -814,3 +876,7 @@ mod tests {
         assert_eq!(stopped.unknown_outcome(), Some(true));
     }
 }
+
+#[cfg(all(test, feature = "tracing", feature = "demo"))]
+#[path = "tests_tracing.rs"]
+mod tests_tracing;

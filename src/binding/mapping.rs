@@ -47,6 +47,7 @@ const MAX_DESCRIBED_URI_CHARS: usize = 200;
 
 /// A tool result as mcpwire returns it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct ToolOutput {
     /// Whether the tool reported an error (`isError: true`).
     pub is_error: bool,
