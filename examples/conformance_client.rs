@@ -536,10 +536,7 @@ async fn elicitation(url: &str, start: Instant) -> Outcome {
 }
 
 fn call_options() -> CallOptions {
-    CallOptions {
-        timeout: Duration::from_secs(10),
-        ..CallOptions::default()
-    }
+    CallOptions::new().with_timeout(Duration::from_secs(10))
 }
 
 /// The text blocks of a result, joined.

@@ -17,12 +17,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use mcpwire::ErrorKind;
 use mcpwire::binding::call::{CallContext, Caller, TokenSource, ToolResult};
 use mcpwire::binding::config::{Server, load_config};
 use mcpwire::binding::discover::{Discovery, discover};
 use mcpwire::demo::DemoServer;
 use mcpwire::transport::Secret;
-use mcpwire::transport::http::{ExtraHeaders, HttpPool, TlsOptions};
+use mcpwire::transport::http::{HttpPool, TlsOptions};
 use serde_json::{Value, json};
 
 type Failure = Box<dyn std::error::Error>;
@@ -69,20 +70,22 @@ async fn main() -> Result<(), Failure> {
 
     // 1. Discovery, as `mcp-tools -url URL -token-env DEMO_MCP_API_KEY -tenant acme -tools
     //    progress_report,weather` does: one binding per named tool, for tenant `acme`.
-    let discovery = Discovery {
-        server: Server::Http {
-            url,
-            token_env: token_env.clone(),
-            header_env: Default::default(),
-            tls: None,
-            proxy: None,
-        },
-        token: token_env.as_deref().and_then(|name| vault.token(name)),
-        headers: ExtraHeaders::new(),
-        tenant: "acme".to_owned(),
-        tools: vec!["progress_report".to_owned(), "weather".to_owned()],
-        timeout: Duration::from_secs(30),
-    };
+    let discovery = {
+        let mut d = Discovery::new(
+            Server::Http {
+                url,
+                token_env: token_env.clone(),
+                header_env: Default::default(),
+                tls: None,
+                proxy: None,
+            },
+            "acme".to_owned(),
+            vec!["progress_report".to_owned(), "weather".to_owned()],
+        );
+        d.token = token_env.as_deref().and_then(|name| vault.token(name));
+        d
+    }
+    .with_timeout(Duration::from_secs(30));
     let bindings = discover(&pool, &discovery).await?;
 
     // 2. The host keeps them in its config (`tools`; its other members are its own). An
@@ -101,10 +104,8 @@ async fn main() -> Result<(), Failure> {
     // 4. Calls. Each names the tenant and the host's own session and call ids (sent to the
     //    server in `_meta`; the call id is also the progress token). Every outcome is a
     //    `ToolResult`, never an `Err`; a failure says whether the tool may have run.
-    let context = |tenant: &str, call_id: &str| CallContext {
-        tenant_id: tenant.to_owned(),
-        session_id: "conversation-7".to_owned(),
-        call_id: call_id.to_owned(),
+    let context = |tenant: &str, call_id: &str| {
+        CallContext::new(tenant.to_owned(), "conversation-7", call_id.to_owned())
     };
     let print_progress = |p: mcpwire::binding::call::Progress| println!("{}", p.to_json_line());
     let mut results = Vec::new();
@@ -158,13 +159,13 @@ async fn main() -> Result<(), Failure> {
     for result in &results {
         println!("{}", result.to_json_line());
     }
-    let weather = results[1].structured_content.as_ref();
+    let weather = results[1].structured_content();
     if weather.and_then(|w| w.get("city")) != Some(&Value::from("Lisbon")) {
         return Err(format!("no structured weather for Lisbon: {:?}", results[1]).into());
     }
     println!(
         "# {} calls sent over {} pooled connection(s), 2 refused before sending",
-        results.iter().filter(|r| !r.is_error).count(),
+        results.iter().filter(|r| !r.is_error()).count(),
         caller.pool().connections_opened()
     );
     Ok(())
@@ -172,10 +173,10 @@ async fn main() -> Result<(), Failure> {
 
 /// `result`, if it succeeded (`refused: None`) or was refused locally with that error kind.
 fn expect(result: ToolResult, refused: Option<&str>) -> Result<ToolResult, Failure> {
-    let kind = result.error.as_ref().map(|e| e.kind.as_str());
+    let kind = result.error_kind().map(ErrorKind::as_str);
     let as_expected = match refused {
-        None => !result.is_error,
-        Some(wanted) => kind == Some(wanted) && result.unknown_outcome == Some(false),
+        None => !result.is_error(),
+        Some(wanted) => kind == Some(wanted) && result.unknown_outcome() == Some(false),
     };
     if as_expected {
         Ok(result)

@@ -177,6 +177,7 @@ impl CancelToken {
 pub type ProgressSink = Box<dyn FnMut(&ProgressNotificationParams) + Send>;
 
 /// Options for one tool call.
+#[non_exhaustive]
 pub struct CallOptions {
     /// The hard deadline for the call.
     pub timeout: Duration,
@@ -210,6 +211,65 @@ impl Default for CallOptions {
             on_progress: None,
             input_schema: None,
         }
+    }
+}
+
+impl CallOptions {
+    /// The defaults: a 300-second deadline, no idle timeout, a fresh progress token, no byte
+    /// budget, no cancellation, no progress callback.
+    pub fn new() -> Self {
+        CallOptions::default()
+    }
+
+    /// The hard deadline for the call.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Fail when no progress arrives for this long.
+    pub fn with_idle_timeout(mut self, idle_timeout: Duration) -> Self {
+        self.idle_timeout = Some(idle_timeout);
+        self
+    }
+
+    /// The `progressToken` to send.
+    pub fn with_progress_token(mut self, token: ProgressToken) -> Self {
+        self.progress_token = Some(token);
+        self
+    }
+
+    /// More `_meta` members to send.
+    pub fn with_meta(mut self, meta: JsonObject) -> Self {
+        self.meta = Some(meta);
+        self
+    }
+
+    /// The most reply bytes the call may receive.
+    pub fn with_max_response_bytes(mut self, limit: u64) -> Self {
+        self.max_response_bytes = Some(limit);
+        self
+    }
+
+    /// Cancels the call when `cancel` is triggered.
+    pub fn with_cancel(mut self, cancel: CancelToken) -> Self {
+        self.cancel = Some(cancel);
+        self
+    }
+
+    /// Called with each progress notification, in order.
+    pub fn with_on_progress(
+        mut self,
+        on_progress: impl FnMut(&ProgressNotificationParams) + Send + 'static,
+    ) -> Self {
+        self.on_progress = Some(Box::new(on_progress));
+        self
+    }
+
+    /// The tool's input schema, for its `x-mcp-header` annotations.
+    pub fn with_input_schema(mut self, schema: serde_json::Value) -> Self {
+        self.input_schema = Some(schema);
+        self
     }
 }
 
@@ -570,6 +630,11 @@ impl Client {
             closing: None,
             link_closed: false,
         };
+        // The driver's events belong to the span the connection was made in (a binding
+        // call's).
+        #[cfg(feature = "tracing")]
+        let driver = tokio::spawn(tracing::Instrument::in_current_span(driver.run()));
+        #[cfg(not(feature = "tracing"))]
         let driver = tokio::spawn(driver.run());
         let (reply, answer) = oneshot::channel();
         let _ = commands.send(Command::Start { reply }).await;
@@ -869,6 +934,12 @@ impl Client {
                             code: error_code::HEADER_MISMATCH,
                         } if !relisted => {
                             relisted = true;
+                            trace_info!(
+                                code = error_code::HEADER_MISMATCH,
+                                tool = name,
+                                "the server refused the call's Mcp-Param headers as stale: \
+                                 listing the tools again and retrying the call once"
+                            );
                             self.list_tools().await?;
                             let arguments = arguments_of(&original);
                             headers = self.call_headers(
@@ -887,6 +958,13 @@ impl Client {
                             ) {
                                 Some(version) => {
                                     switched = true;
+                                    trace_info!(
+                                        code = error_code::UNSUPPORTED_PROTOCOL_VERSION,
+                                        tool = name,
+                                        protocol_version = version.as_str(),
+                                        "the server refused the call's revision: retrying \
+                                         the call once at one it supports"
+                                    );
                                     self.switch_version(version).await?;
                                     continue;
                                 }
@@ -1621,7 +1699,13 @@ impl Driver {
             ExchangeOutput::RequestFailed { id, failure } => {
                 self.session.fail_request(&id, failure);
             }
-            ExchangeOutput::LegacyTransport => self.session.downgrade_to_legacy(now),
+            ExchangeOutput::LegacyTransport => {
+                trace_info!(
+                    protocol_version = "2024-11-05",
+                    "era fallback: the server speaks only the legacy HTTP+SSE transport"
+                );
+                self.session.downgrade_to_legacy(now);
+            }
             ExchangeOutput::Down(failure) => self.session.fail_all(&failure),
             ExchangeOutput::Closed { .. } => self.link_closed = true,
             // Requests and aborts are carried out by the link itself.
@@ -1632,6 +1716,10 @@ impl Driver {
     fn on_session_output(&mut self, output: Output, now: std::time::Instant) {
         match output {
             Output::Ready(ready) => {
+                trace_info!(
+                    protocol_version = ready.version.as_str(),
+                    "protocol revision settled"
+                );
                 let session_id = match &mut self.link {
                     Link::Http(link) if ready.version.is_modern() => {
                         let exchange = link.exchange();

@@ -235,6 +235,7 @@ impl std::fmt::Debug for DemoOptions {
 
 /// Counters of what a [`DemoServer`] has done since it started.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DemoStats {
     /// Sessions created by `initialize`.
     pub sessions_opened: u64,

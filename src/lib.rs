@@ -1,14 +1,31 @@
 //! # mcpwire
 //!
-//! A Model Context Protocol (MCP) client written by hand: sans-IO parsers at the bottom, thin
-//! drivers for sockets and processes above them, tool bindings on top.
+//! A Model Context Protocol (MCP) client written by hand, with no MCP SDK underneath: programs
+//! link it to call tools on remote MCP servers over Streamable HTTP or stdio, at both protocol
+//! eras (2026-07-28, stateless, and the 2025 revisions with their sessions). At the bottom are
+//! sans-IO parsers and state machines, deterministic and fuzzed; above them thin drivers own
+//! the sockets, the processes and the clock; on top, tool bindings turn a server's tools into
+//! static host configuration and call them for tenants.
+//!
+//! ## The layers
+//!
+//! Each layer uses only the ones below it; the parsers, the session, the exchange and the
+//! OAuth core never touch sockets, threads or clocks.
 //!
 //! ```text
-//!  bytes in ─> sse::Decoder ─> jsonrpc::Message ─> mcp types ─> session ─> send / settle / event / timeout
-//!                   ^                                              ^  |
-//!  HTTP frames ─> exchange::Exchange (Streamable HTTP rules) ──────┘  |   (sans-IO: time is an input)
-//!                   ^                                                 v
-//!  transport::{http, stdio}: hyper tasks, processes ─ client::Client's driver owns the clock
+//!  binding       bindings, discovery, the call pipeline, tool.result events   (feature bindings)
+//!     |
+//!  client        the async API: connect, list tools, call a tool, ping, close  (feature client)
+//!     |
+//!  transport     drivers: hyper + rustls pool, CONNECT proxies, stdio processes; the clock
+//!     |                   \
+//!  exchange      Streamable HTTP rules    auth   OAuth 2.1 core             (sans-IO)
+//!     |
+//!  session       ids, pending requests, deadlines, the handshake, era choice    (sans-IO)
+//!     |
+//!  mcp           MCP messages, protocol versions, content blocks
+//!     |
+//!  jsonrpc       the JSON-RPC 2.0 model and its strict codec       sse   event-stream decoder
 //! ```
 //!
 //! | module | owns | needs |
@@ -16,18 +33,65 @@
 //! | [`sse`] | WHATWG event-stream decoding with memory limits | std, memchr |
 //! | [`jsonrpc`] | the JSON-RPC 2.0 message model and its strict codec, batches | serde, serde_json |
 //! | [`mcp`] | MCP message types, protocol versions, content blocks | serde, `jsonrpc` |
-//! | `session` | the client state machine: ids, pending requests, deadlines, the handshake | `mcp` |
-//! | `exchange` | the Streamable HTTP exchange: requests to issue, replies, resumption, fallback | `session`, `sse`, http's types |
-//! | `auth` | OAuth 2.1 as the MCP authorization spec has it: challenges, discovery metadata, PKCE, tokens, the flow from a 401 to a token | http's types, serde, ring |
-//! | `transport` | the drivers: hyper with a pooled connection set, rustls (roots, client certificates) and CONNECT proxies; stdio processes | tokio, hyper, rustls |
-//! | `client` | the async API: connect, list tools, call a tool, ping, close | `transport` |
+//! | [`session`] | the client state machine: ids, pending requests, deadlines, the handshake | `mcp` |
+//! | [`exchange`] | the Streamable HTTP exchange: requests to issue, replies, resumption, fallback | `session`, `sse`, http's types |
+//! | [`auth`] | OAuth 2.1 as the MCP authorization spec has it: challenges, discovery metadata, PKCE, tokens, the flow from a 401 to a token | http's types, serde, ring |
+//! | [`transport`] | the drivers: hyper with a pooled connection set, rustls (roots, client certificates) and CONNECT proxies; stdio processes | tokio, hyper, rustls |
+//! | [`client`] | the async API: connect, list tools, call a tool, ping, close | `transport` |
+//! | `binding` | binding config and validation, discovery, the call pipeline, result mapping, `mcpwire probe` | `client`, jsonschema |
 //!
-//! The parser modules, the session, the exchange and the OAuth core never touch sockets, threads or clocks:
-//! bytes and the time go in, values and deadlines come out, and every buffer has a documented
-//! limit. A build with only the parser features (`--no-default-features --features parsers`)
-//! pulls neither tokio, hyper nor rustls. The default features are the client (`client`); the
-//! binding layer (`bindings`), the demo server (`demo`) and the wire fixtures (`fixtures`) are
-//! opt-in, and the command-line tools are a package of their own (`mcpwire-cli`).
+//! [`Error`] and its [`ErrorKind`] are the one vocabulary of failures, from a session's
+//! `FailureKind` up to the `error.kind` of a `tool.result` event.
+//!
+//! ## The run loop
+//!
+//! The sans-IO core is driven like quinn-proto or str0m: the driver feeds it input with the
+//! current time, drains its outputs, and sleeps until the deadline it reports. The core never
+//! reads a clock; the driver ([`client::Client`]'s task) is the only place that does.
+//!
+//! ```text
+//!  session.start(now)                          // queues the era probe or `initialize`
+//!  loop {
+//!      while let Some(output) = session.poll_output() {
+//!          Transmit(t)  -> exchange.send(t.message, ..)   // or a stdio line
+//!          Ready(..)    -> the handshake is done          Settled(s) -> a caller's answer
+//!          Progress ..  -> a caller's progress callback
+//!      }
+//!      while let Some(output) = exchange.poll_output() {
+//!          Send { stream, request } -> the driver issues the HTTP request
+//!          Message(m)  -> session.handle_message(m, now)
+//!          ...
+//!      }
+//!      wait for the first of: an HTTP head, body chunk or end (exchange.handle_head /
+//!      handle_body / handle_end(stream, .., now)), a caller's command (session.request,
+//!      cancel, close), or the earliest of session.poll_timeout() and exchange.poll_timeout(),
+//!      then session.handle_timeout(now) and exchange.handle_timeout(now)
+//!  }
+//! ```
+//!
+//! The [`session`] and [`exchange`] module docs give each machine's own loop in detail.
+//!
+//! ## Feature flags
+//!
+//! | feature | default | what it adds | pulls |
+//! | --- | --- | --- | --- |
+//! | `client` | yes | [`client`], [`transport`]: the async client over Streamable HTTP and stdio (with `exchange` and `auth`) | tokio, hyper, hyper-util, rustls, webpki-roots |
+//! | `sse` | | [`sse`] | memchr |
+//! | `jsonrpc` | | [`jsonrpc`] | serde, serde_json |
+//! | `mcp` | | [`mcp`] (with `jsonrpc`) | |
+//! | `parsers` | | `sse`, `jsonrpc`, `mcp` | no runtime |
+//! | `session` | | [`session`] | no runtime |
+//! | `exchange` | | [`exchange`] (with `session`, `sse`) | http |
+//! | `auth` | | [`auth`] | http, serde, ring |
+//! | `bindings` | | `binding` | jsonschema |
+//! | `tracing` | | one span per binding call and events for retries, era fallbacks and resumptions, never a secret | tracing (no subscriber) |
+//! | `demo` | | `demo`: the embedded demo server (HTTP and stdio) the examples use | tokio macros, httparse |
+//! | `fixtures` | | `fixture`: the wire-fixture format, recorder and replay server | tokio macros, httparse |
+//! | `aws-lc-rs` | | aws-lc-rs instead of ring as rustls' crypto provider | aws-lc-rs |
+//!
+//! A build with only the parser features (`--no-default-features --features parsers`) pulls
+//! neither tokio, hyper nor rustls. The command-line tools are a package of their own
+//! (`mcpwire-cli`, in `src/bin`).
 //!
 //! ## Decoding a server-sent event stream
 //!
@@ -67,6 +131,12 @@
 // checked against plain versions in tests and by the `sse_decode` fuzz target.
 #![deny(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
+
+// First, so every module below can use its macros (the session is the lowest layer with
+// events).
+#[cfg(feature = "session")]
+#[macro_use]
+mod trace;
 
 #[cfg(feature = "auth")]
 pub mod auth;

@@ -6,6 +6,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use mcpwire::ErrorKind;
 use mcpwire::binding::call::{CallContext, Caller, EnvTokens, Progress, TokenSource, ToolResult};
 use mcpwire::binding::config::{Binding, Server, load_config};
 use mcpwire::binding::discover::{Discovery, discover};
@@ -76,11 +77,7 @@ pub(crate) fn caller(bindings: Vec<Binding>) -> Caller {
 }
 
 pub(crate) fn context(call_id: &str) -> CallContext {
-    CallContext {
-        tenant_id: "acme".to_owned(),
-        session_id: "conv-1".to_owned(),
-        call_id: call_id.to_owned(),
-    }
+    CallContext::new("acme", "conv-1", call_id.to_owned())
 }
 
 /// Calls binding `name` as tenant `acme`, ignoring progress.
@@ -97,16 +94,26 @@ async fn call_t(binding: Binding) -> ToolResult {
 
 #[track_caller]
 pub(crate) fn assert_failed(result: &ToolResult, kind: &str, unknown_outcome: bool) {
-    assert!(result.is_error, "{result:?}");
-    assert_eq!(result.unknown_outcome, Some(unknown_outcome), "{result:?}");
+    assert!(result.is_error(), "{result:?}");
     assert_eq!(
-        result.error.as_ref().map(|e| e.kind.as_str()),
+        result.unknown_outcome(),
+        Some(unknown_outcome),
+        "{result:?}"
+    );
+    assert_eq!(
+        result.error_kind().map(ErrorKind::as_str),
         Some(kind),
         "{result:?}"
     );
     assert!(
-        result.error.as_ref().is_some_and(|e| !e.message.is_empty()),
+        result.error_message().is_some_and(|m| !m.is_empty()),
         "{result:?}"
+    );
+    // The kind's rows of SPEC.md's unknown_outcome table allow this verdict.
+    let fixed = result.error_kind().and_then(ErrorKind::unknown_outcome);
+    assert!(
+        fixed.is_none_or(|fixed| fixed == unknown_outcome),
+        "{kind} is always unknown_outcome {fixed:?}: {result:?}"
     );
     let line: Value = serde_json::from_str(&result.to_json_line()).expect("a JSON line");
     assert_eq!(line["unknown_outcome"], json!(unknown_outcome));
@@ -115,9 +122,9 @@ pub(crate) fn assert_failed(result: &ToolResult, kind: &str, unknown_outcome: bo
 
 #[track_caller]
 pub(crate) fn assert_succeeded(result: &ToolResult) {
-    assert!(!result.is_error, "{result:?}");
-    assert_eq!(result.unknown_outcome, None, "{result:?}");
-    assert_eq!(result.error, None, "{result:?}");
+    assert!(!result.is_error(), "{result:?}");
+    assert_eq!(result.unknown_outcome(), None, "{result:?}");
+    assert_eq!(result.error_kind(), None, "{result:?}");
 }
 
 // --- scripted MCP servers -----------------------------------------------------------------------
@@ -173,20 +180,18 @@ pub(crate) async fn cancelled_and_call(server: &FaultServer) -> (Value, Value) {
 
 /// Bindings for the demo server's `tools`, discovered (as `mcp-tools` does) for tenant `acme`.
 async fn demo_bindings(server: &DemoServer, tools: &[&str]) -> Vec<Binding> {
-    let discovery = Discovery {
-        server: Server::Http {
+    let discovery = Discovery::new(
+        Server::Http {
             url: server.url(),
             token_env: None,
             tls: None,
             proxy: None,
             header_env: Default::default(),
         },
-        token: None,
-        headers: Default::default(),
-        tenant: "acme".to_owned(),
-        tools: tools.iter().map(|t| (*t).to_owned()).collect(),
-        timeout: WAIT,
-    };
+        "acme".to_owned(),
+        tools.iter().map(|t| (*t).to_owned()).collect(),
+    )
+    .with_timeout(WAIT);
     discover(&pool(), &discovery).await.expect("discovery")
 }
 
@@ -202,12 +207,12 @@ async fn text_content_becomes_a_text_block() {
     let caller = demo_caller(&server, &["echo"]).await;
     let result = call(&caller, "echo", "call-text", json!({"message": "hi"})).await;
     assert_succeeded(&result);
-    assert_eq!(result.call_id, "call-text");
+    assert_eq!(result.call_id(), "call-text");
     assert_eq!(
-        result.content,
+        result.content(),
         vec![json!({"type": "text", "text": "Echo: hi"})]
     );
-    assert_eq!(result.structured_content, None);
+    assert_eq!(result.structured_content(), None);
     assert_eq!(
         result.to_json_line(),
         r#"{"type":"tool.result","call_id":"call-text","is_error":false,"content":[{"text":"Echo: hi","type":"text"}]}"#
@@ -220,8 +225,8 @@ async fn image_content_becomes_an_image_block() {
     let caller = demo_caller(&server, &["tiny_image"]).await;
     let result = call(&caller, "tiny_image", "call-image", json!({})).await;
     assert_succeeded(&result);
-    assert_eq!(result.content.len(), 1, "{result:?}");
-    let block = result.content[0].as_object().expect("an object");
+    assert_eq!(result.content().len(), 1, "{result:?}");
+    let block = result.content()[0].as_object().expect("an object");
     let mut keys: Vec<&str> = block.keys().map(String::as_str).collect();
     keys.sort_unstable();
     assert_eq!(keys, ["data", "mime_type", "type"]);
@@ -247,15 +252,15 @@ async fn structured_content_is_returned_with_its_json_as_text_and_validated() {
     .await;
     assert_succeeded(&result);
     let structured = result
-        .structured_content
-        .clone()
+        .structured_content()
+        .cloned()
         .expect("structured content");
     assert_eq!(structured["city"], "Lisbon");
     for member in ["temperature_c", "conditions", "humidity"] {
         assert!(structured.get(member).is_some(), "{structured}");
     }
     let as_text: Vec<Value> = result
-        .content
+        .content()
         .iter()
         .filter(|b| b["type"] == "text")
         .filter_map(|b| serde_json::from_str(b["text"].as_str()?).ok())
@@ -269,7 +274,7 @@ async fn structured_content_is_returned_with_its_json_as_text_and_validated() {
         json!({"city": "Lisbon"}),
     )
     .await;
-    assert_eq!(again.structured_content, Some(structured));
+    assert_eq!(again.structured_content(), Some(&structured));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -279,10 +284,10 @@ async fn an_is_error_result_is_a_known_tool_error_with_its_content_kept() {
     let result = call(&caller, "fail", "call-fail", json!({"message": "it broke"})).await;
     assert_failed(&result, "tool_error", false);
     assert_eq!(
-        result.content,
+        result.content(),
         vec![json!({"type": "text", "text": "it broke"})]
     );
-    assert!(result.error.as_ref().unwrap().message.contains("it broke"));
+    assert!(result.error_message().unwrap().contains("it broke"));
     let line = result.to_json_line();
     assert!(
         line.starts_with(
@@ -312,10 +317,10 @@ async fn any_other_content_type_fails_the_call_with_an_unknown_outcome() {
         let result = call_t(binding(&server.url("/mcp"), json!({}))).await;
         assert_failed(&result, "unsupported_content", true);
         assert!(
-            result.error.as_ref().unwrap().message.contains(&block_type),
+            result.error_message().unwrap().contains(&block_type),
             "{block_type}: {result:?}"
         );
-        assert!(result.content.is_empty(), "{result:?}");
+        assert!(result.content().is_empty(), "{result:?}");
     }
 }
 
@@ -343,7 +348,7 @@ async fn structured_content_not_matching_the_output_schema_is_an_unknown_outcome
         ))
         .await;
         assert_failed(&result, "output_schema_mismatch", true);
-        assert_eq!(result.structured_content, None, "{result:?}");
+        assert_eq!(result.structured_content(), None, "{result:?}");
         assert_eq!(posts_of(&server.requests(), "tools/call").len(), 1);
     }
 }
@@ -356,7 +361,7 @@ async fn refused_locally_unknown_tool_sends_nothing() {
     let caller = caller(vec![binding(&server.url("/mcp"), json!({}))]);
     let result = call(&caller, "no_such_tool", "call-1", json!({"q": "x"})).await;
     assert_failed(&result, "unknown_tool", false);
-    assert!(result.error.unwrap().message.contains("no_such_tool"));
+    assert!(result.error_message().unwrap().contains("no_such_tool"));
     assert_nothing_sent(&server);
 }
 
@@ -364,15 +369,13 @@ async fn refused_locally_unknown_tool_sends_nothing() {
 async fn refused_locally_wrong_tenant_sends_nothing() {
     let server = untouchable_server().await;
     let caller = caller(vec![binding(&server.url("/mcp"), json!({}))]);
-    let context = CallContext {
-        tenant_id: "someone-else".to_owned(),
-        ..context("call-1")
-    };
+    let mut context = context("call-1");
+    context.tenant_id = "someone-else".to_owned();
     let result = caller
         .call("t", &context, &json!({"q": "x"}), |_| {}, None)
         .await;
     assert_failed(&result, "tenant_denied", false);
-    assert!(result.error.unwrap().message.contains("someone-else"));
+    assert!(result.error_message().unwrap().contains("someone-else"));
     assert_nothing_sent(&server);
 }
 
@@ -410,7 +413,7 @@ async fn refused_locally_token_env_unset_sends_nothing() {
     let caller = Caller::new(pool(), bindings, Arc::new(EnvTokens)).unwrap();
     let result = call(&caller, "t", "call-1", json!({"q": "x"})).await;
     assert_failed(&result, "missing_token", false);
-    assert!(result.error.unwrap().message.contains(UNSET));
+    assert!(result.error_message().unwrap().contains(UNSET));
     assert_nothing_sent(&server);
 }
 
@@ -468,7 +471,7 @@ async fn an_unsupported_protocol_version_is_a_known_outcome() {
     .await;
     let result = call_t(binding(&server.url("/mcp"), json!({}))).await;
     assert_failed(&result, "unsupported_version", false);
-    assert!(result.error.unwrap().message.contains("2024-10-07"));
+    assert!(result.error_message().unwrap().contains("2024-10-07"));
     assert!(posts_of(&server.requests(), "tools/call").is_empty());
 }
 
@@ -481,7 +484,7 @@ async fn a_non_mcp_reply_to_initialize_is_a_known_outcome() {
     .await;
     let result = call_t(binding(&server.url("/mcp"), json!({}))).await;
     assert_failed(&result, "protocol", false);
-    assert!(result.error.unwrap().message.contains("text/html"));
+    assert!(result.error_message().unwrap().contains("text/html"));
     assert!(posts_of(&server.requests(), "tools/call").is_empty());
 }
 
@@ -576,12 +579,12 @@ async fn a_result_over_max_output_bytes_is_an_unknown_outcome() {
     ))
     .await;
     assert_failed(&result, "output_too_large", true);
-    assert!(result.error.unwrap().message.contains("1024"));
+    assert!(result.error_message().unwrap().contains("1024"));
 
     // The same result fits the default limit.
     let result = call_t(binding(&server.url("/mcp"), json!({}))).await;
     assert_succeeded(&result);
-    assert_eq!(result.content[0]["text"].as_str().unwrap().len(), 50_000);
+    assert_eq!(result.content()[0]["text"].as_str().unwrap().len(), 50_000);
 }
 
 // === Calling a tool ==============================================================================
@@ -596,16 +599,12 @@ async fn the_callers_identity_and_progress_token_reach_the_server() {
         json!({"name": "docs_search", "mcp_tool": "search", "token_env": TOKEN_ENV}),
     );
     let caller = caller(vec![binding]);
-    let context = CallContext {
-        tenant_id: "acme".to_owned(),
-        session_id: "conv-7".to_owned(),
-        call_id: "call-42".to_owned(),
-    };
+    let context = CallContext::new("acme", "conv-7", "call-42");
     let result = caller
         .call("docs_search", &context, &json!({"q": "rust"}), |_| {}, None)
         .await;
     assert_succeeded(&result);
-    assert_eq!(result.call_id, "call-42");
+    assert_eq!(result.call_id(), "call-42");
     let requests = server.requests();
     let calls = posts_of(&requests, "tools/call");
     assert_eq!(calls.len(), 1);
@@ -671,19 +670,25 @@ async fn progress_events_arrive_in_order_with_the_call_id() {
         .await;
     assert_succeeded(&result);
     assert_eq!(
-        result.content,
+        result.content(),
         vec![json!({"type": "text", "text": "done after 4 steps"})]
     );
     let seen = seen.lock().unwrap().clone();
-    let expected: Vec<Progress> = (1..=4)
-        .map(|i| Progress {
-            call_id: "call-p".to_owned(),
-            progress: f64::from(i),
-            total: Some(4.0),
-            message: Some(format!("step {i} of 4")),
+    let expected: Vec<(&str, f64, Option<f64>, Option<String>)> = (1..=4)
+        .map(|i| {
+            (
+                "call-p",
+                f64::from(i),
+                Some(4.0),
+                Some(format!("step {i} of 4")),
+            )
         })
         .collect();
-    assert_eq!(seen, expected);
+    let seen_fields: Vec<(&str, f64, Option<f64>, Option<String>)> = seen
+        .iter()
+        .map(|p| (p.call_id.as_str(), p.progress, p.total, p.message.clone()))
+        .collect();
+    assert_eq!(seen_fields, expected);
     assert_eq!(
         seen[0].to_json_line(),
         r#"{"type":"tool.progress","call_id":"call-p","progress":1.0,"total":4.0,"message":"step 1 of 4"}"#
@@ -706,7 +711,7 @@ async fn each_call_opens_its_own_session_and_deletes_it() {
     for (tool, arguments) in calls {
         let before = server.stats();
         let result = call(&caller, tool, "call-s", arguments).await;
-        assert_eq!(result.error.is_some(), tool == "fail", "{result:?}");
+        assert_eq!(result.error_kind().is_some(), tool == "fail", "{result:?}");
         let after = server.stats();
         assert_eq!(
             after.sessions_opened,
@@ -776,14 +781,14 @@ async fn assert_token_not_leaked(server: &FaultServer) -> ToolResult {
         json!({"token_env": TOKEN_ENV}),
     ))
     .await;
-    assert!(result.is_error, "{result:?}");
+    assert!(result.is_error(), "{result:?}");
     let first = &server.requests()[0];
     assert_eq!(
         first.header("authorization"),
         Some(&*format!("Bearer {TOKEN}")),
         "the token was sent, so the server could echo it"
     );
-    let message = &result.error.as_ref().unwrap().message;
+    let message = &result.error_message().unwrap();
     assert!(!message.contains(TOKEN), "{message}");
     let line = result.to_json_line();
     assert!(!line.contains(TOKEN), "{line}");
@@ -841,7 +846,7 @@ async fn tokens_never_appear_in_a_tool_result_even_when_the_challenge_echoes_the
     })
     .await;
     let result = assert_token_not_leaked(&server).await;
-    assert_eq!(result.error.unwrap().kind, "unauthorized");
+    assert_eq!(result.error_kind().unwrap().as_str(), "unauthorized");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -855,7 +860,7 @@ async fn tokens_never_appear_in_a_tool_result_even_when_a_json_rpc_error_echoes_
     })
     .await;
     let result = assert_token_not_leaked(&server).await;
-    assert_eq!(result.error.unwrap().kind, "server_error");
+    assert_eq!(result.error_kind().unwrap().as_str(), "server_error");
 }
 
 // === A real server: the official Python SDK (2.x) ===============================================
@@ -868,20 +873,18 @@ async fn python_peer_structured_result_tool_error_and_timeout() {
     let peer = tokio::task::spawn_blocking(|| PeerServer::python(Sdk::V2, &[]))
         .await
         .unwrap();
-    let discovery = Discovery {
-        server: Server::Http {
+    let discovery = Discovery::new(
+        Server::Http {
             url: peer.url.clone(),
             token_env: None,
             tls: None,
             proxy: None,
             header_env: Default::default(),
         },
-        token: None,
-        headers: Default::default(),
-        tenant: "acme".to_owned(),
-        tools: vec!["weather".into(), "fail".into(), "slow".into()],
-        timeout: Duration::from_secs(15),
-    };
+        "acme".to_owned(),
+        vec!["weather".into(), "fail".into(), "slow".into()],
+    )
+    .with_timeout(Duration::from_secs(15));
     let mut bindings = discover(&pool(), &discovery).await.expect("discovery");
     assert!(bindings[0].output_schema.is_some(), "{:?}", bindings[0]);
     bindings[2].timeout_seconds = 1;
@@ -889,11 +892,11 @@ async fn python_peer_structured_result_tool_error_and_timeout() {
 
     let weather = call(&caller, "weather", "py-1", json!({"city": "Kyiv"})).await;
     assert_succeeded(&weather);
-    let structured = weather.structured_content.clone().expect("structured");
+    let structured = weather.structured_content().cloned().expect("structured");
     assert_eq!(structured["city"], "Kyiv");
     assert_eq!(structured["temperature_c"], 21.5);
     assert!(
-        weather.content.iter().any(|b| b["type"] == "text"
+        weather.content().iter().any(|b| b["type"] == "text"
             && serde_json::from_str::<Value>(b["text"].as_str().unwrap()).ok()
                 == Some(structured.clone())),
         "{weather:?}"
@@ -902,7 +905,7 @@ async fn python_peer_structured_result_tool_error_and_timeout() {
     let fail = call(&caller, "fail", "py-2", json!({"message": "it broke"})).await;
     assert_failed(&fail, "tool_error", false);
     assert!(
-        fail.content
+        fail.content()
             .iter()
             .any(|b| b["type"] == "text" && b["text"].as_str().unwrap().contains("it broke")),
         "{fail:?}"

@@ -99,20 +99,18 @@ async fn run_step(pool: &HttpPool, url: &str, step: &Value) -> Result<(), String
             .and_then(Value::as_str)
             .unwrap_or(url)
             .to_owned();
-        let discovery = Discovery {
-            server: Server::Http {
+        let discovery = Discovery::new(
+            Server::Http {
                 url,
                 token_env: None,
                 tls: None,
                 proxy: None,
                 header_env: Default::default(),
             },
-            token: None,
-            headers: Default::default(),
-            tenant: what["tenant"].as_str().unwrap_or_default().to_owned(),
+            what["tenant"].as_str().unwrap_or_default().to_owned(),
             tools,
-            timeout: Duration::from_secs(30),
-        };
+        )
+        .with_timeout(Duration::from_secs(30));
         return match (discover(pool, &discovery).await, step.get("error")) {
             (Ok(bindings), None) => {
                 let actual = serde_json::to_value(&bindings).map_err(|e| e.to_string())?;
@@ -136,11 +134,11 @@ async fn run_step(pool: &HttpPool, url: &str, step: &Value) -> Result<(), String
     let tool = bindings[0].name.clone();
     let caller =
         Caller::new(pool.clone(), bindings, Arc::new(FixtureTokens)).map_err(|e| e.to_string())?;
-    let context = CallContext {
-        tenant_id: call["tenant"].as_str().unwrap_or_default().to_owned(),
-        session_id: call["session_id"].as_str().unwrap_or_default().to_owned(),
-        call_id: call["call_id"].as_str().unwrap_or_default().to_owned(),
-    };
+    let context = CallContext::new(
+        call["tenant"].as_str().unwrap_or_default().to_owned(),
+        call["session_id"].as_str().unwrap_or_default().to_owned(),
+        call["call_id"].as_str().unwrap_or_default().to_owned(),
+    );
     let events = Arc::new(Mutex::new(Vec::new()));
     let sink = events.clone();
     let result = caller
@@ -179,10 +177,8 @@ async fn replay_fixture(dir: PathBuf, mode: Mode) -> Result<(), String> {
     let expect_path = dir.join("expect.json");
     let expect_text = std::fs::read_to_string(&expect_path)
         .map_err(|e| format!("cannot read {}: {e}", expect_path.display()))?;
-    let options = ReplayOptions {
-        split,
-        ..ReplayOptions::default()
-    };
+    let mut options = ReplayOptions::default();
+    options.split = split;
     let server = ReplayServer::start(exchanges, options, None)
         .await
         .map_err(|e| e.to_string())?;
@@ -449,20 +445,18 @@ async fn a_request_that_does_not_match_gets_a_diff_and_fails_the_replay() {
     let pool = HttpPool::new(&TlsOptions::default()).expect("pool");
     // Recorded by a 2025-era client: replayed by one.
     pool.era_cache().remember(&server.url(), None);
-    let discovery = Discovery {
-        server: Server::Http {
+    let discovery = Discovery::new(
+        Server::Http {
             url: server.url(),
             token_env: None,
             tls: None,
             proxy: None,
             header_env: Default::default(),
         },
-        token: None,
-        headers: Default::default(),
-        tenant: "local".into(),
-        tools: vec!["echo_text".into()],
-        timeout: Duration::from_secs(10),
-    };
+        "local",
+        vec!["echo_text".into()],
+    )
+    .with_timeout(Duration::from_secs(10));
     // The recording holds a tools/call after initialize, not a tools/list.
     let error = discover(&pool, &discovery)
         .await

@@ -140,7 +140,7 @@ async fn the_headers_go_on_every_request_of_a_call_and_their_echo_is_redacted() 
 
     // The server echoed the value: the result, progress, log and Debug output hide it.
     assert_eq!(
-        result.content,
+        result.content(),
         [
             json!({"type": "text", "text": "you sent X-Api-Key: <redacted>"}),
             // Structured content also comes as a text block holding its JSON.
@@ -148,8 +148,8 @@ async fn the_headers_go_on_every_request_of_a_call_and_their_echo_is_redacted() 
         ]
     );
     assert_eq!(
-        result.structured_content,
-        Some(json!({"seen": "you sent X-Api-Key: <redacted>"}))
+        result.structured_content(),
+        Some(&json!({"seen": "you sent X-Api-Key: <redacted>"}))
     );
     assert_eq!(
         *progress.lock().unwrap(),
@@ -185,7 +185,7 @@ async fn a_header_variable_that_is_not_set_fails_the_call_before_anything_is_sen
         .call("t", &context("call-u"), &json!({"q": "x"}), |_| {}, None)
         .await;
     assert_failed(&result, "missing_header", false);
-    let message = result.error.unwrap().message;
+    let message = result.error_message().unwrap();
     assert!(
         message.contains(UNSET) && message.contains("X-Api-Key"),
         "{message}"
@@ -212,7 +212,7 @@ async fn a_header_value_that_cannot_be_sent_fails_the_call_before_anything_is_se
         .call("t", &context("call-i"), &json!({"q": "x"}), |_| {}, None)
         .await;
     assert_failed(&result, "invalid_header", false);
-    let message = result.error.unwrap().message;
+    let message = result.error_message().unwrap();
     assert!(message.contains(VALUE_ENV), "{message}");
     assert!(!message.contains("Injected"), "{message}");
     assert_eq!(server.connections_accepted(), 0);

@@ -94,11 +94,7 @@ fn assert_failed_at_once(
     detail: &str,
 ) -> String {
     assert_failed(result, kind, unknown_outcome);
-    let message = result
-        .error
-        .as_ref()
-        .map(|e| e.message.clone())
-        .unwrap_or_default();
+    let message = result.error_message().unwrap_or_default().to_owned();
     assert!(
         message.contains(detail),
         "{kind}: {detail:?} not in {message:?}"
@@ -384,7 +380,7 @@ async fn hostile_sampling_request_mid_call_is_answered_and_the_call_goes_on() {
     .await;
     assert_succeeded(&result);
     assert_eq!(
-        result.content,
+        result.content(),
         vec![json!({"type": "text", "text": "done anyway"})]
     );
     assert_within(elapsed, Duration::from_secs(FAST_SECONDS));
@@ -456,20 +452,18 @@ async fn hostile_connection_refused() {
 
 /// Discovery of tool `a` at `server` within `timeout`.
 fn discovery(server: &FaultServer, timeout: Duration) -> Discovery {
-    Discovery {
-        server: Server::Http {
+    Discovery::new(
+        Server::Http {
             url: server.url("/mcp"),
             token_env: None,
             tls: None,
             proxy: None,
             header_env: Default::default(),
         },
-        token: None,
-        headers: Default::default(),
-        tenant: "acme".to_owned(),
-        tools: vec!["a".to_owned()],
-        timeout,
-    }
+        "acme".to_owned(),
+        vec!["a".to_owned()],
+    )
+    .with_timeout(timeout)
 }
 
 /// A `tools/list` page with tool `name` and, if given, a next cursor.

@@ -135,10 +135,7 @@ pub(crate) fn args(value: Value) -> Option<JsonObject> {
 }
 
 pub(crate) fn call_options() -> CallOptions {
-    CallOptions {
-        timeout: STEP,
-        ..CallOptions::default()
-    }
+    CallOptions::new().with_timeout(STEP)
 }
 
 /// Calls a tool that must answer with a result (an `isError` result is still a result).
@@ -170,10 +167,7 @@ pub(crate) async fn call_with_progress(
     arguments: Value,
 ) -> (CallToolResult, Progress) {
     let progress = Progress::default();
-    let options = CallOptions {
-        on_progress: Some(progress.sink()),
-        ..call_options()
-    };
+    let options = call_options().with_on_progress(progress.sink());
     let result = call_with(client, tool, arguments, options)
         .await
         .unwrap_or_else(|e| panic!("{tool}: {e}"));
@@ -309,10 +303,7 @@ impl Wire {
 /// unknown, at the deadline (within 2 s).
 async fn times_out_after_700_ms(client: &Client, tool: &str, arguments: Value) {
     let started = Instant::now();
-    let options = CallOptions {
-        timeout: Duration::from_millis(700),
-        ..call_options()
-    };
+    let options = call_options().with_timeout(Duration::from_millis(700));
     let error = expect_err(call_with(client, tool, arguments, options).await, tool);
     let elapsed = started.elapsed();
     assert_eq!(error.kind(), ErrorKind::Timeout, "{error}");
@@ -589,10 +580,7 @@ async fn everything_http_progress() {
         &client,
         "trigger-long-running-operation",
         json!({"duration": 1, "steps": 3}),
-        CallOptions {
-            on_progress: Some(progress.sink()),
-            ..call_options()
-        },
+        call_options().with_on_progress(progress.sink()),
     )
     .await
     .expect("long-running operation");
@@ -730,10 +718,7 @@ async fn everything_legacy_sse_fallback() {
         &client,
         "trigger-long-running-operation",
         json!({"duration": 0.2, "steps": 2}),
-        CallOptions {
-            on_progress: Some(progress.sink()),
-            ..call_options()
-        },
+        call_options().with_on_progress(progress.sink()),
     )
     .await
     .expect("long-running operation");
@@ -788,10 +773,7 @@ async fn everything_http_downgrade() {
             &client,
             "trigger-long-running-operation",
             json!({"duration": 0.2, "steps": 2}),
-            CallOptions {
-                on_progress: Some(progress.sink()),
-                ..call_options()
-            },
+            call_options().with_on_progress(progress.sink()),
         )
         .await
         .expect("long-running operation");
@@ -823,10 +805,7 @@ async fn everything_http_cancel_and_dead_session() {
             &client,
             "trigger-long-running-operation",
             json!({"duration": 30, "steps": 30}),
-            CallOptions {
-                cancel: Some(cancel),
-                ..call_options()
-            },
+            call_options().with_cancel(cancel),
         )
         .await,
         "cancelled long-running operation",
@@ -1182,10 +1161,7 @@ async fn json_response_mode(sdk: Sdk) {
             &client,
             "big_text",
             json!({"bytes": 2_000_000}),
-            CallOptions {
-                max_response_bytes: Some(1024 * 1024),
-                ..call_options()
-            },
+            call_options().with_max_response_bytes(1024 * 1024),
         )
         .await,
         "big_text 2 MB as JSON",
@@ -1265,10 +1241,7 @@ async fn event_store_resumes_a_dropped_stream(sdk: Sdk) {
         &client,
         "progress",
         json!({"steps": 4, "delay": 0.05}),
-        CallOptions {
-            on_progress: Some(progress.sink()),
-            ..call_options()
-        },
+        call_options().with_on_progress(progress.sink()),
     )
     .await
     .unwrap_or_else(|e| {
@@ -1384,10 +1357,7 @@ async fn cancel_a_slow_call(sdk: Sdk) {
             &client,
             "slow",
             json!({"seconds": 30}),
-            CallOptions {
-                cancel: Some(cancel),
-                ..call_options()
-            },
+            call_options().with_cancel(cancel),
         )
         .await,
         "slow",
@@ -1435,10 +1405,7 @@ async fn response_over_max_bytes(sdk: Sdk) {
         &client,
         "big_text",
         json!({"bytes": 100_000}),
-        CallOptions {
-            max_response_bytes: Some(limit),
-            ..call_options()
-        },
+        call_options().with_max_response_bytes(limit),
     )
     .await
     .expect("100 kB within a 1 MiB limit");
@@ -1448,10 +1415,7 @@ async fn response_over_max_bytes(sdk: Sdk) {
             &client,
             "big_text",
             json!({"bytes": 2_000_000}),
-            CallOptions {
-                max_response_bytes: Some(limit),
-                ..call_options()
-            },
+            call_options().with_max_response_bytes(limit),
         )
         .await,
         "big_text 2 MB",
@@ -1574,10 +1538,7 @@ async fn downgrade(sdk: Sdk) {
             &client,
             "progress",
             json!({"steps": 2, "delay": 0.01}),
-            CallOptions {
-                on_progress: Some(progress.sink()),
-                ..call_options()
-            },
+            call_options().with_on_progress(progress.sink()),
         )
         .await
         .expect("progress");
@@ -2022,10 +1983,7 @@ async fn py_v2_modern_cancel_closes_the_stream_and_a_second_client_skips_the_pro
             &client,
             "slow",
             json!({"seconds": 30}),
-            CallOptions {
-                cancel: Some(cancel),
-                ..call_options()
-            },
+            call_options().with_cancel(cancel),
         )
         .await,
         "slow",
@@ -2147,10 +2105,7 @@ async fn ts2_modern_cancel_closes_the_stream_and_the_server_stops() {
             &client,
             "slow_progress",
             json!({"steps": 50, "delay": 0.1}),
-            CallOptions {
-                cancel: Some(cancel),
-                ..call_options()
-            },
+            call_options().with_cancel(cancel),
         )
         .await,
         "slow_progress",
@@ -2235,11 +2190,7 @@ async fn ts2_binding_calls_are_one_post_each_after_the_first_probe() {
         sink.lock().unwrap().push(line.to_owned());
     }));
     for n in 0..3 {
-        let context = CallContext {
-            tenant_id: "acme".into(),
-            session_id: "s".into(),
-            call_id: format!("call-{n}"),
-        };
+        let context = CallContext::new("acme", "s", format!("call-{n}"));
         let result = caller
             .call(
                 "region",
@@ -2249,8 +2200,8 @@ async fn ts2_binding_calls_are_one_post_each_after_the_first_probe() {
                 None,
             )
             .await;
-        assert!(!result.is_error, "{result:?}");
-        let structured = result.structured_content.expect("structured");
+        assert!(!result.is_error(), "{result:?}");
+        let structured = result.structured_content().expect("structured");
         assert_eq!(structured["header"], "=?base64?WsO8cmljaA==?=");
     }
     let lines = lines.lock().unwrap().clone();

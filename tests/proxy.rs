@@ -465,13 +465,17 @@ async fn proxy_refusals_fail_before_anything_reaches_the_server() {
         .await
         .expect("the call took too long");
         let line = result.to_json_line();
-        assert!(result.is_error, "{line}");
-        assert_eq!(result.unknown_outcome, Some(false), "{line}");
-        let error = result.error.expect("an error");
-        assert_eq!(error.kind, "connect", "{line}");
-        assert!(error.message.contains(fragment), "{status}: {line}");
-        assert!(error.message.contains(&proxy.addr.to_string()), "{line}");
-        assert!(!error.message.contains(TOKEN), "{line}");
+        assert!(result.is_error(), "{line}");
+        assert_eq!(result.unknown_outcome(), Some(false), "{line}");
+        let message = result.error_message().expect("an error");
+        assert_eq!(
+            result.error_kind().map(ErrorKind::as_str),
+            Some("connect"),
+            "{line}"
+        );
+        assert!(message.contains(fragment), "{status}: {line}");
+        assert!(message.contains(&proxy.addr.to_string()), "{line}");
+        assert!(!message.contains(TOKEN), "{line}");
         let seen = assert_tunnels_to(&proxy, front.addr);
         assert!(seen.iter().all(|s| s.status == status), "{seen:?}");
         assert!(seen.iter().all(|s| s.tunnel_bytes().is_empty()), "{seen:?}");
@@ -481,11 +485,7 @@ async fn proxy_refusals_fail_before_anything_reaches_the_server() {
 }
 
 fn context() -> CallContext {
-    CallContext {
-        tenant_id: "acme".to_owned(),
-        session_id: "s".to_owned(),
-        call_id: "c1".to_owned(),
-    }
+    CallContext::new("acme", "s", "c1")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -555,7 +555,7 @@ async fn proxy_environment_no_proxy_and_binding_settings() {
         )
         .await
         .expect("the call took too long");
-        assert!(!result.is_error, "{name}: {}", result.to_json_line());
+        assert!(!result.is_error(), "{name}: {}", result.to_json_line());
         caller
     };
     let pool = || HttpPool::new(&TlsOptions::default()).expect("pool");

@@ -417,11 +417,7 @@ async fn call_and_capture(url: &str) -> (ToolResult, String) {
     caller.set_wire_log(Arc::new(move |line: &str| {
         sink.lock().unwrap().push(line.to_owned())
     }));
-    let context = CallContext {
-        tenant_id: "acme".to_owned(),
-        session_id: "s".to_owned(),
-        call_id: "c".to_owned(),
-    };
+    let context = CallContext::new("acme", "s", "c");
     let progress: Arc<Mutex<Vec<String>>> = Arc::default();
     let progress_sink = progress.clone();
     let result = caller
@@ -449,7 +445,7 @@ async fn no_token_in_what_the_binding_layer_returns_or_logs() {
         let name = failure.name.clone();
         let server = FaultServer::start(failure.server_handler()).await;
         let (result, printed) = call_and_capture(&server.url("/mcp")).await;
-        assert!(result.is_error, "{name}: {result:?}");
+        assert!(result.is_error(), "{name}: {result:?}");
         // The token and the header did go out, so the server could echo them.
         assert_eq!(
             server.requests()[0].header("authorization"),
@@ -464,7 +460,7 @@ async fn no_token_in_what_the_binding_layer_returns_or_logs() {
         assert_clean(&name, &printed);
     }
     let (result, printed) = call_and_capture(&refused_url()).await;
-    assert_eq!(result.error.as_ref().unwrap().kind, "connect");
+    assert_eq!(result.error_kind().unwrap().as_str(), "connect");
     assert_clean("connection refused", &printed);
 }
 
@@ -489,10 +485,7 @@ async fn no_token_in_client_errors_or_debug_output() {
             Err(error) => printed.push_str(&format!("{error}\n{error:?}\n")),
             Ok(client) => {
                 printed.push_str(&format!("{client:?}\n"));
-                let options = CallOptions {
-                    timeout: Duration::from_secs(1),
-                    ..CallOptions::default()
-                };
+                let options = CallOptions::new().with_timeout(Duration::from_secs(1));
                 match client.call_tool("t", None, options).await {
                     Err(error) => printed.push_str(&format!("{error}\n{error:?}\n")),
                     Ok(result) => printed.push_str(&format!("{result:?}\n")),
@@ -514,20 +507,20 @@ async fn no_token_in_discovery_errors() {
         headers
             .insert("X-Api-Key", Secret::new(HEADER_VALUE))
             .unwrap();
-        let discovery = Discovery {
-            server: Server::Http {
+        let discovery = Discovery::new(
+            Server::Http {
                 url: server.url("/mcp"),
                 token_env: Some(TOKEN_ENV.to_owned()),
                 tls: None,
                 proxy: None,
                 header_env: [("X-Api-Key".to_owned(), HEADER_ENV.to_owned())].into(),
             },
-            token: Some(Secret::new(TOKEN)),
-            headers,
-            tenant: "acme".to_owned(),
-            tools: vec!["t".to_owned()],
-            timeout: Duration::from_secs(1),
-        };
+            "acme".to_owned(),
+            vec!["t".to_owned()],
+        )
+        .with_token(Secret::new(TOKEN))
+        .with_headers(headers)
+        .with_timeout(Duration::from_secs(1));
         let outcome = discover(&pool(), &discovery).await;
         let printed = match &outcome {
             Ok(bindings) => format!("{discovery:?}\n{bindings:?}"),

@@ -49,26 +49,17 @@ fn key(name: &str) -> PrivateKeyDer<'static> {
 
 /// The test CA, for `extra_roots`.
 pub(crate) fn test_ca() -> TlsOptions {
-    TlsOptions {
-        extra_roots: vec![cert("ca.pem")],
-        ..TlsOptions::default()
-    }
+    TlsOptions::new().with_extra_roots(vec![cert("ca.pem")])
 }
 
 /// Only the test CA, from its file.
 fn ca_file() -> TlsOptions {
-    TlsOptions {
-        roots: Roots::CaFile(data("ca.pem")),
-        ..TlsOptions::default()
-    }
+    TlsOptions::new().with_roots(Roots::CaFile(data("ca.pem")))
 }
 
 /// The test client certificate and key.
 fn client_cert() -> ClientCert {
-    ClientCert {
-        cert_file: data("client.pem"),
-        key_file: data("client.key"),
-    }
+    ClientCert::new(data("client.pem"), data("client.key"))
 }
 
 /// What the front saw of one TLS handshake.
@@ -389,10 +380,8 @@ async fn tls_certificate_for_another_name_is_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tls_invalid_extra_root_is_a_setup_error() {
-    let garbage = TlsOptions {
-        extra_roots: vec![CertificateDer::from(b"not a certificate".to_vec())],
-        ..TlsOptions::default()
-    };
+    let garbage = TlsOptions::new()
+        .with_extra_roots(vec![CertificateDer::from(b"not a certificate".to_vec())]);
     let error = HttpPool::new(&garbage).expect_err("a garbage root must be refused");
     assert!(
         matches!(error, TlsError::InvalidRoot { path: None, .. }),
@@ -421,16 +410,10 @@ async fn tls_ca_file_is_trusted_and_replaces_the_roots() {
     let front = TlsFront::start("server.pem", "server.key", demo.addr()).await;
     echo_over(&ca_file(), &front).await;
     // The webpki roots plus the test CA from a file.
-    let extra = TlsOptions {
-        extra_ca_file: Some(data("ca.pem")),
-        ..TlsOptions::default()
-    };
+    let extra = TlsOptions::new().with_extra_ca_file(data("ca.pem"));
     echo_over(&extra, &front).await;
     // A CA file is the only set of roots: another CA's file does not trust the front.
-    let other_ca = TlsOptions {
-        roots: Roots::CaFile(data("client-ca.pem")),
-        ..TlsOptions::default()
-    };
+    let other_ca = TlsOptions::new().with_roots(Roots::CaFile(data("client-ca.pem")));
     let pool = HttpPool::new(&other_ca).expect("pool");
     assert_certificate_refused(connect(&pool, &front.url()).await, "another CA's file");
 }
@@ -445,10 +428,7 @@ async fn tls_mutual_works_with_the_client_certificate() {
         Some("client-ca.pem"),
     )
     .await;
-    let tls = TlsOptions {
-        client_cert: Some(client_cert()),
-        ..ca_file()
-    };
+    let tls = ca_file().with_client_cert(client_cert());
     echo_over(&tls, &front).await;
     let handshakes = front.wait_handshakes(1).await;
     assert!(
@@ -499,22 +479,14 @@ async fn assert_mutual_tls_refused(tls: &TlsOptions, why: &str) {
 async fn tls_mutual_without_a_client_certificate_is_refused() {
     assert_mutual_tls_refused(&ca_file(), "without a client certificate").await;
     // A certificate from a CA the front does not trust for clients.
-    let untrusted = TlsOptions {
-        client_cert: Some(ClientCert {
-            cert_file: data("server.pem"),
-            key_file: data("server.key"),
-        }),
-        ..ca_file()
-    };
+    let untrusted =
+        ca_file().with_client_cert(ClientCert::new(data("server.pem"), data("server.key")));
     assert_mutual_tls_refused(&untrusted, "with an untrusted client certificate").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tls_platform_roots_load_but_do_not_trust_the_test_ca() {
-    let platform = TlsOptions {
-        roots: Roots::Platform,
-        ..TlsOptions::default()
-    };
+    let platform = TlsOptions::new().with_roots(Roots::Platform);
     // The test cannot add the test CA to the platform's store, so it checks what it can: the
     // store loads (or, on a machine with none, fails as such), and does not trust the front.
     match HttpPool::new(&platform) {
@@ -523,14 +495,7 @@ async fn tls_platform_roots_load_but_do_not_trust_the_test_ca() {
             let front = TlsFront::start("server.pem", "server.key", demo.addr()).await;
             assert_certificate_refused(connect(&pool, &front.url()).await, "platform roots");
             // With the test CA added, the same platform roots connect.
-            echo_over(
-                &TlsOptions {
-                    extra_ca_file: Some(data("ca.pem")),
-                    ..platform
-                },
-                &front,
-            )
-            .await;
+            echo_over(&platform.with_extra_ca_file(data("ca.pem")), &front).await;
         }
         Err(error @ TlsError::PlatformRoots { .. }) => {
             eprintln!("no platform trust store on this machine: {error}");
@@ -565,12 +530,8 @@ const KEY_MATERIAL: &str = "S3CRETKEYMATERIAL";
 #[test]
 fn tls_bad_pem_files_are_typed_errors_naming_the_file() {
     let pool = |tls: TlsOptions| HttpPool::new(&tls).expect_err("refused");
-    let with_key = |key_file: &PathBuf| TlsOptions {
-        client_cert: Some(ClientCert {
-            cert_file: data("client.pem"),
-            key_file: key_file.clone(),
-        }),
-        ..TlsOptions::default()
+    let with_key = |key_file: &PathBuf| {
+        TlsOptions::new().with_client_cert(ClientCert::new(data("client.pem"), key_file.clone()))
     };
     let check = |error: &TlsError, path: &PathBuf| {
         let text = error.to_string();
@@ -646,10 +607,7 @@ AAAA
 
     // A CA file that is missing, or holds no certificate.
     let missing = data("no-such-file.pem");
-    let error = pool(TlsOptions {
-        roots: Roots::CaFile(missing.clone()),
-        ..TlsOptions::default()
-    });
+    let error = pool(TlsOptions::new().with_roots(Roots::CaFile(missing.clone())));
     assert!(matches!(&error, TlsError::Read { .. }), "{error:?}");
     check(&error, &missing);
     assert!(std::error::Error::source(&error).is_some(), "{error:?}");
@@ -658,10 +616,7 @@ AAAA
         b"no PEM here
 ",
     );
-    let error = pool(TlsOptions {
-        extra_ca_file: Some(empty.0.clone()),
-        ..TlsOptions::default()
-    });
+    let error = pool(TlsOptions::new().with_extra_ca_file(empty.0.clone()));
     assert!(matches!(&error, TlsError::Missing { .. }), "{error:?}");
     assert!(error.to_string().contains("certificate"), "{error}");
     check(&error, &empty.0);
@@ -680,11 +635,7 @@ fn echo_binding(url: &str, extra: serde_json::Value) -> serde_json::Value {
 }
 
 pub(crate) fn call_context() -> CallContext {
-    CallContext {
-        tenant_id: "acme".to_owned(),
-        session_id: "s".to_owned(),
-        call_id: "c1".to_owned(),
-    }
+    CallContext::new("acme", "s", "c1")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -739,20 +690,24 @@ async fn tls_binding_settings_choose_the_pool() {
         }
     };
     let result = call("mutual").await;
-    assert!(!result.is_error, "{}", result.to_json_line());
+    assert!(!result.is_error(), "{}", result.to_json_line());
     for name in ["no_cert", "webpki"] {
         let result = call(name).await;
-        assert!(result.is_error, "{name}: {}", result.to_json_line());
+        assert!(result.is_error(), "{name}: {}", result.to_json_line());
         assert_eq!(
-            result.unknown_outcome,
+            result.unknown_outcome(),
             Some(false),
             "{}",
             result.to_json_line()
         );
-        let error = result.error.expect("an error");
-        assert_eq!(error.kind, "connect", "{name}: {error:?}");
+        let error = result.error_message().expect("an error");
+        assert_eq!(
+            result.error_kind().map(ErrorKind::as_str),
+            Some("connect"),
+            "{name}: {error:?}"
+        );
         assert!(
-            error.message.to_lowercase().contains("certificate"),
+            error.to_lowercase().contains("certificate"),
             "{name}: {error:?}"
         );
     }

@@ -102,6 +102,7 @@ impl PreRegistered {
 /// What kind of application registers (OpenID Connect Registration `application_type`,
 /// which the 2026-07-28 revision requires in a registration).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ApplicationType {
     /// A program on the user's machine with a loopback redirect URI.
     Native,
@@ -111,6 +112,7 @@ pub enum ApplicationType {
 
 /// How the client describes itself in a dynamic registration.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ClientMetadata {
     /// `client_name`, shown to the user on the consent page.
     pub client_name: String,

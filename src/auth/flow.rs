@@ -46,6 +46,7 @@ pub enum GrantKind {
 
 /// Limits and timing of a [`Flow`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Limits {
     /// How many step-up authorizations (403 `insufficient_scope`) may follow one another
     /// without a request being accepted in between; the spec asks for a limit, and the
@@ -72,6 +73,7 @@ impl Default for Limits {
 
 /// What a [`Flow`] needs to know.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct Config {
     /// The MCP endpoint the tokens are for.
     pub server: Url,

@@ -201,6 +201,7 @@ pub fn resource_matches(resource: &Url, server: &Url) -> bool {
 
 /// Which discovery standard a well-known URL belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum MetadataKind {
     /// RFC 8414, `/.well-known/oauth-authorization-server`.
     OAuth,

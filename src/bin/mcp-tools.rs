@@ -260,10 +260,10 @@ fn tls_settings(options: &Options) -> Result<Option<TlsSettings>, Failure> {
         options.client_cert.as_deref(),
         options.client_key.as_deref(),
     ) {
-        (Some(cert), Some(key)) => Some(ClientCert {
-            cert_file: absolute("client-cert", cert)?,
-            key_file: absolute("client-key", key)?,
-        }),
+        (Some(cert), Some(key)) => Some(ClientCert::new(
+            absolute("client-cert", cert)?,
+            absolute("client-key", key)?,
+        )),
         (None, None) => None,
         _ => {
             return Err(Failure::Usage(
@@ -274,11 +274,10 @@ fn tls_settings(options: &Options) -> Result<Option<TlsSettings>, Failure> {
     if roots.is_none() && client_cert.is_none() {
         return Ok(None);
     }
-    Ok(Some(TlsSettings {
-        roots: roots.unwrap_or_default(),
-        extra_ca_file: None,
-        client_cert,
-    }))
+    let mut tls = TlsSettings::default();
+    tls.roots = roots.unwrap_or_default();
+    tls.client_cert = client_cert;
+    Ok(Some(tls))
 }
 
 /// Reads `-header NAME=VAR`: a header name the transport does not set, and an environment
@@ -374,31 +373,28 @@ fn run(args: &[String]) -> Result<(), Failure> {
         }
         (None, None) => return Err(Failure::Usage("give -url or -command".to_owned())),
     };
-    let discovery = Discovery {
-        server,
-        token,
-        headers,
-        tenant: options.tenant.clone().unwrap_or_default(),
-        tools: options.tools.clone(),
-        timeout: options.timeout,
-    };
+    let discovery = {
+        let mut d = Discovery::new(
+            server,
+            options.tenant.clone().unwrap_or_default(),
+            options.tools.clone(),
+        );
+        d.token = token;
+        d
+    }
+    .with_headers(headers)
+    .with_timeout(options.timeout);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| Failure::Failed(format!("cannot start the runtime: {e}")))?;
     // The bindings' own checks, before connecting (a relative path, a proxy URL with
     // credentials, `tls` on an http:// URL).
-    let probe = mcpwire::binding::config::Binding {
-        name: "probe".to_owned(),
-        description: String::new(),
-        input_schema: serde_json::json!({"type": "object"}),
-        output_schema: None,
-        server: discovery.server.clone(),
-        mcp_tool: "probe".to_owned(),
-        tenants: vec![discovery.tenant.clone()],
-        timeout_seconds: 1,
-        max_output_bytes: 1,
-    };
+    let mut probe =
+        mcpwire::binding::config::Binding::new("probe", "probe", discovery.server.clone());
+    probe.tenants = vec![discovery.tenant.clone()];
+    probe.timeout_seconds = 1;
+    probe.max_output_bytes = 1;
     probe.validate().map_err(|e| {
         let field = e.field.as_deref().unwrap_or("a flag");
         Failure::Usage(format!("{field}: {}", e.message))

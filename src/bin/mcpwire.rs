@@ -421,11 +421,7 @@ fn call_command(args: &[String]) -> ExitCode {
                     on_interrupt.cancel();
                 }
             });
-            let context = CallContext {
-                tenant_id: args.tenant,
-                session_id: args.session_id,
-                call_id: args.call_id,
-            };
+            let context = CallContext::new(args.tenant, args.session_id, args.call_id);
             let live_line = io::stderr().is_terminal();
             let result = caller
                 .call(
@@ -445,7 +441,7 @@ fn call_command(args: &[String]) -> ExitCode {
     match result {
         Ok(result) => {
             println!("{}", result.to_json_line());
-            if result.is_error {
+            if result.is_error() {
                 ExitCode::from(1)
             } else {
                 ExitCode::SUCCESS
@@ -563,20 +559,13 @@ fn demo_command(args: &[String]) -> Result<(), Failure> {
             "# mcp-tools -url {url} -tenant local -tools {}",
             tools.join(",")
         );
-        let discovery = Discovery {
-            server: Server::Http {
+        let discovery = Discovery::new(Server::Http {
                 url: url.clone(),
                 token_env: None,
                 tls: None,
                 proxy: None,
                 header_env: Default::default(),
-            },
-            token: None,
-            headers: Default::default(),
-            tenant: "local".to_owned(),
-            tools: tools.iter().map(|t| (*t).to_owned()).collect(),
-            timeout: Duration::from_secs(30),
-        };
+            }, "local".to_owned(), tools.iter().map(|t| (*t).to_owned()).collect()).with_timeout(Duration::from_secs(30));
         let bindings = discover(&pool, &discovery)
             .await
             .map_err(|e| Failure::Input(format!("discovery failed: {e}")))?;
@@ -610,11 +599,11 @@ fn demo_command(args: &[String]) -> Result<(), Failure> {
         ];
         for (number, (tool, tenant, arguments)) in calls.into_iter().enumerate() {
             eprintln!("# mcpwire call --tool {tool} --tenant {tenant} --args '{arguments}'");
-            let context = CallContext {
-                tenant_id: tenant.to_owned(),
-                session_id: "demo".to_owned(),
-                call_id: format!("demo-{}", number + 1),
-            };
+            let context = CallContext::new(
+                tenant.to_owned(),
+                "demo",
+                format!("demo-{}", number + 1),
+            );
             let result = caller
                 .call(
                     tool,

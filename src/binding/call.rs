@@ -31,6 +31,7 @@ fn now() -> tokio::time::Instant {
 /// Who is calling: identity sent to the server in `_meta["brain.dev/scope"]` (or the key the
 /// host named, [`Caller::set_scope_key`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CallContext {
     /// The tenant making the call; must be one of the binding's `tenants`.
     pub tenant_id: String,
@@ -40,8 +41,24 @@ pub struct CallContext {
     pub call_id: String,
 }
 
+impl CallContext {
+    /// The identity of a call: the tenant, the caller's session and this call's id.
+    pub fn new(
+        tenant_id: impl Into<String>,
+        session_id: impl Into<String>,
+        call_id: impl Into<String>,
+    ) -> Self {
+        CallContext {
+            tenant_id: tenant_id.into(),
+            session_id: session_id.into(),
+            call_id: call_id.into(),
+        }
+    }
+}
+
 /// A progress report for a call.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct Progress {
     /// The call.
     pub call_id: String,
@@ -53,71 +70,147 @@ pub struct Progress {
     pub message: Option<String>,
 }
 
-/// Why a call failed.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CallError {
-    /// A stable snake_case kind: `unknown_tool`, `tenant_denied`, `invalid_arguments`,
-    /// `missing_token`, `missing_header` (a `header_env` variable is not set),
-    /// `invalid_header` (its value cannot be sent as a header), `tool_error`, `unsupported_content`, `output_schema_mismatch`, or a
-    /// client [`ErrorKind`] name such as `timeout` or `connect`.
-    pub kind: String,
-    /// A message for people; never contains a credential.
-    pub message: String,
-}
-
-/// The end of a call.
+/// The end of a call: the tool's result, the tool's own error, or a failure. Each variant
+/// holds only what it can have, so a result is an error exactly when it says so, and only a
+/// failure has an outcome that may be unknown. Built by [`Caller::call`]; read it with the
+/// methods below, or match it.
 #[derive(Clone, Debug, PartialEq)]
-pub struct ToolResult {
-    /// The call.
-    pub call_id: String,
-    /// Whether the call failed (including a tool's own `isError` result).
-    pub is_error: bool,
-    /// For a failure: whether the tool may have run with its outcome unknown.
-    pub unknown_outcome: Option<bool>,
-    /// Mapped content blocks (kept for a tool's own error result).
-    pub content: Vec<Value>,
-    /// Structured content, when the tool returned it.
-    pub structured_content: Option<Value>,
-    /// For a failure: what went wrong.
-    pub error: Option<CallError>,
+#[non_exhaustive]
+pub enum ToolResult {
+    /// The tool ran and returned its result (`is_error: false`).
+    #[non_exhaustive]
+    Success {
+        /// The call.
+        call_id: String,
+        /// Mapped content blocks.
+        content: Vec<Value>,
+        /// Structured content, when the tool returned it.
+        structured_content: Option<Value>,
+    },
+    /// The tool ran and reported an error of its own (`isError: true`): the outcome is known
+    /// (`unknown_outcome: false`, kind [`ErrorKind::ToolError`]), and its content is kept.
+    #[non_exhaustive]
+    ToolError {
+        /// The call.
+        call_id: String,
+        /// Mapped content blocks of the error result.
+        content: Vec<Value>,
+        /// Structured content, when the tool returned it.
+        structured_content: Option<Value>,
+        /// The error result's text (its first 1000 characters), or a stand-in when it has
+        /// none.
+        message: String,
+    },
+    /// The call failed: refused before sending, or the server, the connection or the result
+    /// let it down.
+    #[non_exhaustive]
+    Failed {
+        /// The call.
+        call_id: String,
+        /// What went wrong (never [`ErrorKind::ToolError`]).
+        kind: ErrorKind,
+        /// A message for people; never contains a credential.
+        message: String,
+        /// Whether the tool may have run with its outcome unknown.
+        unknown_outcome: bool,
+    },
 }
 
 impl ToolResult {
-    fn failure(call_id: &str, kind: &str, message: String, unknown_outcome: bool) -> Self {
-        ToolResult {
+    fn failure(call_id: &str, kind: ErrorKind, message: String, unknown_outcome: bool) -> Self {
+        ToolResult::Failed {
             call_id: call_id.to_owned(),
-            is_error: true,
-            unknown_outcome: Some(unknown_outcome),
-            content: Vec::new(),
-            structured_content: None,
-            error: Some(CallError {
-                kind: kind.to_owned(),
-                message,
-            }),
+            kind,
+            message,
+            unknown_outcome,
+        }
+    }
+
+    /// The call's id.
+    pub fn call_id(&self) -> &str {
+        match self {
+            ToolResult::Success { call_id, .. }
+            | ToolResult::ToolError { call_id, .. }
+            | ToolResult::Failed { call_id, .. } => call_id,
+        }
+    }
+
+    /// Whether the call failed (including a tool's own `isError` result).
+    pub fn is_error(&self) -> bool {
+        !matches!(self, ToolResult::Success { .. })
+    }
+
+    /// For a failure: whether the tool may have run with its outcome unknown; `None` for a
+    /// success.
+    pub fn unknown_outcome(&self) -> Option<bool> {
+        match self {
+            ToolResult::Success { .. } => None,
+            ToolResult::ToolError { .. } => Some(false),
+            ToolResult::Failed {
+                unknown_outcome, ..
+            } => Some(*unknown_outcome),
+        }
+    }
+
+    /// The mapped content blocks: a result's, or a tool error's; none for a failure.
+    pub fn content(&self) -> &[Value] {
+        match self {
+            ToolResult::Success { content, .. } | ToolResult::ToolError { content, .. } => content,
+            ToolResult::Failed { .. } => &[],
+        }
+    }
+
+    /// The structured content, when the tool returned it.
+    pub fn structured_content(&self) -> Option<&Value> {
+        match self {
+            ToolResult::Success {
+                structured_content, ..
+            }
+            | ToolResult::ToolError {
+                structured_content, ..
+            } => structured_content.as_ref(),
+            ToolResult::Failed { .. } => None,
+        }
+    }
+
+    /// For a failure: its kind ([`ErrorKind::ToolError`] for the tool's own error).
+    pub fn error_kind(&self) -> Option<ErrorKind> {
+        match self {
+            ToolResult::Success { .. } => None,
+            ToolResult::ToolError { .. } => Some(ErrorKind::ToolError),
+            ToolResult::Failed { kind, .. } => Some(*kind),
+        }
+    }
+
+    /// For a failure: what went wrong, for people.
+    pub fn error_message(&self) -> Option<&str> {
+        match self {
+            ToolResult::Success { .. } => None,
+            ToolResult::ToolError { message, .. } | ToolResult::Failed { message, .. } => {
+                Some(message)
+            }
         }
     }
 
     fn members(&self) -> Vec<(&'static str, Value)> {
         let mut members = vec![
             ("type", json!("tool.result")),
-            ("call_id", json!(self.call_id)),
-            ("is_error", json!(self.is_error)),
+            ("call_id", json!(self.call_id())),
+            ("is_error", json!(self.is_error())),
         ];
-        if let Some(unknown) = self.unknown_outcome {
+        if let Some(unknown) = self.unknown_outcome() {
             members.push(("unknown_outcome", json!(unknown)));
         }
-        if !self.content.is_empty() || self.error.is_none() {
-            members.push(("content", Value::Array(self.content.clone())));
+        let content = self.content();
+        if !content.is_empty() || !self.is_error() {
+            members.push(("content", Value::Array(content.to_vec())));
         }
-        if let Some(structured) = &self.structured_content {
+        if let Some(structured) = self.structured_content() {
             members.push(("structured_content", structured.clone()));
         }
-        if let Some(error) = &self.error {
+        if let (Some(kind), Some(message)) = (self.error_kind(), self.error_message()) {
             // `kind` sorts before `message`, so serde_json's order is the documented one.
-            members.push((
-                "error",
-                json!({"kind": error.kind, "message": error.message}),
-            ));
+            members.push(("error", json!({"kind": kind, "message": message})));
         }
         members
     }
@@ -394,7 +487,47 @@ impl Caller {
     /// result is returned (never an `Err`: every failure is a [`ToolResult`] with
     /// `is_error: true`). `cancel` ends the call like the binding's timeout does: the request
     /// is cancelled on the wire (`notifications/cancelled`) and the call ends.
+    ///
+    /// With the `tracing` feature the call runs in a `call` span with the fields `binding`,
+    /// `tool`, `origin` (scheme, host and port of an HTTP server; `stdio` otherwise),
+    /// `call_id`, `protocol_version` (once connected) and `error_kind` (for a failure): never a
+    /// token, a header value or an argument value.
     pub async fn call(
+        &self,
+        name: &str,
+        context: &CallContext,
+        arguments: &Value,
+        on_progress: impl FnMut(Progress) + Send + 'static,
+        cancel: Option<CancelToken>,
+    ) -> ToolResult {
+        #[cfg(feature = "tracing")]
+        {
+            use tracing::Instrument;
+            let binding = self.bindings.get(name).map(|p| &p.binding);
+            let span = tracing::info_span!(
+                "call",
+                binding = name,
+                tool = binding.map(|b| b.mcp_tool.as_str()),
+                origin = binding.map(|b| origin(&b.server)),
+                call_id = context.call_id.as_str(),
+                protocol_version = tracing::field::Empty,
+                error_kind = tracing::field::Empty,
+            );
+            let result = self
+                .call_in_span(name, context, arguments, on_progress, cancel)
+                .instrument(span.clone())
+                .await;
+            if let Some(kind) = result.error_kind() {
+                span.record("error_kind", kind.as_str());
+            }
+            result
+        }
+        #[cfg(not(feature = "tracing"))]
+        self.call_in_span(name, context, arguments, on_progress, cancel)
+            .await
+    }
+
+    async fn call_in_span(
         &self,
         name: &str,
         context: &CallContext,
@@ -407,7 +540,7 @@ impl Caller {
         let Some(prepared) = self.bindings.get(name) else {
             return ToolResult::failure(
                 call_id,
-                "unknown_tool",
+                ErrorKind::UnknownTool,
                 format!("no binding is named {name:?}"),
                 false,
             );
@@ -416,7 +549,7 @@ impl Caller {
         if !binding.tenants.iter().any(|t| t == &context.tenant_id) {
             return ToolResult::failure(
                 call_id,
-                "tenant_denied",
+                ErrorKind::TenantDenied,
                 format!(
                     "tenant {:?} may not use {:?}",
                     context.tenant_id, binding.name
@@ -427,7 +560,7 @@ impl Caller {
         if let Err(detail) = prepared.input.validate(arguments) {
             return ToolResult::failure(
                 call_id,
-                "invalid_arguments",
+                ErrorKind::InvalidArguments,
                 format!("the arguments do not match the input schema: {detail}"),
                 false,
             );
@@ -435,7 +568,7 @@ impl Caller {
         let Value::Object(arguments) = arguments.clone() else {
             return ToolResult::failure(
                 call_id,
-                "invalid_arguments",
+                ErrorKind::InvalidArguments,
                 "the arguments must be a JSON object".to_owned(),
                 false,
             );
@@ -449,7 +582,7 @@ impl Caller {
                 None => {
                     return ToolResult::failure(
                         call_id,
-                        "missing_token",
+                        ErrorKind::MissingToken,
                         format!("the environment variable {variable} holding the token is not set"),
                         false,
                     );
@@ -484,14 +617,11 @@ impl Caller {
             Ok(client) => client,
             // The tool was never called: whatever happened, its outcome is known.
             Err(error) => {
-                return ToolResult::failure(
-                    call_id,
-                    error.kind().as_str(),
-                    error.to_string(),
-                    false,
-                );
+                return ToolResult::failure(call_id, error.kind(), error.to_string(), false);
             }
         };
+        #[cfg(feature = "tracing")]
+        tracing::Span::current().record("protocol_version", client.protocol_version().as_str());
         // Steps 3 and 4: the call, with the caller's identity and live progress.
         let mut meta = Map::new();
         meta.insert(
@@ -537,7 +667,7 @@ impl Caller {
     /// The extra headers of an HTTP binding, their values read through the token source; a
     /// variable that is not set, or holds what cannot be sent as a header, is the failure's
     /// kind and message (which name the header and the variable, never the value).
-    fn headers(&self, binding: &Binding) -> Result<ExtraHeaders, (&'static str, String)> {
+    fn headers(&self, binding: &Binding) -> Result<ExtraHeaders, (ErrorKind, String)> {
         let mut headers = ExtraHeaders::new();
         let Server::Http { header_env, .. } = &binding.server else {
             return Ok(headers);
@@ -545,7 +675,7 @@ impl Caller {
         for (name, variable) in header_env {
             let Some(value) = self.tokens.token(variable) else {
                 return Err((
-                    "missing_header",
+                    ErrorKind::MissingHeader,
                     format!(
                         "the environment variable {variable} holding the value of header \
                          {name} is not set"
@@ -554,12 +684,32 @@ impl Caller {
             };
             headers.insert(name, value).map_err(|e| {
                 (
-                    "invalid_header",
+                    ErrorKind::InvalidHeader,
                     format!("header {name} (from the environment variable {variable}): {e}"),
                 )
             })?;
         }
         Ok(headers)
+    }
+}
+
+/// Where a server is, for a span: an HTTP server's scheme, host and port (never its path or
+/// query, which may carry a credential), or `stdio`.
+#[cfg(feature = "tracing")]
+fn origin(server: &Server) -> String {
+    match server {
+        Server::Http { url, .. } => match url.parse::<http::Uri>() {
+            Ok(uri) => {
+                let scheme = uri.scheme_str().unwrap_or("http");
+                let host = uri.host().unwrap_or("");
+                match uri.port_u16() {
+                    Some(port) => format!("{scheme}://{host}:{port}"),
+                    None => format!("{scheme}://{host}"),
+                }
+            }
+            Err(_) => "an unparsable URL".to_owned(),
+        },
+        _ => "stdio".to_owned(),
     }
 }
 
@@ -654,51 +804,36 @@ fn tool_output(call_id: &str, output: ToolOutput) -> ToolResult {
             .collect::<Vec<_>>()
             .join("\n");
         let message: String = message.chars().take(1000).collect();
-        return ToolResult {
+        return ToolResult::ToolError {
             call_id: call_id.to_owned(),
-            is_error: true,
-            unknown_outcome: Some(false),
             content: output.content,
             structured_content: output.structured_content,
-            error: Some(CallError {
-                kind: "tool_error".to_owned(),
-                message: if message.is_empty() {
-                    "the tool reported an error".to_owned()
-                } else {
-                    message
-                },
-            }),
+            message: if message.is_empty() {
+                "the tool reported an error".to_owned()
+            } else {
+                message
+            },
         };
     }
-    ToolResult {
+    ToolResult::Success {
         call_id: call_id.to_owned(),
-        is_error: false,
-        unknown_outcome: None,
         content: output.content,
         structured_content: output.structured_content,
-        error: None,
     }
 }
 
 fn failed_call(call_id: &str, error: &Error, max_output_bytes: u64) -> ToolResult {
-    let (kind, message) = match error.kind() {
-        ErrorKind::LimitExceeded => {
-            let message = error.to_string();
-            // Name the binding's setting only when it is what stopped the call (the transport's
-            // byte budget is set from it); an event-stream line or event over its own limit is
-            // reported as it is.
-            let over_budget = error.failure().is_some_and(|f| {
-                matches!(f.kind, crate::session::FailureKind::ReplyOverBudget { .. })
-            });
-            let message = if over_budget {
-                format!("{message} (max_output_bytes is {max_output_bytes})")
-            } else {
-                message
-            };
-            ("output_too_large", message)
-        }
-        kind => (kind.as_str(), error.to_string()),
-    };
+    let kind = error.kind().of_tool_call();
+    let mut message = error.to_string();
+    // Name the binding's setting only when it is what stopped the call (the transport's byte
+    // budget is set from it); an event-stream line or event over its own limit is reported as
+    // it is.
+    if error
+        .failure()
+        .is_some_and(|f| matches!(f.kind, crate::session::FailureKind::ReplyOverBudget { .. }))
+    {
+        message = format!("{message} (max_output_bytes is {max_output_bytes})");
+    }
     ToolResult::failure(call_id, kind, message, error.outcome_unknown())
 }
 
@@ -719,9 +854,9 @@ mod tests {
     fn only_the_output_budget_is_named_as_max_output_bytes() {
         let over = Error::from_failure(crate::exchange::over_budget(1024));
         let budget = failed_call("c", &over, 1024);
-        let message = &budget.error.as_ref().expect("an error").message;
+        let message = budget.error_message().expect("an error");
         assert_eq!(
-            budget.error.as_ref().map(|e| e.kind.as_str()),
+            budget.error_kind().map(ErrorKind::as_str),
             Some("output_too_large")
         );
         assert!(message.ends_with("(max_output_bytes is 1024)"), "{message}");
@@ -732,12 +867,16 @@ mod tests {
             &limit_failure(format!("the response stream was refused: {line}")),
             1024,
         );
-        let message = &stopped.error.as_ref().expect("an error").message;
+        let message = stopped.error_message().expect("an error");
         assert_eq!(
-            stopped.error.as_ref().map(|e| e.kind.as_str()),
+            stopped.error_kind().map(ErrorKind::as_str),
             Some("output_too_large")
         );
         assert!(!message.contains("max_output_bytes"), "{message}");
-        assert_eq!(stopped.unknown_outcome, Some(true));
+        assert_eq!(stopped.unknown_outcome(), Some(true));
     }
 }
+
+#[cfg(all(test, feature = "tracing", feature = "demo"))]
+#[path = "tests_tracing.rs"]
+mod tests_tracing;

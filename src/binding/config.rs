@@ -132,6 +132,7 @@ pub const MAX_HEADER_ENV: usize = 32;
 
 /// One tool binding: what the model sees, and how to reach the tool on its MCP server.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct Binding {
     /// The tool's name as the model sees it (may differ from [`mcp_tool`](Self::mcp_tool)).
     pub name: String,
@@ -153,8 +154,29 @@ pub struct Binding {
     pub max_output_bytes: u64,
 }
 
+impl Binding {
+    /// A binding named `name` of the tool `mcp_tool` on `server`, with SPEC.md's defaults
+    /// (a 300-second timeout, 1 MiB of output), no tenants, an empty description and an input
+    /// schema that takes any object; set the rest through the fields, then
+    /// [`validate`](Self::validate) it.
+    pub fn new(name: impl Into<String>, mcp_tool: impl Into<String>, server: Server) -> Self {
+        Binding {
+            name: name.into(),
+            description: String::new(),
+            input_schema: serde_json::json!({"type": "object"}),
+            output_schema: None,
+            server,
+            mcp_tool: mcp_tool.into(),
+            tenants: Vec::new(),
+            timeout_seconds: DEFAULT_TIMEOUT_SECONDS,
+            max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
+        }
+    }
+}
+
 /// How a binding reaches its MCP server.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Server {
     /// A Streamable HTTP endpoint.
     Http {
@@ -183,6 +205,7 @@ pub enum Server {
 
 /// A binding's `tls` member (see [TLS](self#tls)).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct TlsSettings {
     /// `roots`, or `ca_file` as [`Roots::CaFile`].
     pub roots: Roots,
@@ -245,6 +268,7 @@ impl TlsSettings {
 
 /// A binding's `proxy` member (see [Proxies](self#proxies)).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ProxySetting {
     /// `"none"`: connect directly.
     Direct,
@@ -273,6 +297,7 @@ impl ProxySetting {
 /// binding and field parts are left out when unknown, and a binding without a valid name shows
 /// as `binding #3` (its 0-based position).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ConfigError {
     /// The binding's name, or `#N` (its 0-based position in the array) when it has no valid
     /// name; `None` for a problem with the config as a whole.

@@ -21,6 +21,7 @@ pub const MAX_NAMED_TOOLS: usize = 128;
 
 /// What to discover.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct Discovery {
     /// The server, as the bindings will name it.
     pub server: Server,
@@ -35,6 +36,39 @@ pub struct Discovery {
     pub tools: Vec<String>,
     /// How long the whole discovery may take.
     pub timeout: Duration,
+}
+
+impl Discovery {
+    /// Discovery of `tools` on `server` for `tenant`: no token, no extra headers, and the
+    /// 30 seconds SPEC.md gives discovery.
+    pub fn new(server: Server, tenant: impl Into<String>, tools: Vec<String>) -> Self {
+        Discovery {
+            server,
+            token: None,
+            headers: ExtraHeaders::new(),
+            tenant: tenant.into(),
+            tools,
+            timeout: Duration::from_secs(30),
+        }
+    }
+
+    /// Connects with `token` as the bearer token.
+    pub fn with_token(mut self, token: Secret) -> Self {
+        self.token = Some(token);
+        self
+    }
+
+    /// Sends these extra headers while discovering.
+    pub fn with_headers(mut self, headers: ExtraHeaders) -> Self {
+        self.headers = headers;
+        self
+    }
+
+    /// How long the whole discovery may take.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
 }
 
 /// Connects, lists every tool (all pages), and returns one binding per named tool in the order

@@ -39,6 +39,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use super::schema::{CompiledSchema, truncate};
+use crate::error::ErrorKind;
 use crate::mcp::{CallToolResult, ContentBlock, ResourceContents};
 
 /// How many characters of a URI the description of an omitted block keeps.
@@ -46,6 +47,7 @@ const MAX_DESCRIBED_URI_CHARS: usize = 200;
 
 /// A tool result as mcpwire returns it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct ToolOutput {
     /// Whether the tool reported an error (`isError: true`).
     pub is_error: bool,
@@ -77,15 +79,12 @@ pub enum MappingError {
 }
 
 impl MappingError {
-    /// The error kind, for programs: `"unsupported_content"`, or `"output_schema_mismatch"`
-    /// for both [`OutputSchema`](Self::OutputSchema) and
+    /// The error kind, for programs: [`ErrorKind::UnsupportedContent`], or
+    /// [`ErrorKind::OutputSchemaMismatch`] for both [`OutputSchema`](Self::OutputSchema) and
     /// [`MissingStructuredContent`](Self::MissingStructuredContent) (SPEC.md: "result not
     /// matching `output_schema`").
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Self::UnsupportedContent { .. } => "unsupported_content",
-            Self::OutputSchema { .. } | Self::MissingStructuredContent => "output_schema_mismatch",
-        }
+    pub fn kind(&self) -> ErrorKind {
+        ErrorKind::from(self)
     }
 
     /// Whether the tool may have done something nobody knows about: always true, as the tool

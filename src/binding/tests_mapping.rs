@@ -251,7 +251,7 @@ fn structured_content_not_matching_the_output_schema_fails() {
         detail.contains(r#""temperature" is a required property"#),
         "{detail}"
     );
-    assert_eq!(error.kind(), "output_schema_mismatch");
+    assert_eq!(error.kind().as_str(), "output_schema_mismatch");
     assert!(error.unknown_outcome());
     assert!(
         error
@@ -283,7 +283,7 @@ fn output_schema_without_structured_content_fails() {
     let error = map_result(&captured_result("py/calls/call-square.txt"), Some(&schema))
         .expect_err("missing structured content");
     assert_eq!(error, MappingError::MissingStructuredContent);
-    assert_eq!(error.kind(), "output_schema_mismatch");
+    assert_eq!(error.kind().as_str(), "output_schema_mismatch");
     assert!(error.unknown_outcome());
     assert_eq!(
         error.to_string(),
@@ -436,7 +436,7 @@ fn other_content_types_fail_the_call() {
             },
             "{path}"
         );
-        assert_eq!(error.kind(), "unsupported_content");
+        assert_eq!(error.kind().as_str(), "unsupported_content");
         assert!(error.unknown_outcome());
     }
     for (block, block_type) in [
@@ -469,7 +469,7 @@ fn unsupported_content_is_reported_before_the_schema() {
         Some(&schema),
     )
     .expect_err("unsupported");
-    assert_eq!(error.kind(), "unsupported_content");
+    assert_eq!(error.kind().as_str(), "unsupported_content");
 }
 
 // ---- every captured call ----

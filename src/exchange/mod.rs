@@ -87,6 +87,7 @@ const ONE_WAY_QUEUE: usize = 1024;
 
 /// Size limits for what a server sends over HTTP.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct HttpLimits {
     /// The largest `application/json` reply body, in bytes.
     pub max_body_bytes: usize,
@@ -105,6 +106,7 @@ impl Default for HttpLimits {
 
 /// How to reach one Streamable HTTP endpoint.
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct HttpConfig {
     /// The MCP endpoint, `http://` or `https://`.
     pub url: Uri,
@@ -445,6 +447,7 @@ impl SendOptions {
 }
 
 /// A response whose result was decoded in the same pass as its envelope.
+#[non_exhaustive]
 pub struct DecodedResponse {
     /// The id of the request it answers.
     pub id: Option<Id>,
@@ -494,6 +497,7 @@ pub struct HttpRequest {
 
 /// Why an HTTP request produced no response, or its body broke off.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum TransportError {
     /// No connection could be made: nothing was sent.
     Connect(String),
@@ -1601,6 +1605,11 @@ impl Exchange {
         let jitter = self.next_jitter();
         match op.resumption.next_attempt(now, jitter) {
             Some(at) => {
+                trace_info!(
+                    delay_ms = at.saturating_duration_since(now).as_millis() as u64,
+                    "the response stream ended before the response: resuming it with \
+                     Last-Event-ID"
+                );
                 self.log(|| {
                     format!(
                         "< the response stream {why} before the response; resuming in {} ms",
@@ -1631,6 +1640,10 @@ impl Exchange {
         };
         match state.1.next_attempt(now, jitter) {
             Some(at) if self.closing == Closing::Open => {
+                trace_debug!(
+                    delay_ms = at.saturating_duration_since(now).as_millis() as u64,
+                    "the server stream ended: reopening it"
+                );
                 self.log(|| {
                     format!(
                         "< server stream {why}; reopening in {} ms",

@@ -11,7 +11,7 @@ use crate::binding::config::{
     Binding, MAX_NAME_CHARS, MAX_OUTPUT_BYTES_LIMIT, MAX_TIMEOUT_SECONDS, Server, load_config,
 };
 use crate::binding::schema::{CompiledSchema, compile};
-use crate::error::Error;
+use crate::error::{Error, ErrorKind};
 use crate::mcp::{CallToolResult, ContentBlock};
 use crate::session::{Delivery, Failure, FailureKind};
 
@@ -87,13 +87,22 @@ pub fn fuzz_call_result(data: &[u8]) {
     let result = finish_call("call-1", outcome, schema, limit);
     check_event(&result, result_bytes.len());
 
-    let kind = result.error.as_ref().map(|e| e.kind.as_str());
-    if let Some(kind) = kind {
+    let kind = result.error_kind().map(ErrorKind::as_str);
+    if let Some(error_kind) = result.error_kind() {
         assert!(
-            RESULT_FAILURE_KINDS.contains(&kind),
-            "unexpected kind {kind}"
+            RESULT_FAILURE_KINDS.contains(&error_kind.as_str()),
+            "unexpected kind {error_kind}"
         );
-        assert!(result.is_error, "a failure must have is_error");
+        assert!(result.is_error(), "a failure must have is_error");
+        let unknown = result
+            .unknown_outcome()
+            .expect("a failure has unknown_outcome");
+        assert!(
+            error_kind
+                .unknown_outcome()
+                .is_none_or(|fixed| fixed == unknown),
+            "{error_kind} with unknown_outcome {unknown} is in no row of SPEC.md's table"
+        );
     }
     let Some(decoded) = decoded else {
         let expected = if over_limit {
@@ -102,10 +111,10 @@ pub fn fuzz_call_result(data: &[u8]) {
             "protocol"
         };
         assert_eq!(kind, Some(expected));
-        assert_eq!(result.unknown_outcome, Some(true));
-        assert!(result.content.is_empty());
+        assert_eq!(result.unknown_outcome(), Some(true));
+        assert!(result.content().is_empty());
         if over_limit {
-            let error = result.error.as_ref().map(|e| e.message.as_str());
+            let error = result.error_message();
             let named = format!("max_output_bytes is {limit}");
             assert!(error.is_some_and(|m| m.contains(&named)), "{error:?}");
         }
@@ -125,41 +134,42 @@ pub fn fuzz_call_result(data: &[u8]) {
     if decoded.is_error() {
         // The tool ran and said it failed: the outcome is known and the content is kept.
         assert_eq!(kind, Some("tool_error"));
-        assert_eq!(result.unknown_outcome, Some(false));
+        assert_eq!(result.unknown_outcome(), Some(false));
         assert!(
             result
-                .error
-                .as_ref()
-                .is_some_and(|e| !e.message.is_empty() && e.message.chars().count() <= 1000),
-            "{:?}",
-            result.error
+                .error_message()
+                .is_some_and(|m| !m.is_empty() && m.chars().count() <= 1000),
+            "{result:?}"
         );
     } else if unsupported {
         assert_eq!(kind, Some("unsupported_content"));
-        assert_eq!(result.unknown_outcome, Some(true));
-        assert!(result.content.is_empty());
+        assert_eq!(result.unknown_outcome(), Some(true));
+        assert!(result.content().is_empty());
         return;
     } else if schema_fails {
         assert_eq!(kind, Some("output_schema_mismatch"));
-        assert_eq!(result.unknown_outcome, Some(true));
-        assert!(result.content.is_empty());
+        assert_eq!(result.unknown_outcome(), Some(true));
+        assert!(result.content().is_empty());
         return;
     } else {
         assert_eq!(kind, None);
-        assert!(!result.is_error);
-        assert_eq!(result.unknown_outcome, None);
+        assert!(!result.is_error());
+        assert_eq!(result.unknown_outcome(), None);
     }
 
     // A returned result: its blocks in order, each text or image, then at most one mirror.
-    assert_eq!(result.structured_content, decoded.structured_content);
+    assert_eq!(
+        result.structured_content(),
+        decoded.structured_content.as_ref()
+    );
     let blocks = decoded.content.len();
     assert!(
-        result.content.len() == blocks
-            || (result.content.len() == blocks + 1 && decoded.structured_content.is_some()),
+        result.content().len() == blocks
+            || (result.content().len() == blocks + 1 && decoded.structured_content.is_some()),
         "{} blocks from {blocks}",
-        result.content.len()
+        result.content().len()
     );
-    for (mapped, block) in result.content.iter().zip(&decoded.content) {
+    for (mapped, block) in result.content().iter().zip(&decoded.content) {
         match block {
             ContentBlock::Text(text) => {
                 assert_eq!(
@@ -182,7 +192,7 @@ pub fn fuzz_call_result(data: &[u8]) {
             }
         }
     }
-    if let Some(mirror) = result.content.get(blocks) {
+    if let Some(mirror) = result.content().get(blocks) {
         let text = mirror.get("text").and_then(Value::as_str).unwrap_or("");
         let parsed: Option<Value> = serde_json::from_str(text).ok();
         assert_eq!(parsed.as_ref(), decoded.structured_content.as_ref());

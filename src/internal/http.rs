@@ -456,7 +456,7 @@ impl Harness {
         let expected_unknown = outcome.as_ref().err().map(Error::outcome_unknown);
         let result = finish_call("call-1", outcome, None, max_response_bytes);
         if let Some(unknown) = expected_unknown {
-            assert_eq!(result.unknown_outcome, Some(unknown));
+            assert_eq!(result.unknown_outcome(), Some(unknown));
         }
         assert!(
             !format!("{result:?}").contains(TOKEN) && !result.to_json_line().contains(TOKEN),

@@ -9,6 +9,7 @@ use super::{INVALID_REQUEST, PARSE_ERROR};
 /// Every variant names one rule; the detail it carries (a member name, what was found instead,
 /// serde_json's message with line and column) is for people, not for matching on.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum DecodeError {
     /// The input is not one JSON text (syntax error, bad UTF-8, trailing data, empty input).
     NotJson(String),

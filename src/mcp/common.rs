@@ -275,6 +275,7 @@ pub(crate) use open_string_enum;
 
 open_string_enum! {
     /// A conversation role (schema `Role`), used in [`Annotations::audience`].
+    #[non_exhaustive]
     pub enum Role {
         /// `"user"`.
         User = "user",
@@ -285,6 +286,7 @@ open_string_enum! {
 
 open_string_enum! {
     /// The background an [`Icon`] is designed for (schema `Icon.theme`); since 2025-11-25.
+    #[non_exhaustive]
     pub enum IconTheme {
         /// `"light"`: for light backgrounds.
         Light = "light",

@@ -206,6 +206,7 @@ impl EmbeddedResource {
 /// The two are told apart by their members, as the schema has no tag: an object with `text` is
 /// [`Text`](Self::Text), else one with `blob` is [`Blob`](Self::Blob), else it is an error.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum ResourceContents {
     /// Text contents.
     Text(TextResourceContents),

@@ -175,6 +175,7 @@ open_struct! {
 open_string_enum! {
     /// Whether a tool supports task-augmented execution (schema `ToolExecution.taskSupport`);
     /// since 2025-11-25.
+    #[non_exhaustive]
     pub enum TaskSupport {
         /// `"forbidden"`: no tasks (the default).
         Forbidden = "forbidden",

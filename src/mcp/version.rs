@@ -60,6 +60,7 @@ pub const SUPPORTED: [ProtocolVersion; 3] = [
 /// session), and every field is kept. The `has_*` / `requires_*` helpers say what a revision
 /// *defines*, for callers that must decide what to send or what to expect.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum ProtocolVersion {
     /// 2024-11-05, legacy HTTP+SSE transport.
     V2024_11_05,

@@ -10,6 +10,7 @@ const MAX_ERROR_DATA_BYTES: usize = 64 * 1024;
 /// How far a request got. Together with the [`FailureKind`] this decides whether the
 /// operation may have run with nobody knowing its outcome.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Delivery {
     /// Never sent: refused locally, or the connection could not be made.
     NotSent,

@@ -58,6 +58,7 @@ pub use resume::{ResumePolicy, Resumption};
 
 /// What a session needs to know before it starts.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct Config {
     /// Who the client is (`clientInfo`).
     pub client_info: Implementation,
@@ -131,6 +132,7 @@ impl Default for Config {
 
 /// Deadlines and routing for one request.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct RequestOptions {
     /// The request fails with [`FailureKind::Timeout`] this long after it is made.
     pub timeout: Duration,
@@ -216,6 +218,7 @@ impl Transmit {
 
 /// A finished request.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct Settled {
     /// The request's id.
     pub id: Id,
@@ -248,6 +251,7 @@ impl Settled {
 /// A request's `result`: the raw JSON, or already decoded, in the same pass as its envelope,
 /// into the type the request's caller asked the transport for
 /// ([`Session::handle_decoded_response`]).
+#[non_exhaustive]
 pub enum Payload {
     /// The result as the server sent it.
     Raw(Box<RawValue>),
@@ -276,6 +280,7 @@ impl std::fmt::Debug for Payload {
 
 /// Where the session is in its life.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum Phase {
     /// Created; `start` has not been called.
     New,
@@ -551,6 +556,7 @@ impl Session {
         };
         match verdict {
             EraVerdict::Modern(_) | EraVerdict::Legacy(_) => {
+                trace_info!("era fallback: the server speaks a 2025-era revision; initializing");
                 // The probe is over; its id is never reused, so an answer arriving late is
                 // dropped.
                 self.settle(
@@ -565,6 +571,11 @@ impl Session {
                 self.start_initialize(now);
             }
             EraVerdict::Retry(version) if !corrected => {
+                trace_info!(
+                    protocol_version = version.as_str(),
+                    "the era probe was refused at its revision: probing again at one the \
+                     server named"
+                );
                 self.settle(
                     id,
                     method,

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 /// Bounds on resuming one response stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ResumePolicy {
     /// Attempts in a row that brought no new event before giving up.
     pub max_attempts: u32,

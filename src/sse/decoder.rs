@@ -45,12 +45,23 @@ const LONG_LINE_BYTES: usize = 4096;
 
 /// Size limits for one stream. Every byte the decoder keeps is counted against one of them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Limits {
     /// The longest line accepted, in bytes, not counting its line end. Comments and unknown
     /// fields count too: nothing unbounded is accepted even when it is not stored.
     pub max_line_bytes: usize,
     /// The largest event accepted: its joined data plus its event type, in bytes.
     pub max_event_bytes: usize,
+}
+
+impl Limits {
+    /// Limits of `max_line_bytes` for a line and `max_event_bytes` for an event.
+    pub const fn new(max_line_bytes: usize, max_event_bytes: usize) -> Self {
+        Limits {
+            max_line_bytes,
+            max_event_bytes,
+        }
+    }
 }
 
 impl Default for Limits {
@@ -66,6 +77,7 @@ impl Default for Limits {
 /// Why a stream was refused. After an error the decoder drops further input and keeps
 /// returning the same error.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Error {
     /// A line was longer than [`Limits::max_line_bytes`].
     LineTooLong {

@@ -71,6 +71,7 @@ fn redacting(log: Option<WireLog>, secrets: &[Secret]) -> Option<WireLog> {
 
 /// How to run a stdio server.
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct StdioConfig {
     /// The program to run (looked up on `PATH` when it has no slash).
     pub program: PathBuf,

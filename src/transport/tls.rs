@@ -32,6 +32,7 @@ pub enum Roots {
 
 /// A client certificate for mutual TLS: two PEM files, read when the pool is made.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct ClientCert {
     /// The certificate chain, leaf first (every `CERTIFICATE` section of the file).
     pub cert_file: PathBuf,
@@ -40,24 +41,30 @@ pub struct ClientCert {
     pub key_file: PathBuf,
 }
 
+impl ClientCert {
+    /// A client certificate chain and its key, each a PEM file.
+    pub fn new(cert_file: impl Into<PathBuf>, key_file: impl Into<PathBuf>) -> Self {
+        ClientCert {
+            cert_file: cert_file.into(),
+            key_file: key_file.into(),
+        }
+    }
+}
+
 /// TLS settings for a pool. The default trusts the webpki roots and sends no client
 /// certificate.
 ///
 /// ```
 /// use mcpwire::transport::http::{ClientCert, Roots, TlsOptions};
 ///
-/// let private_ca = TlsOptions {
-///     roots: Roots::CaFile("/etc/mcp/ca.pem".into()),
-///     client_cert: Some(ClientCert {
-///         cert_file: "/etc/mcp/client.pem".into(),
-///         key_file: "/etc/mcp/client.key".into(),
-///     }),
-///     ..TlsOptions::default()
-/// };
+/// let private_ca = TlsOptions::new()
+///     .with_roots(Roots::CaFile("/etc/mcp/ca.pem".into()))
+///     .with_client_cert(ClientCert::new("/etc/mcp/client.pem", "/etc/mcp/client.key"));
 /// assert_eq!(TlsOptions::default().roots, Roots::Webpki);
 /// # let _ = private_ca;
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct TlsOptions {
     /// The base set of roots.
     pub roots: Roots,
@@ -68,6 +75,37 @@ pub struct TlsOptions {
     pub extra_roots: Vec<CertificateDer<'static>>,
     /// The client certificate sent when a server asks for one (mutual TLS).
     pub client_cert: Option<ClientCert>,
+}
+
+impl TlsOptions {
+    /// The defaults: the webpki roots, no client certificate.
+    pub fn new() -> Self {
+        TlsOptions::default()
+    }
+
+    /// The base set of roots.
+    pub fn with_roots(mut self, roots: Roots) -> Self {
+        self.roots = roots;
+        self
+    }
+
+    /// A PEM bundle trusted in addition to the roots.
+    pub fn with_extra_ca_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.extra_ca_file = Some(path.into());
+        self
+    }
+
+    /// Certificates trusted in addition to the roots.
+    pub fn with_extra_roots(mut self, roots: Vec<CertificateDer<'static>>) -> Self {
+        self.extra_roots = roots;
+        self
+    }
+
+    /// The client certificate to present (mTLS).
+    pub fn with_client_cert(mut self, client_cert: ClientCert) -> Self {
+        self.client_cert = Some(client_cert);
+        self
+    }
 }
 
 /// Why TLS settings could not be used. Messages name the file; they never quote its contents.

@@ -20,10 +20,7 @@ use inputs::{Eol, Feed, JsonInput, SseInput};
 /// Limits for every mcpwire decoder in the bench: large enough for the 10 MiB line, the same for
 /// all workloads (a limit is a comparison, not work).
 pub fn sse_limits() -> mcpwire::sse::Limits {
-    mcpwire::sse::Limits {
-        max_line_bytes: 16 << 20,
-        max_event_bytes: 16 << 20,
-    }
+    mcpwire::sse::Limits::new(16 << 20, 16 << 20)
 }
 
 struct Args {

@@ -68,6 +68,7 @@ fn now() -> tokio::time::Instant {
 
 /// What to probe, and its limits.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct ProbeOptions {
     /// The Streamable HTTP endpoint (or a legacy HTTP+SSE one), `http://` or `https://`.
     pub url: String,

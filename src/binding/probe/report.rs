@@ -7,6 +7,7 @@ use serde::Serialize;
 
 /// Everything the probe learned about one server, step by step.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct ProbeReport {
     /// The endpoint probed, as given.
     pub url: String,
@@ -34,6 +35,7 @@ pub struct ProbeReport {
 
 /// Who the server says it is.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct ServerSummary {
     /// `serverInfo.name`.
     pub name: String,
@@ -52,6 +54,7 @@ pub struct ServerSummary {
 
 /// The protocol eras the server speaks.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Eras {
     /// What `server/discover` (protocol 2026-07-28) said.
     pub modern: ModernEra,
@@ -61,6 +64,7 @@ pub struct Eras {
 
 /// The answer to the 2026-07-28 `server/discover` probe, classified as a 2026 client would.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct ModernEra {
     /// `Some(true)`: speaks 2026-07-28; `Some(false)`: a 2025-era server; `None`: no verdict
     /// (credentials needed, a server error, no answer).
@@ -77,6 +81,7 @@ pub struct ModernEra {
 
 /// The 2025-era (initialize handshake) side.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct LegacyEra {
     /// The revision the library client negotiated offering 2025-11-25, if it connected.
     pub negotiated: Option<String>,
@@ -94,6 +99,7 @@ pub struct LegacyEra {
 
 /// One raw `initialize` offering a revision.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct VersionOffer {
     /// The revision offered.
     pub offered: String,
@@ -119,6 +125,7 @@ impl LegacyEra {
 
 /// One request the probe made itself, and its reply.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct ReplySeen {
     /// What was sent, e.g. `POST initialize 2025-11-25`.
     pub request: String,
@@ -144,6 +151,7 @@ pub struct ReplySeen {
 
 /// How an event-stream body was framed.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct SseFraming {
     /// `LF`, `CRLF`, `CR`, `mixed (...)`, or `none`.
     pub line_endings: String,
@@ -166,6 +174,7 @@ pub struct SseFraming {
 
 /// How the server handles session ids.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Sessions {
     /// The shape of the first `Mcp-Session-Id` it gave (never the value), if it gave one.
     pub session_id: Option<SessionIdSeen>,
@@ -177,6 +186,7 @@ pub struct Sessions {
 
 /// What a session id looked like.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct SessionIdSeen {
     /// Its length in bytes.
     pub length: usize,
@@ -188,6 +198,7 @@ pub struct SessionIdSeen {
 
 /// An HTTP status and the JSON-RPC error that came with it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct StatusSeen {
     /// The HTTP status.
     pub status: u16,
@@ -197,6 +208,7 @@ pub struct StatusSeen {
 
 /// Whether the server needs credentials.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Auth {
     /// Whether a request was refused with 401 or 403.
     pub required: bool,
@@ -215,6 +227,7 @@ pub struct Auth {
 
 /// One `WWW-Authenticate` challenge.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Challenge {
     /// The auth scheme, e.g. `Bearer`.
     pub scheme: String,
@@ -232,6 +245,7 @@ pub struct Challenge {
 
 /// The protected-resource metadata (RFC 9728) in short.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct ResourceMetadata {
     /// Where it was fetched.
     pub url: String,
@@ -247,6 +261,7 @@ pub struct ResourceMetadata {
 
 /// The server's tools.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Tools {
     /// Whether the list was read (every page).
     pub listed: bool,
@@ -261,6 +276,7 @@ pub struct Tools {
 
 /// One tool and what is wrong with it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct ToolCheck {
     /// Its name.
     pub name: String,
@@ -283,6 +299,7 @@ pub struct ToolCheck {
 /// How strong the broken rule is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "UPPERCASE")]
+#[non_exhaustive]
 pub enum Level {
     /// A MUST (or MUST NOT) of the specification.
     Must,
@@ -292,6 +309,7 @@ pub enum Level {
 
 /// One rule the server broke on the wire.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Deviation {
     /// What the server did, in a line.
     pub what: String,

@@ -133,12 +133,9 @@ async fn run(url: &str, workload: &str, n: usize) -> Result<(), Failure> {
             let client = connect(&pool, &url).await?;
             let seen = Arc::new(AtomicUsize::new(0));
             let counter = seen.clone();
-            let options = CallOptions {
-                on_progress: Some(Box::new(move |_| {
+            let options = CallOptions::new().with_on_progress(move |_| {
                     counter.fetch_add(1, Ordering::Relaxed);
-                })),
-                ..CallOptions::default()
-            };
+                });
             let result = client
                 .call_tool(
                     "progress_burst",
