@@ -971,6 +971,9 @@ impl Client {
                                 None => return Err(error),
                             }
                         }
+                        FailureKind::ServerError {
+                            code: error_code::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                        } => return Err(elicitation_refusal(failure).unwrap_or(error)),
                         _ => return Err(error),
                     }
                 }
@@ -1851,4 +1854,33 @@ impl Driver {
             }
         }
     }
+}
+
+/// A `tools/call` answered -32021 (MissingRequiredClientCapability), never sent again. When the
+/// capability is elicitation, the server wanted user input for a tool that may have run: real
+/// servers find that out inside the tool (the TypeScript SDK v2 runs the handler, which asks
+/// for an elicitation, and only then answers -32021: `fixtures/ts2-2026-confirm`), so it fails
+/// as an elicitation request with its outcome unknown, as a 2025-era `elicitation/create` does
+/// (SPEC.md). Any other capability stays the server's refusal (a JSON-RPC error): `None`.
+fn elicitation_refusal(failure: &Failure) -> Option<Error> {
+    let required = failure
+        .data()
+        .and_then(|data| serde_json::from_str::<serde_json::Value>(data).ok())
+        .and_then(|data| data.get("requiredCapabilities").cloned());
+    let wants_input = required
+        .as_ref()
+        .and_then(serde_json::Value::as_object)
+        .is_some_and(|caps| caps.contains_key("elicitation"));
+    if !wants_input {
+        return None;
+    }
+    let named = required.map_or_else(String::new, |caps| caps.to_string());
+    Some(Error::from_failure(Failure::new(
+        FailureKind::ElicitationRequested,
+        Delivery::MayHaveReached,
+        format!(
+            "the server needs user input (-32021, required capabilities {named}), which a \
+             call through this client cannot give; the tool may have run"
+        ),
+    )))
 }
