@@ -665,6 +665,11 @@ impl Flow {
         }
     }
 
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
     /// The token cache.
     pub fn cache(&self) -> &TokenCache {
         &self.cache
@@ -873,6 +878,18 @@ impl Flow {
         if let Some((_, _, origin)) = &mut self.token {
             *origin = Origin_::Proven;
         }
+    }
+
+    /// The driver gave up on what is under way (the host's authorizer failed or the person
+    /// went away): the flow fails ([`Output::Failed`]) and is ready to start again.
+    pub fn abandon(&mut self) {
+        let purpose = match (&self.stage, &self.pending) {
+            (Stage::Idle, _) => return,
+            (Stage::Authorizing(_), _) => Purpose::Authorization,
+            (_, Some(pending)) => pending.purpose,
+            (_, None) => Purpose::Authorization,
+        };
+        self.fail(Error::Transport { purpose });
     }
 
     /// The driver could not complete the request `id` (connect, TLS, a body over its
