@@ -613,6 +613,9 @@ pub struct Flow {
     client: Option<Identity>,
     requested: Option<Scopes>,
     token: Option<(Token, TokenKey, Origin_)>,
+    /// When the current token was obtained (or taken from the cache): a token whose life is
+    /// shorter than the refresh margin is refreshed half-way through it, not at once.
+    token_since: UnixTime,
     step_ups: u32,
     cache: TokenCache,
     /// The key of the token being obtained.
@@ -657,6 +660,7 @@ impl Flow {
             client: None,
             requested: None,
             token: None,
+            token_since: UnixTime(0),
             step_ups: 0,
             cache,
             pending_key: None,
@@ -738,7 +742,13 @@ impl Flow {
         };
         let refresh = match (&self.stage, &self.token) {
             (Stage::Idle, Some((token, ..))) if token.refresh_token().is_some() => {
-                token.refresh_at(self.config.limits.refresh_margin_secs)
+                let half_life = token.expires_at().map(|at| {
+                    self.token_since
+                        .plus(at.0.saturating_sub(self.token_since.0) / 2)
+                });
+                token
+                    .refresh_at(self.config.limits.refresh_margin_secs)
+                    .max(half_life)
             }
             _ => None,
         };
@@ -1310,11 +1320,13 @@ impl Flow {
         if let Some(cached) = self.cache.get(&key).cloned() {
             if !cached.is_expired(now) {
                 self.token = Some((cached.clone(), key, Origin_::Proven));
+                self.token_since = now;
                 self.outputs.push_back(Output::Token(cached));
                 return;
             }
             if cached.refresh_token().is_some() {
                 self.token = Some((cached, key, Origin_::Proven));
+                self.token_since = now;
                 return self.refresh(now, true, true);
             }
             self.cache.remove(&key);
@@ -1497,6 +1509,7 @@ impl Flow {
                 };
                 self.cache.insert(key.clone(), token.clone());
                 self.token = Some((token.clone(), key, origin));
+                self.token_since = now;
                 if announce {
                     self.outputs.push_back(Output::Token(token));
                 }
@@ -1558,6 +1571,11 @@ impl Flow {
         max_response_bytes: usize,
         now: UnixTime,
     ) {
+        if !url.is_secure() {
+            return self.fail(Error::Insecure {
+                url: url.to_string(),
+            });
+        }
         if !self.allowed(&url) {
             return self.fail(Error::CrossOrigin {
                 url: url.to_string(),
