@@ -457,6 +457,8 @@ enum Command {
     /// why there is none.
     Reauthorized {
         id: Id,
+        /// The token the request was refused with.
+        sent: Option<Secret>,
         token: Result<Secret, String>,
     },
     /// The input handler's answer to a server request.
@@ -601,6 +603,7 @@ impl Client {
                 sent: SentTokens::default(),
                 pool: link.pool().clone(),
                 log: link.exchange_ref().config().wire_log.clone(),
+                superseded: None,
             }),
             _ => None,
         };
@@ -1490,6 +1493,8 @@ struct DriverAuth {
     /// For the OAuth flows' requests.
     pool: HttpPool,
     log: Option<crate::exchange::WireLog>,
+    /// The last token refused and the one the source gave to replace it.
+    superseded: Option<(Secret, Secret)>,
 }
 
 struct Driver {
@@ -1669,12 +1674,13 @@ impl Driver {
                     link.exchange().set_modern(Some(version.as_str()));
                 }
             }
-            Command::Reauthorized { id, token } => {
+            Command::Reauthorized { id, sent, token } => {
                 if let Link::Http(link) = &mut self.link {
                     match token {
                         Ok(token) => {
-                            if let Some(auth) = &self.auth {
+                            if let Some(auth) = &mut self.auth {
                                 remember(&auth.sent, &token);
+                                auth.superseded = sent.map(|old| (old, token.clone()));
                             }
                             link.exchange().resend(&id, Some(token), now);
                         }
@@ -1694,7 +1700,13 @@ impl Driver {
         };
         let now = auth::unix_now();
         auth.auth.refresh_if_due(&auth.pool, auth.log.as_ref(), now);
-        let token = auth.auth.token(now);
+        let mut token = auth.auth.token(now);
+        // A source that still hands out the token it gave a replacement for: the replacement.
+        if let (Some(given), Some((old, new))) = (&token, &auth.superseded)
+            && given == old
+        {
+            token = Some(new.clone());
+        }
         if token.as_ref() != link.exchange_ref().bearer() {
             if let Some(token) = &token {
                 remember(&auth.sent, token);
@@ -1721,6 +1733,7 @@ impl Driver {
             let _ = answers
                 .send(Command::Reauthorized {
                     id: refusal.id,
+                    sent: refusal.sent,
                     token,
                 })
                 .await;

@@ -9,7 +9,9 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use mcpwire::auth::{AuthMethod, Config, PreRegistered, Secret, SigningKey};
+use mcpwire::auth::{
+    AuthMethod, Config, PreRegistered, Refusal, Secret, SigningKey, TokenProvider,
+};
 use mcpwire::client::auth::{Auth, Authorizer, Headless, OAuth};
 use mcpwire::client::{CallOptions, Client, ClientOptions};
 use mcpwire::session::EraPolicy;
@@ -797,4 +799,121 @@ async fn auth_no_secret_appears_in_any_output() {
             );
         }
     }
+}
+
+/// A host's token store: hands out `current`, answers a refusal as `answer` says, counts
+/// what it was told.
+struct HostTokens {
+    current: Arc<Mutex<Option<Secret>>>,
+    answer: fn(&HostTokens) -> Refusal,
+    refusals: Mutex<Vec<(u16, Option<String>)>>,
+    accepted: std::sync::atomic::AtomicUsize,
+}
+
+impl TokenProvider for HostTokens {
+    fn token(&self, _now: mcpwire::auth::UnixTime) -> Option<Secret> {
+        self.current.lock().unwrap().clone()
+    }
+
+    fn refused(
+        &self,
+        status: mcpwire::auth::StatusCode,
+        _headers: &mcpwire::auth::HeaderMap,
+        sent: Option<&Secret>,
+        _now: mcpwire::auth::UnixTime,
+    ) -> Refusal {
+        self.refusals
+            .lock()
+            .unwrap()
+            .push((status.as_u16(), sent.map(|s| s.expose().to_owned())));
+        (self.answer)(self)
+    }
+
+    fn accepted(&self) {
+        self.accepted
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+const HOST_OLD: &str = "host-OLD-5c1e9a3f7b";
+const HOST_NEW: &str = "host-NEW-0b4d8f2a6c";
+
+/// Connects to `mock` (which takes only `HOST_NEW`) with a host token provider that starts
+/// with `HOST_OLD` and answers refusals with `answer`; calls the tool once.
+async fn with_host_tokens(
+    answer: fn(&HostTokens) -> Refusal,
+) -> (Arc<HostTokens>, Mock, Result<(), Error>) {
+    let mock = Mock::start(false, |s| s.valid = vec![HOST_NEW.to_owned()]).await;
+    let tokens = Arc::new(HostTokens {
+        current: Arc::new(Mutex::new(Some(Secret::new(HOST_OLD)))),
+        answer,
+        refusals: Mutex::default(),
+        accepted: Default::default(),
+    });
+    let mut options = ClientOptions::default();
+    options.session.era = EraPolicy::Legacy;
+    options.auth = Some(Auth::provider(tokens.clone()));
+    let outcome = async {
+        let client =
+            Client::connect_http(&pool(), HttpConfig::new(&mock.url()).unwrap(), options).await?;
+        let called = client
+            .call_tool("write", None, call_options())
+            .await
+            .map(drop);
+        client.close().await;
+        called
+    }
+    .await;
+    (tokens, mock, outcome)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auth_a_host_token_provider_gives_the_token_a_refused_request_is_sent_again_with() {
+    let (tokens, mock, outcome) = with_host_tokens(|_| Refusal::Retry(Secret::new(HOST_NEW))).await;
+    outcome.expect("sent again with the new token");
+    assert_eq!(
+        *tokens.refusals.lock().unwrap(),
+        [(401, Some(HOST_OLD.to_owned()))],
+        "told once, of the token sent"
+    );
+    assert!(tokens.accepted.load(std::sync::atomic::Ordering::Relaxed) >= 2);
+    assert_eq!(mock.state().ran, 1);
+    // A provider still handing out the old token: the new one, once given, stays in use.
+    assert!(
+        mock.posts("tools/call")
+            .iter()
+            .all(|r| r.header("authorization") == Some(&format!("Bearer {HOST_NEW}")))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auth_a_pending_host_token_provider_is_waited_for() {
+    let (tokens, mock, outcome) = with_host_tokens(|tokens| {
+        // The store gets the new token a little later (a person logging in elsewhere).
+        let slot = tokens.current.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            *slot.lock().unwrap() = Some(Secret::new(HOST_NEW));
+        });
+        Refusal::Pending
+    })
+    .await;
+    outcome.expect("sent again once the provider had a new token");
+    assert_eq!(tokens.refusals.lock().unwrap().len(), 1);
+    assert_eq!(mock.state().ran, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auth_a_host_token_provider_that_gives_up_fails_the_request_as_refused() {
+    let (_tokens, mock, outcome) =
+        with_host_tokens(|_| Refusal::Fail("the token store is locked".to_owned())).await;
+    let error = outcome.expect_err("refused");
+    assert_eq!(error.kind(), ErrorKind::Unauthorized);
+    assert!(!error.outcome_unknown());
+    assert!(
+        error.to_string().contains("the token store is locked"),
+        "{error}"
+    );
+    assert!(!error.to_string().contains(HOST_OLD), "{error}");
+    assert_eq!(mock.posts("initialize").len(), 1, "not sent again");
 }
