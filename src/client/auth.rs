@@ -11,7 +11,42 @@
 //! static token (`HttpConfig::bearer_token`, a binding's `token_env`) needs neither.
 //!
 //! One [`OAuth`] serves one MCP server and may be shared by every client that connects to it
-//! (an `Arc`): they share its tokens, and one flow runs at a time.
+//! (an `Arc`): they share its tokens, and one flow runs at a time. A token store keeps
+//! [`OAuth::cache`] and starts the next process with [`OAuth::with_cache`], or implements
+//! [`TokenProvider`] itself.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use mcpwire::auth::{Config, Url};
+//! use mcpwire::client::auth::{Auth, AuthorizeFuture, Authorizer, OAuth};
+//! use mcpwire::client::{Client, ClientOptions};
+//! use mcpwire::transport::http::{HttpConfig, HttpPool, TlsOptions};
+//!
+//! /// Shows the URL; a real one opens a browser and listens on the loopback redirect URI,
+//! /// then returns the URL the browser came back to.
+//! struct ShowUrl;
+//!
+//! impl Authorizer for ShowUrl {
+//!     fn authorize(&self, url: &Url) -> AuthorizeFuture {
+//!         let url = url.to_string();
+//!         Box::pin(async move {
+//!             eprintln!("open {url}");
+//!             Err("this example does not listen for the redirect".into())
+//!         })
+//!     }
+//! }
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let server = "https://mcp.example.com/mcp";
+//! let config = Config::authorization_code(server, "http://127.0.0.1:8765/callback")?;
+//! let oauth = Arc::new(OAuth::new(config, Some(Arc::new(ShowUrl)))?);
+//! let mut options = ClientOptions::default();
+//! options.auth = Some(Auth::oauth(oauth.clone()));
+//! let pool = HttpPool::new(&TlsOptions::default())?;
+//! // A 401 runs the flow; the refused request is sent again with the token.
+//! let client = Client::connect_http(&pool, HttpConfig::new(server)?, options).await?;
+//! # Ok(()) }
+//! ```
 
 // The driver side: it reads the wall clock for token expiry (time is an input to the flow).
 #![allow(clippy::disallowed_methods)]

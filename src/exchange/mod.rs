@@ -21,6 +21,8 @@
 //!             Output::Message(m) => session.handle_message(m, now),
 //!             Output::RequestFailed { id, failure } => session.fail_request(&id, failure),
 //!             Output::LegacyTransport => session.downgrade_to_legacy(now),
+//!             Output::Refused(refusal) => ask the token provider (hold_refusals is on), then
+//!                 exchange.resend(&refusal.id, Some(token), now) or exchange.reject(&refusal.id, why),
 //!             Output::Down(failure) => session.fail_all(&failure),
 //!             Output::Closed { .. } => the session is over; stop,
 //!         }
@@ -37,9 +39,12 @@
 //! response is resumed by GET with `Last-Event-ID` when an event id was seen. Responses are
 //! matched to requests by the session alone: the exchange learns that a request is answered
 //! from [`Exchange::finish`]. `Mcp-Session-Id` comes only from a successful initialize reply;
-//! `MCP-Protocol-Version` goes on every request once the driver set it. The bearer token and
-//! the configured extra headers ([`HttpConfig::headers`]) go on every request to the
-//! configured origin and nowhere else: redirects are never followed.
+//! `MCP-Protocol-Version` goes on every request once the driver set it. The bearer token (the
+//! config's, or the one [`Exchange::set_bearer`] put in its place) and the configured extra
+//! headers ([`HttpConfig::headers`]) go on every request to the configured origin and nowhere
+//! else: redirects are never followed. A 401 or 403 fails its request, or with
+//! [`Exchange::hold_refusals`] waits for a new token and is sent again: the server answered the
+//! credentials, so the request did not run.
 
 #[cfg(test)]
 mod tests;
