@@ -476,7 +476,7 @@ async fn auth_oversized_server_metadata_is_refused() {
     let mock = Mock::start(true, |s| s.padding = 2 * 1024 * 1024).await;
     refused_before_any_token(
         &mock,
-        "authorization-server metadata request could not be completed",
+        "authorization-server metadata request could not be completed: the body is larger than 65536 bytes",
     )
     .await;
 }

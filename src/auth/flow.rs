@@ -330,10 +330,13 @@ pub enum Error {
     },
     /// The authorization response is refused.
     Authorization(AuthorizationError),
-    /// The driver could not complete a request (connect, TLS, a body over its limit).
+    /// The driver could not complete a request (connect, TLS, a body over its limit), or gave
+    /// up on the person's approval.
     Transport {
         /// Which request.
         purpose: Purpose,
+        /// What the driver said of it (cut short; empty when it said nothing).
+        detail: String,
     },
     /// A request, or the person, took longer than allowed.
     Timeout {
@@ -409,7 +412,12 @@ impl fmt::Display for Error {
             Error::Registration(e) => write!(f, "the client registration: {e}"),
             Error::Token { purpose, error } => write!(f, "{purpose}: {error}"),
             Error::Authorization(e) => e.fmt(f),
-            Error::Transport { purpose } => write!(f, "{purpose} could not be completed"),
+            Error::Transport { purpose, detail } if detail.is_empty() => {
+                write!(f, "{purpose} could not be completed")
+            }
+            Error::Transport { purpose, detail } => {
+                write!(f, "{purpose} could not be completed: {detail}")
+            }
             Error::Timeout { purpose } => write!(f, "{purpose} timed out"),
             Error::InsufficientScope { scope, step_ups } => write!(
                 f,
@@ -891,23 +899,34 @@ impl Flow {
     }
 
     /// The driver gave up on what is under way (the host's authorizer failed or the person
-    /// went away): the flow fails ([`Output::Failed`]) and is ready to start again.
-    pub fn abandon(&mut self) {
+    /// went away), for the reason `why`: the flow fails ([`Output::Failed`]) and is ready to
+    /// start again.
+    pub fn abandon(&mut self, why: &str) {
         let purpose = match (&self.stage, &self.pending) {
             (Stage::Idle, _) => return,
             (Stage::Authorizing(_), _) => Purpose::Authorization,
             (_, Some(pending)) => pending.purpose,
             (_, None) => Purpose::Authorization,
         };
-        self.fail(Error::Transport { purpose });
+        self.fail(Error::Transport {
+            purpose,
+            detail: clean_text(why, 300),
+        });
     }
 
     /// The driver could not complete the request `id` (connect, TLS, a body over its
     /// limit, its own timeout).
-    pub fn handle_error(&mut self, id: RequestId, _now: UnixTime) {
+    pub fn handle_error(&mut self, id: RequestId, now: UnixTime) {
+        self.handle_failure(id, "", now);
+    }
+
+    /// As [`handle_error`](Flow::handle_error), with what the driver knows of the failure
+    /// (`why`, cut short, shown in the error: it must hold no secret).
+    pub fn handle_failure(&mut self, id: RequestId, why: &str, _now: UnixTime) {
         if let Some(pending) = self.take_pending(id) {
             self.fail(Error::Transport {
                 purpose: pending.purpose,
+                detail: clean_text(why, 300),
             });
         }
     }

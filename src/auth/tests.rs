@@ -1568,7 +1568,8 @@ fn timeouts_and_transport_failures() {
     assert!(matches!(
         flow.poll_output(),
         Some(Output::Failed(Error::Transport {
-            purpose: Purpose::ResourceMetadata
+            purpose: Purpose::ResourceMetadata,
+            ..
         }))
     ));
 

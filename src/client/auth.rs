@@ -48,9 +48,6 @@
 //! # Ok(()) }
 //! ```
 
-// The driver side: it reads the wall clock for token expiry (time is an input to the flow).
-#![allow(clippy::disallowed_methods)]
-
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -67,7 +64,9 @@ use crate::auth::{
 use crate::exchange::{Refusal, WireLog};
 use crate::transport::http::{HttpPool, RawEnd};
 
-/// The wall clock, in the flow's terms.
+/// The wall clock, in the flow's terms: the driver's one reading of it for token expiry and
+/// assertions (time is an input to the flow).
+#[allow(clippy::disallowed_methods)]
 pub(crate) fn unix_now() -> UnixTime {
     UnixTime(
         std::time::SystemTime::now()
@@ -496,14 +495,14 @@ impl OAuth {
                         }
                         Err(why) => {
                             note(format!("< auth {method} {uri} failed: {why}"));
-                            self.with_flow(|flow| flow.handle_error(id, now));
+                            self.with_flow(|flow| flow.handle_failure(id, &why, now));
                         }
                     }
                 }
                 Some(Output::Authorize { url }) => {
                     note(format!("> authorize {}", url.origin_text()));
                     let Some(authorizer) = &self.authorizer else {
-                        self.with_flow(Flow::abandon);
+                        self.with_flow(|flow| flow.abandon("no authorizer is configured"));
                         continue;
                     };
                     let back =
@@ -518,18 +517,24 @@ impl OAuth {
                             match taken {
                                 Ok(()) | Err(crate::auth::RedirectError::Failed) => {}
                                 Err(error) => {
-                                    note(format!("< authorize: {error}"));
-                                    self.with_flow(Flow::abandon);
+                                    let why = format!("the redirect back was refused: {error}");
+                                    note(format!("< authorize: {why}"));
+                                    self.with_flow(|flow| flow.abandon(&why));
                                 }
                             }
                         }
                         Ok(Err(error)) => {
-                            note(format!("< authorize failed: {error}"));
-                            self.with_flow(Flow::abandon);
+                            let why = format!("the authorizer failed: {error}");
+                            note(format!("< authorize: {why}"));
+                            self.with_flow(|flow| flow.abandon(&why));
                         }
                         Err(_) => {
-                            note("< authorize timed out".to_owned());
-                            self.with_flow(Flow::abandon);
+                            let why = format!(
+                                "no redirect back within {} s",
+                                self.authorize_timeout.as_secs()
+                            );
+                            note(format!("< authorize: {why}"));
+                            self.with_flow(|flow| flow.abandon(&why));
                         }
                     }
                 }
