@@ -113,7 +113,10 @@ impl Default for HttpLimits {
 pub struct HttpConfig {
     /// The MCP endpoint, `http://` or `https://`.
     pub url: Uri,
-    /// Sent as `Authorization: Bearer ...` on every request to the endpoint's origin.
+    /// Sent as `Authorization: Bearer ...` on every request to the endpoint's origin: a static
+    /// token (a binding's `token_env`), whose refusal is final. Tokens that change (a host's
+    /// token store, OAuth) come from the client's token source instead
+    /// (`ClientOptions::auth`, through [`Exchange::set_bearer`]).
     pub bearer_token: Option<Secret>,
     /// More headers sent on every request to the endpoint (`POST`, `GET` and `DELETE`), for
     /// servers that want an API key or a tenant in a header of their own. Their values are
