@@ -5,7 +5,8 @@
 //! - server-everything, the official TypeScript SDK's demo server (`everything_*` tests);
 //! - `tests/peers/py_server.py` on the official Python SDK 2.x and 1.x (`py_v2::*`, `py_v1::*`,
 //!   one test per server mode or feature, generated for both SDKs by `python_tests!`);
-//! - `tests/peers/ts2_server.mjs` on the official TypeScript SDK v2 (`ts2_*` tests).
+//! - `tests/peers/ts2_server.mjs` on the official TypeScript SDK v2 (`ts2_*` tests);
+//! - `fixtures/servers/rmcp-server` on rmcp 3, the official Rust SDK (`rmcp_*` tests).
 //!
 //! Each test starts its own server (a fresh process, so no state crosses tests) and stops it on
 //! drop. No test sleeps for a fixed time except the cancellation tests' 500 ms before cancelling;
@@ -302,6 +303,50 @@ impl Wire {
     fn count(&self, pattern: &str) -> usize {
         self.lines().iter().filter(|l| l.contains(pattern)).count()
     }
+}
+
+/// Calls a tool that takes far longer than its 700 ms deadline: a timeout, with the outcome
+/// unknown, at the deadline (within 2 s).
+async fn times_out_after_700_ms(client: &Client, tool: &str, arguments: Value) {
+    let started = Instant::now();
+    let options = CallOptions {
+        timeout: Duration::from_millis(700),
+        ..call_options()
+    };
+    let error = expect_err(call_with(client, tool, arguments, options).await, tool);
+    let elapsed = started.elapsed();
+    assert_eq!(error.kind(), ErrorKind::Timeout, "{error}");
+    assert!(error.outcome_unknown(), "{error}");
+    assert!(
+        elapsed >= Duration::from_millis(650) && elapsed < Duration::from_secs(2),
+        "{elapsed:?}"
+    );
+}
+
+/// Checks that the client sent only POSTs (no GET stream, no DELETE) and never `initialize`,
+/// as at 2026-07-28; returns the request lines.
+fn modern_requests_only(wire: &Wire) -> Vec<String> {
+    let sent: Vec<String> = wire
+        .lines()
+        .into_iter()
+        .filter(|l| l.starts_with("> "))
+        .collect();
+    assert!(sent.iter().all(|l| l.starts_with("> POST")), "{sent:#?}");
+    assert!(
+        !sent.iter().any(|l| l.contains("\"initialize\"")),
+        "{sent:#?}"
+    );
+    sent
+}
+
+/// The name the server gave in its discover or initialize result.
+pub(crate) fn server_name(client: &Client) -> String {
+    client
+        .server()
+        .expect("the server described itself")
+        .server_info
+        .name
+        .clone()
 }
 
 /// One HTTP/1.1 exchange on a fresh connection with `Connection: close`, written by hand so
@@ -1371,27 +1416,7 @@ async fn timeout_of_a_slow_call(sdk: Sdk) {
     let server = PeerServer::python(sdk, &[]);
     let pool = pool();
     let client = connect_with(&pool, config(&server.url), py_options(sdk)).await;
-    let started = Instant::now();
-    let error = expect_err(
-        call_with(
-            &client,
-            "slow",
-            json!({"seconds": 30}),
-            CallOptions {
-                timeout: Duration::from_millis(700),
-                ..call_options()
-            },
-        )
-        .await,
-        "slow",
-    );
-    let elapsed = started.elapsed();
-    assert_eq!(error.kind(), ErrorKind::Timeout, "{error}");
-    assert!(error.outcome_unknown(), "{error}");
-    assert!(
-        elapsed >= Duration::from_millis(650) && elapsed < Duration::from_secs(2),
-        "{elapsed:?}"
-    );
+    times_out_after_700_ms(&client, "slow", json!({"seconds": 30})).await;
     // A timeout cancels the request on the server too.
     assert!(
         wait_for_log(&server, "slow: cancelled after"),
@@ -2083,16 +2108,7 @@ async fn ts2_modern(extra: &[&str]) {
     assert!(!result.is_error());
     progress.assert_steps(3, true);
     client.close().await;
-    let sent: Vec<_> = wire
-        .lines()
-        .into_iter()
-        .filter(|l| l.starts_with("> "))
-        .collect();
-    assert!(sent.iter().all(|l| l.starts_with("> POST")), "{sent:#?}");
-    assert!(
-        !sent.iter().any(|l| l.contains("\"initialize\"")),
-        "{sent:#?}"
-    );
+    modern_requests_only(&wire);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -2253,4 +2269,196 @@ async fn ts2_binding_calls_are_one_post_each_after_the_first_probe() {
             "{post}"
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ts2_http_probe() {
+    if !peers::require(Peer::Ts2) {
+        return;
+    }
+    let server = PeerServer::ts2(&[]);
+    let report = probe_peer(&server.url).await;
+    let text = report.render();
+    assert_eq!(report.eras.modern.speaks_2026_07_28, Some(true), "{text}");
+    assert_eq!(
+        report.server.as_ref().unwrap().name,
+        "mcpwire-ts2-test-server"
+    );
+    // region_echo's x-mcp-header annotation is valid: no tool has a problem.
+    let want: BTreeSet<String> = TS2_TOOLS.iter().map(|s| (*s).to_owned()).collect();
+    assert_eq!(probed_tools(&report), want, "{text}");
+    assert!(declares_output_schema(&report, "add"), "{text}");
+}
+
+// --- rmcp 3, the official Rust SDK ---------------------------------------------------------
+
+/// Every tool `fixtures/servers/rmcp-server` has (listed five to a page).
+const RMCP_TOOLS: [&str; 12] = [
+    "add",
+    "audio_clip",
+    "echo",
+    "embedded_resource",
+    "fail",
+    "log_messages",
+    "mixed_content",
+    "progress",
+    "resource_links",
+    "slow",
+    "tiny_image",
+    "weather",
+];
+
+fn rmcp_tools() -> BTreeSet<String> {
+    RMCP_TOOLS.iter().map(|s| (*s).to_owned()).collect()
+}
+
+/// The calls every mode of the rmcp server must serve: the paged tool list, text, an image,
+/// structured content matching the listed output schema, an `isError` result, progress.
+pub(crate) async fn rmcp_calls(client: &Client) {
+    assert_eq!(list_names(client).await, rmcp_tools());
+    let tools = client.list_tools().await.expect("tools/list");
+    let weather = tools.iter().find(|t| t.name == "weather").expect("weather");
+    assert!(weather.output_schema.is_some(), "{weather:?}");
+    let echoed = call(client, "echo", json!({"message": "héllo ✓"})).await;
+    assert!(!echoed.is_error(), "{echoed:?}");
+    assert_eq!(only_text(&echoed), "Echo: héllo ✓");
+    assert_eq!(
+        only_text(&call(client, "add", json!({"a": 2, "b": 3.5})).await),
+        "5.5"
+    );
+    let image = call(client, "tiny_image", json!({})).await;
+    assert_eq!(image.content.len(), 1, "{image:?}");
+    assert_png(&image.content[0]);
+    let report = call(client, "weather", json!({"city": "Oslo"})).await;
+    let structured = report
+        .structured_content
+        .clone()
+        .expect("structured content");
+    assert_eq!(structured["city"], "Oslo", "{report:?}");
+    assert!(structured["temperature_c"].is_f64(), "{report:?}");
+    // The same report, asked twice.
+    let again = call(client, "weather", json!({"city": "Oslo"})).await;
+    assert_eq!(again.structured_content, Some(structured));
+    let failed = call(client, "fail", json!({"message": "deliberate"})).await;
+    assert!(failed.is_error(), "{failed:?}");
+    assert_eq!(only_text(&failed), "deliberate");
+    let (counted, progress) =
+        call_with_progress(client, "progress", json!({"steps": 3, "delay_ms": 10})).await;
+    assert_eq!(only_text(&counted), "completed 3 steps");
+    progress.assert_steps(3, true);
+}
+
+/// rmcp 3 negotiates 2026-07-28: the probe is answered, every request is its own POST, and no
+/// `initialize`, session id or DELETE is ever sent.
+async fn rmcp_modern(extra: &[&str]) {
+    let server = PeerServer::rmcp(extra);
+    let pool = pool();
+    let mut config = config(&server.url);
+    let wire = Wire::default();
+    wire.attach(&mut config);
+    let client = connect_with(&pool, config, options()).await;
+    assert_eq!(client.protocol_version(), ProtocolVersion::V2026_07_28);
+    assert_eq!(client.session_id(), None);
+    assert_eq!(server_name(&client), "rmcp-example-server");
+    rmcp_calls(&client).await;
+    client.close().await;
+    let sent = modern_requests_only(&wire);
+    assert!(sent[0].contains("server/discover"), "{sent:#?}");
+    assert!(
+        !wire
+            .lines()
+            .iter()
+            .any(|l| l.to_ascii_lowercase().contains("mcp-session-id")),
+        "no session at 2026-07-28"
+    );
+}
+
+/// rmcp's default mode: sessions for the 2025 revisions, none at 2026-07-28.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rmcp_speaks_2026_07_28() {
+    if !peers::require(Peer::Rmcp) {
+        return;
+    }
+    rmcp_modern(&[]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rmcp_speaks_2026_07_28_with_json_replies() {
+    if !peers::require(Peer::Rmcp) {
+        return;
+    }
+    rmcp_modern(&["--json-response"]).await;
+}
+
+/// A client pinned to the 2025 path gets an MCP session from the same server, and ends it
+/// with DELETE.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rmcp_2025_path_with_a_session() {
+    if !peers::require(Peer::Rmcp) {
+        return;
+    }
+    let server = PeerServer::rmcp(&[]);
+    let pool = pool();
+    let mut config = config(&server.url);
+    let wire = Wire::default();
+    wire.attach(&mut config);
+    let client = connect_with(&pool, config, offering(ProtocolVersion::V2025_11_25)).await;
+    assert_eq!(client.protocol_version(), ProtocolVersion::V2025_11_25);
+    assert!(client.session_id().is_some(), "rmcp's session mode");
+    rmcp_calls(&client).await;
+    client.close().await;
+    assert_eq!(wire.count("> DELETE"), 1, "{:#?}", wire.lines());
+}
+
+/// With `--stateless`, a client pinned to 2025 is served without a session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rmcp_2025_path_without_sessions() {
+    if !peers::require(Peer::Rmcp) {
+        return;
+    }
+    let server = PeerServer::rmcp(&["--stateless"]);
+    let pool = pool();
+    let client = connect_with(
+        &pool,
+        config(&server.url),
+        offering(ProtocolVersion::V2025_11_25),
+    )
+    .await;
+    assert_eq!(client.protocol_version(), ProtocolVersion::V2025_11_25);
+    assert_eq!(client.session_id(), None);
+    rmcp_calls(&client).await;
+    client.close().await;
+}
+
+/// A deadline ends a slow 2026-07-28 call as a timeout whose outcome is unknown.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rmcp_timeout_of_a_slow_call() {
+    if !peers::require(Peer::Rmcp) {
+        return;
+    }
+    let server = PeerServer::rmcp(&[]);
+    let pool = pool();
+    let client = connect(&pool, &server.url).await;
+    assert!(client.is_modern());
+    times_out_after_700_ms(&client, "slow", json!({"seconds": 30})).await;
+    // The client is still usable.
+    assert_eq!(
+        only_text(&call(&client, "echo", json!({"message": "after"})).await),
+        "Echo: after"
+    );
+    client.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rmcp_http_probe() {
+    if !peers::require(Peer::Rmcp) {
+        return;
+    }
+    let server = PeerServer::rmcp(&[]);
+    let report = probe_peer(&server.url).await;
+    let text = report.render();
+    assert_eq!(report.eras.modern.speaks_2026_07_28, Some(true), "{text}");
+    assert_eq!(report.server.as_ref().unwrap().name, "rmcp-example-server");
+    assert_eq!(probed_tools(&report), rmcp_tools(), "{text}");
+    assert!(declares_output_schema(&report, "weather"), "{text}");
 }

@@ -1,5 +1,6 @@
 //! Interop over stdio: mcpwire's client spawning real MCP servers written by others
-//! (server-everything on Node, `py_server.py` on the official Python SDK 2.x and 1.x).
+//! (server-everything on Node, `py_server.py` on the official Python SDK 2.x and 1.x,
+//! `fixtures/servers/rmcp-server` on rmcp 3).
 
 use std::time::{Duration, Instant};
 
@@ -8,7 +9,9 @@ use mcpwire::mcp::ProtocolVersion;
 use mcpwire::transport::stdio::StdioConfig;
 use serde_json::json;
 
-use crate::interop::{call, call_with_progress, list_names, only_text, options, py_tools};
+use crate::interop::{
+    call, call_with_progress, list_names, only_text, options, py_tools, rmcp_calls, server_name,
+};
 use crate::support::peers::{self, Peer, Sdk};
 
 /// How long close() waits after closing stdin (and again after SIGTERM).
@@ -31,14 +34,7 @@ async fn everything_stdio() {
     let client = spawn(program, args).await;
     // server-everything answers the era probe -32601: initialize follows.
     assert_eq!(client.protocol_version(), ProtocolVersion::V2025_11_25);
-    assert_eq!(
-        client
-            .server()
-            .expect("the server described itself")
-            .server_info
-            .name,
-        "mcp-servers/everything"
-    );
+    assert_eq!(server_name(&client), "mcp-servers/everything");
     assert_eq!(client.session_id(), None);
     let names = list_names(&client).await;
     for name in ["echo", "get-sum", "trigger-long-running-operation"] {
@@ -72,14 +68,7 @@ async fn python_stdio(sdk: Sdk) {
         Sdk::V1 => ProtocolVersion::V2025_11_25,
     };
     assert_eq!(client.protocol_version(), expected);
-    assert_eq!(
-        client
-            .server()
-            .expect("the server described itself")
-            .server_info
-            .name,
-        "mcpwire-py-test-server"
-    );
+    assert_eq!(server_name(&client), "mcpwire-py-test-server");
     assert_eq!(list_names(&client).await, py_tools());
     let echo = call(&client, "echo_text", json!({"text": "stdio ✓"})).await;
     assert_eq!(only_text(&echo), "stdio ✓");
@@ -125,4 +114,19 @@ async fn py_v1_stdio() {
         return;
     }
     python_stdio(Sdk::V1).await;
+}
+
+/// rmcp 3 answers the era probe over stdio too: 2026-07-28, no initialize.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rmcp_stdio() {
+    if !peers::require(Peer::Rmcp) {
+        return;
+    }
+    let client = spawn(peers::rmcp_server(), vec!["--stdio".to_owned()]).await;
+    assert_eq!(client.protocol_version(), ProtocolVersion::V2026_07_28);
+    assert_eq!(server_name(&client), "rmcp-example-server");
+    rmcp_calls(&client).await;
+    let started = Instant::now();
+    client.close().await;
+    assert!(started.elapsed() < GRACE, "{:?}", started.elapsed());
 }

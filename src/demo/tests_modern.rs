@@ -1295,8 +1295,6 @@ mod client {
     /// A client that speaks 2025 alone gets the -32022 the server sends its `initialize`
     /// (`basic/versioning.mdx`: "this message may be the only diagnostic they can surface").
     #[tokio::test]
-    #[ignore = "client bug: a 400 whose body is -32022 answering initialize starts the legacy \
-                HTTP+SSE fallback (GET), and the GET's 405 is reported instead"]
     async fn a_2026_only_server_refuses_a_2025_client_with_32022() {
         let server = started(Era::Modern).await;
         let mut options = ClientOptions::default();

@@ -60,7 +60,7 @@ use http::{HeaderMap, Method, StatusCode, Uri};
 use serde::de::DeserializeOwned;
 
 use crate::jsonrpc::{self, ErrorObject, Id, Message, Response, TypedDecodeError};
-use crate::mcp::{ProgressNotificationParams, methods};
+use crate::mcp::{ProgressNotificationParams, error_code, methods};
 use crate::secret::Secret;
 use crate::session::{Delivery, Failure, FailureKind, ResumePolicy, Resumption};
 use crate::sse;
@@ -659,6 +659,9 @@ enum PrefixUse {
     ErrorReply { id: Id, failure: Failure },
     /// The end of the `DELETE`.
     Delete { status: StatusCode },
+    /// A 400, 404 or 405 with a JSON body answering `initialize`: a -32022 answers it, any
+    /// other body means the legacy HTTP+SSE transport.
+    InitializeRefused { id: Id },
 }
 
 /// How the body of a response is being read.
@@ -1267,7 +1270,9 @@ impl Exchange {
             }
             (_, Read::Prefix(collected, use_)) => {
                 let limit = match use_ {
-                    PrefixUse::ErrorReply { .. } => ERROR_REPLY_BYTES,
+                    PrefixUse::ErrorReply { .. } | PrefixUse::InitializeRefused { .. } => {
+                        ERROR_REPLY_BYTES
+                    }
                     _ => ERROR_BODY_BYTES,
                 };
                 let room = limit - collected.len();
@@ -1575,6 +1580,20 @@ impl Exchange {
             && !self.is_legacy()
             && matches!(status.as_u16(), 400 | 404 | 405)
         {
+            // A stateless-era server refuses a 2025 initialize with -32022 in a JSON body
+            // (`basic/versioning`: it may be the only diagnostic a 2025 client surfaces); that
+            // is its answer, not a sign of the 2024-11-05 transport. Any other body falls back.
+            if classify_reply(status, headers) == Reply::Json {
+                let id = op.id.clone();
+                self.flights.insert(
+                    stream,
+                    Flight {
+                        op: Op::Request(op),
+                        read: Read::Prefix(Vec::new(), PrefixUse::InitializeRefused { id }),
+                    },
+                );
+                return;
+            }
             self.outputs.push_back(Output::Abort(stream));
             self.open_legacy(op.id.clone());
             return;
@@ -1970,6 +1989,17 @@ impl Exchange {
             PrefixUse::Delete { status } => {
                 self.log(|| format!("< DELETE {:?}", Some(status)));
                 self.delete_done(Some(status), now);
+            }
+            PrefixUse::InitializeRefused { id } => {
+                self.log(|| format!("< {}", self.snippet(&collected)));
+                let refusal = error_reply(&collected, &id).filter(|message| {
+                    matches!(message, Message::Response(Response { outcome: Err(error), .. })
+                        if error.code == error_code::UNSUPPORTED_PROTOCOL_VERSION)
+                });
+                match refusal {
+                    Some(message) => self.outputs.push_back(Output::Message(message)),
+                    None => self.open_legacy(id),
+                }
             }
         }
     }

@@ -1844,6 +1844,42 @@ fn an_initialize_refused_with_400_404_or_405_opens_the_legacy_stream() {
     }
 }
 
+/// A stateless-era server refuses a 2025 `initialize` with -32022 in a JSON body: that is
+/// its answer (the session fails with it), not the legacy transport. Any other JSON body of
+/// a 400, 404 or 405 still falls back.
+#[test]
+fn an_initialize_refused_with_32022_is_answered_not_a_legacy_fallback() {
+    let refusal = r#"{"jsonrpc":"2.0","id":0,"error":{"code":-32022,"message":"unsupported protocol version","data":{"supported":["2026-07-28"]}}}"#;
+    for status in [400, 404, 405] {
+        let mut h = Harness::new();
+        let post = h.send_request(0, "initialize");
+        h.head(post, status, JSON);
+        h.body(post, refusal);
+        h.end(post);
+        assert_eq!(h.delivered(), [got(refusal)], "{status}");
+        assert!(
+            !h.events
+                .iter()
+                .any(|e| matches!(e, Event::Send(sent) if sent.method == Method::GET)),
+            "{status}: {:?}",
+            h.events
+        );
+    }
+    for body in [
+        r#"{"jsonrpc":"2.0","id":0,"error":{"code":-32600,"message":"no"}}"#,
+        r#"{"error":"Not Found"}"#,
+    ] {
+        let mut h = Harness::new();
+        let post = h.send_request(0, "initialize");
+        h.head(post, 404, JSON);
+        h.body(post, body);
+        h.end(post);
+        assert!(h.delivered().is_empty(), "{body}");
+        assert!(h.failures().is_empty(), "{body}");
+        assert_eq!(h.last_sent().method, Method::GET, "{body}: {:?}", h.events);
+    }
+}
+
 #[test]
 fn the_legacy_endpoint_event_switches_the_transport() {
     let mut h = Harness::new();

@@ -82,6 +82,9 @@ pub enum Peer {
     /// `tests/peers/ts2_server.mjs` on the official TypeScript SDK v2 (`@modelcontextprotocol/server`)
     /// and the Node 22 that `scripts/install-peers` installs beside it.
     Ts2,
+    /// `fixtures/servers/rmcp-server` on rmcp 3 (the official Rust SDK), built by
+    /// `scripts/install-peers`.
+    Rmcp,
 }
 
 impl Peer {
@@ -92,6 +95,7 @@ impl Peer {
             Peer::Python(Sdk::V1) => &[".installed-venv-v1"],
             Peer::Python(Sdk::V2) => &[".installed-venv-v2"],
             Peer::Ts2 => &[".installed-node22", ".installed-ts2"],
+            Peer::Rmcp => &[".installed-rmcp"],
         }
     }
 
@@ -104,6 +108,7 @@ impl Peer {
                 node22(),
                 ts2_dir().join("node_modules/@modelcontextprotocol/server/package.json"),
             ],
+            Peer::Rmcp => vec![rmcp_server()],
         }
     }
 
@@ -169,6 +174,11 @@ fn ts2_dir() -> PathBuf {
 
 fn ts2_server_script() -> PathBuf {
     repo_path("tests/peers/ts2_server.mjs")
+}
+
+/// The rmcp 3 server binary `scripts/install-peers` builds from `fixtures/servers/rmcp-server`.
+pub fn rmcp_server() -> PathBuf {
+    peers_dir().join("rmcp/rmcp-example-server")
 }
 
 /// `name` resolved on `PATH`, or `name` itself when it is not found there.
@@ -282,6 +292,23 @@ impl PeerServer {
                 .arg("--sdk-dir")
                 .arg(ts2_dir())
                 .args(args);
+            cmd
+        })
+    }
+
+    /// `fixtures/servers/rmcp-server` (rmcp 3, `StreamableHttpService`) with extra arguments
+    /// (`--stateless`, `--json-response`, `--page-size N`, `--sse-retry-ms N`). It serves
+    /// 2026-07-28 statelessly and the 2025 revisions with an MCP session (unless
+    /// `--stateless`) at `/mcp`.
+    pub fn rmcp(args: &[&str]) -> PeerServer {
+        assert!(
+            Peer::Rmcp.is_installed(),
+            "the rmcp 3 server is not installed in {}: {INSTALL_HINT}",
+            peers_dir().display()
+        );
+        PeerServer::start("rmcp", "/mcp", |port| {
+            let mut cmd = Command::new(rmcp_server());
+            cmd.arg("--port").arg(port.to_string()).args(args);
             cmd
         })
     }
