@@ -9,8 +9,8 @@
 //! The runner starts a mock server for one scenario, appends its URL as the last argument and
 //! names the scenario in `MCP_CONFORMANCE_SCENARIO`. This driver does what the scenario asks
 //! through mcpwire's library API ([`Client`]) and exits 0 when that worked, 1 (with a message
-//! on stderr) when it did not or when the scenario needs something mcpwire does not support
-//! (OAuth, elicitation), 2 on a usage error. The wire conversation is logged to stderr with
+//! on stderr) when it did not or when the scenario needs something mcpwire does not support,
+//! 2 on a usage error. The wire conversation is logged to stderr with
 //! milliseconds since start; the runner keeps it in the scenario's `stderr.txt`.
 //! `scripts/conformance` runs every scenario; `CONFORMANCE.md` has the results.
 
@@ -21,6 +21,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use mcpwire::auth::{Config, PreRegistered, Secret, SigningKey, Url};
+use mcpwire::client::auth::{Auth, Authorizer, Headless, OAuth};
 use mcpwire::client::{CallOptions, Client, ClientOptions, InputFuture, InputHandler};
 use mcpwire::mcp::modern::InputRequest;
 use mcpwire::mcp::{CallToolResult, ClientCapabilities, ContentBlock, JsonObject};
@@ -97,7 +99,7 @@ async fn run(scenario: &str, url: &str, start: Instant) -> Outcome {
         "json-schema-ref-no-deref" => list_only(url, start).await,
         "json-schema-2020-12-preservation" => schema_preservation(url, start).await,
         "sep-2640-client-no-prefetch" => no_prefetch(url, start).await,
-        s if s.starts_with("auth/") => auth(url, start).await,
+        s if s.starts_with("auth/") => auth(s, url, start).await,
         s if s.starts_with("elicitation") => elicitation(url, start).await,
         other => Outcome::Unsupported(format!("unknown scenario {other:?}")),
     }
@@ -116,16 +118,32 @@ async fn connect_with(
     server_stream: bool,
 ) -> Result<Client, mcpwire::Error> {
     let pool = HttpPool::new(&TlsOptions::default())?;
+    connect_http_with(&pool, url, start, client_options(handler), server_stream).await
+}
+
+/// The driver's client options: short request timeouts, warnings to stderr.
+fn client_options(handler: Option<Arc<dyn InputHandler>>) -> ClientOptions {
+    let mut options = ClientOptions::default();
+    options.request_timeout = Duration::from_secs(10);
+    options.input_handler = handler;
+    options.on_warning = Some(Arc::new(|line: &str| eprintln!("warning: {line}")));
+    options
+}
+
+/// Connects over `pool` with the wire conversation logged to stderr.
+async fn connect_http_with(
+    pool: &HttpPool,
+    url: &str,
+    start: Instant,
+    options: ClientOptions,
+    server_stream: bool,
+) -> Result<Client, mcpwire::Error> {
     let mut config = HttpConfig::new(url)?;
     config.server_stream = server_stream;
     config.wire_log = Some(Arc::new(move |line: &str| {
         eprintln!("[{:>6} ms] {line}", start.elapsed().as_millis());
     }));
-    let mut options = ClientOptions::default();
-    options.request_timeout = Duration::from_secs(10);
-    options.input_handler = handler;
-    options.on_warning = Some(Arc::new(|line: &str| eprintln!("warning: {line}")));
-    Client::connect_http(&pool, config, options).await
+    Client::connect_http(pool, config, options).await
 }
 
 /// Answers a form elicitation by accepting it with every field the schema gives a default
@@ -487,35 +505,85 @@ async fn sse_retry(url: &str, start: Instant) -> Outcome {
     }
 }
 
+/// The client id the CIMD scenario expects: the URL of a Client ID Metadata Document (the
+/// mock accepts it without fetching it).
+const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
+
+/// Where the mocks' `/authorize` sends the browser back; nothing listens there, the headless
+/// authorizer takes the `Location` itself.
+const REDIRECT_URI: &str = "http://127.0.0.1:3000/callback";
+
 /// `auth/*`: the mock servers want an OAuth 2.1 flow (or client credentials) first, answering
-/// 401 on initialize (or 401/403 on a later request, as in `auth/scope-step-up`). mcpwire only
-/// sends a configured bearer token, so the driver goes ahead without one (initialize,
-/// `tools/list`, `tools/call test-tool`) and reports where mcpwire stopped: at the first
-/// 401/403, never going near the authorization server (which is exactly what
-/// `auth/resource-mismatch` checks).
-async fn auth(url: &str, start: Instant) -> Outcome {
-    let unsupported = |e: mcpwire::Error| {
-        Outcome::Unsupported(format!(
-            "OAuth authorization flows are not implemented by mcpwire yet ({e})"
+/// 401 (or 403 for more scope). The client runs it through the library: `ClientOptions::auth`
+/// with [`OAuth`], whose authorizer here is [`Headless`] (the mocks' `/authorize` redirects
+/// straight back). The scenario's context (`MCP_CONFORMANCE_CONTEXT`) gives a pre-registered
+/// client: its id and secret, or for `auth/client-credentials-jwt` an ES256 key. Then
+/// `tools/list` and `tools/call test-tool`, as a host would.
+async fn auth(scenario: &str, url: &str, start: Instant) -> Outcome {
+    let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or(Value::Null);
+    let pool = match HttpPool::new(&TlsOptions::default()) {
+        Ok(pool) => pool,
+        Err(e) => return Outcome::Failed(format!("no HTTP pool: {e}")),
+    };
+    let oauth = match oauth_for(scenario, url, &context, &pool) {
+        Ok(oauth) => oauth,
+        Err(e) => return Outcome::Failed(format!("the OAuth configuration: {e}")),
+    };
+    let mut options = client_options(None);
+    options.auth = Some(Auth::oauth(Arc::new(oauth)));
+    let client = connect_http_with(&pool, url, start, options, false).await;
+    with_client(client, async |client| {
+        let tools = client
+            .list_tools()
+            .await
+            .map_err(|e| format!("tools/list: {e}"))?;
+        let result = client
+            .call_tool("test-tool", Some(JsonObject::new()), call_options())
+            .await
+            .map_err(|e| format!("tools/call test-tool: {e}"))?;
+        Ok(format!(
+            "{} tools listed; test-tool answered {:?}",
+            tools.len(),
+            texts(&result)
         ))
+    })
+    .await
+}
+
+/// The OAuth flow for a scenario: client credentials for the extension's scenarios, else the
+/// authorization code grant with PKCE (with a pre-registered client when the context names
+/// one, and a Client ID Metadata Document URL for servers that take one).
+fn oauth_for(
+    scenario: &str,
+    url: &str,
+    context: &Value,
+    pool: &HttpPool,
+) -> Result<OAuth, Box<dyn std::error::Error>> {
+    let client = match context["client_id"].as_str() {
+        Some(id) => {
+            let mut client = PreRegistered::new(id);
+            client.client_secret = context["client_secret"].as_str().map(Secret::new);
+            if let Some(pem) = context["private_key_pem"].as_str() {
+                client.signing_key = Some(Arc::new(SigningKey::from_pkcs8_pem(pem, None)?));
+            }
+            Some(client)
+        }
+        None => None,
     };
-    let client = match connect_client(url, start).await {
-        Ok(client) => client,
-        Err(e) => return unsupported(e),
+    let config = if scenario.starts_with("auth/client-credentials") {
+        let client = client.ok_or("the scenario's context names no client")?;
+        Config::client_credentials(url, client)?
+    } else {
+        let mut config = Config::authorization_code(url, REDIRECT_URI)?;
+        config.pre_registered = client;
+        config.metadata_document = Some(Url::parse(CLIENT_METADATA_URL)?);
+        config
     };
-    let outcome = async {
-        client.list_tools().await?;
-        client.call_tool("test-tool", None, call_options()).await
-    }
-    .await;
-    client.close().await;
-    match outcome {
-        Err(e) => unsupported(e),
-        Ok(_) => Outcome::Failed(
-            "the server answered without authorization; the scenario expects a 401 or 403"
-                .to_owned(),
-        ),
-    }
+    let authorizer: Arc<dyn Authorizer> = Arc::new(Headless::new(pool, Duration::from_secs(5)));
+    Ok(OAuth::new(config, Some(authorizer))?)
 }
 
 /// `elicitation-*` (2025-11-25): the tool sends `elicitation/create` on the standalone GET

@@ -26,6 +26,9 @@
 //! # Ok(()) }
 //! ```
 
+pub mod auth;
+
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::pin::Pin;
@@ -86,6 +89,11 @@ pub struct ClientOptions {
     /// Receives warnings about what the server sent that the client set aside (a tool dropped
     /// from a listing for invalid `x-mcp-header` annotations). Never holds a credential.
     pub on_warning: Option<WarningSink>,
+    /// Where an HTTP session's bearer tokens come from when they are not static: a host's
+    /// token provider or OAuth ([`auth::Auth`]). A request the server refuses with 401 or 403
+    /// (it did not run) is sent again with the new token the source gives. Not with
+    /// [`HttpConfig::bearer_token`] (a static token) at the same time; unused over stdio.
+    pub auth: Option<auth::Auth>,
 }
 
 impl std::fmt::Debug for ClientOptions {
@@ -97,6 +105,7 @@ impl std::fmt::Debug for ClientOptions {
             .field("max_tools", &self.max_tools)
             .field("input_handler", &self.input_handler.is_some())
             .field("max_input_rounds", &self.max_input_rounds)
+            .field("auth", &self.auth)
             .finish_non_exhaustive()
     }
 }
@@ -112,6 +121,7 @@ impl Default for ClientOptions {
             input_handler: None,
             max_input_rounds: 8,
             on_warning: None,
+            auth: None,
         }
     }
 }
@@ -290,6 +300,9 @@ pub struct Client {
     /// values the transport sends, a stdio server's credential variables); scrubbed from every result, progress message and
     /// error this client returns.
     secrets: Vec<Secret>,
+    /// With a token source: the tokens sent so far, and the source (whose own secrets, an
+    /// OAuth flow's, are kept out too).
+    dynamic: Option<(SentTokens, auth::Auth)>,
     commands: mpsc::Sender<Command>,
     driver: Option<JoinHandle<()>>,
     next_key: AtomicU64,
@@ -456,7 +469,7 @@ impl ListCache {
 
 /// A fingerprint of the credentials a client sends, for keying private cache entries: a
 /// process-keyed SipHash of them, never stored or shown.
-fn fingerprint(secrets: &[Secret]) -> u64 {
+fn fingerprint(secrets: &[Secret], principal: u64) -> u64 {
     use std::hash::{BuildHasher, Hasher};
     static KEYS: std::sync::OnceLock<std::collections::hash_map::RandomState> =
         std::sync::OnceLock::new();
@@ -465,6 +478,7 @@ fn fingerprint(secrets: &[Secret]) -> u64 {
         hasher.write(secret.expose().as_bytes());
         hasher.write_u8(0);
     }
+    hasher.write_u64(principal);
     hasher.finish()
 }
 
@@ -499,6 +513,14 @@ enum Command {
     },
     /// Speak another stateless revision, one a `-32022` named.
     SwitchVersion(ProtocolVersion),
+    /// The token source's answer to a refused request: the token to send it again with, or
+    /// why there is none.
+    Reauthorized {
+        id: Id,
+        /// The token the request was refused with.
+        sent: Option<Secret>,
+        token: Result<Secret, String>,
+    },
     /// The input handler's answer to a server request.
     Answer {
         id: Id,
@@ -532,6 +554,21 @@ impl Client {
         // The bearer token and the extra headers' values.
         let secrets = config.secrets();
         let url = config.url.to_string();
+        if let Some(auth) = &options.auth {
+            if config.bearer_token.is_some() {
+                return Err(Error::config(
+                    "a static bearer token and a token source (auth) are both configured; \
+                     use one",
+                ));
+            }
+            if let Some(server) = auth.as_oauth().and_then(|oauth| oauth.server())
+                && !same_origin(&server, &url)
+            {
+                return Err(Error::config(format!(
+                    "the OAuth flow is for {server}, not {url}: its tokens go to no other origin"
+                )));
+            }
+        }
         let cache = pool.era_cache().clone();
         let cached = match options.session.era {
             EraPolicy::Auto => cache.get(&url),
@@ -543,13 +580,17 @@ impl Client {
                 None => EraPolicy::Legacy,
             };
         }
-        let link = HttpLink::new(pool.clone(), config);
+        let mut link = HttpLink::new(pool.clone(), config);
+        if options.auth.is_some() {
+            link.exchange().hold_refusals(true);
+        }
         let lists = pool.list_cache().clone();
         let invalidate = Some((lists.clone(), url.clone()));
         let started = Client::start(Link::Http(Box::new(link)), options, secrets, invalidate).await;
         match started {
             Ok(mut client) => {
-                let mark = fingerprint(&client.secrets);
+                let principal = client.dynamic.as_ref().map_or(0, |(_, a)| a.identity());
+                let mark = fingerprint(&client.secrets, principal);
                 client.list_cache = Some((lists, url.clone(), mark));
                 match &cached {
                     // Known already: what the probe learnt stands in for what was not asked.
@@ -616,7 +657,19 @@ impl Client {
             options.session.forward_input_requests = true;
         }
         let (commands, command_rx) = mpsc::channel(64);
+        let dynamic = match (&link, &options.auth) {
+            (Link::Http(link), Some(auth)) => Some(DriverAuth {
+                auth: auth.clone(),
+                sent: SentTokens::default(),
+                pool: link.pool().clone(),
+                log: link.exchange_ref().config().wire_log.clone(),
+                superseded: None,
+            }),
+            _ => None,
+        };
+        let client_dynamic = dynamic.as_ref().map(|d| (d.sent.clone(), d.auth.clone()));
         let driver = Driver {
+            auth: dynamic,
             lists,
             input_handler: options.input_handler.clone(),
             answers: commands.clone(),
@@ -640,11 +693,15 @@ impl Client {
         let _ = commands.send(Command::Start { reply }).await;
         let (ready, session_id) = match answer.await {
             Ok(Ok(ready)) => ready,
-            Ok(Err(error)) => return Err(redact(call_error(error), &secrets)),
+            Ok(Err(error)) => {
+                let all = all_secrets(&secrets, client_dynamic.as_ref());
+                return Err(redact(call_error(error), &all));
+            }
             Err(_) => return Err(Error::closed()),
         };
         Ok(Client {
             secrets,
+            dynamic: client_dynamic,
             commands,
             driver: Some(driver),
             next_key: AtomicU64::new(0),
@@ -656,6 +713,11 @@ impl Client {
             era_cache: None,
             list_cache: None,
         })
+    }
+
+    /// Every credential to keep out of what this client returns.
+    fn secrets(&self) -> Cow<'_, [Secret]> {
+        all_secrets(&self.secrets, self.dynamic.as_ref())
     }
 
     /// What the server said of itself: its answer to `initialize`, or at a stateless revision
@@ -823,7 +885,7 @@ impl Client {
 
     fn warn(&self, message: &str) {
         if let Some(sink) = &self.options.on_warning {
-            sink(&crate::transport::redact_all(&self.secrets, message));
+            sink(&crate::transport::redact_all(&self.secrets(), message));
         }
     }
 
@@ -1264,7 +1326,7 @@ impl Client {
             .await;
             match wake {
                 CallWake::Progress(progress) => match (progress, on_progress.as_mut()) {
-                    (Some(params), Some(sink)) => sink(&redact_progress(params, &self.secrets)),
+                    (Some(params), Some(sink)) => sink(&redact_progress(params, &self.secrets())),
                     // The driver dropped its sender: the answer is about to arrive; stop
                     // polling a closed channel (it would be ready forever).
                     _ => progress_rx = None,
@@ -1287,14 +1349,14 @@ impl Client {
         // Progress that arrived before the answer is delivered before the result.
         if let (Some(rx), Some(sink)) = (progress_rx.as_mut(), on_progress.as_mut()) {
             while let Ok(params) = rx.try_recv() {
-                sink(&redact_progress(params, &self.secrets));
+                sink(&redact_progress(params, &self.secrets()));
             }
         }
         match outcome {
-            Ok(Ok(Payload::Raw(raw))) => redact_result(raw, &self.secrets).map(Payload::Raw),
+            Ok(Ok(Payload::Raw(raw))) => redact_result(raw, &self.secrets()).map(Payload::Raw),
             // Decoded only when the reply echoed no credential (the exchange checks).
             Ok(Ok(decoded)) => Ok(decoded),
-            Ok(Err(error)) => Err(redact(call_error(error), &self.secrets)),
+            Ok(Err(error)) => Err(redact(call_error(error), &self.secrets())),
             Err(_) => Err(Error::closed()),
         }
     }
@@ -1369,6 +1431,49 @@ fn arguments_of(params: &RawValue) -> Option<JsonObject> {
     serde_json::from_str::<Arguments>(params.get())
         .ok()
         .and_then(|a| a.arguments)
+}
+
+/// The tokens a driver sent, shared with its client for redaction (the latest
+/// [`SENT_TOKENS`]).
+type SentTokens = Arc<std::sync::Mutex<Vec<Secret>>>;
+
+/// How many sent tokens are remembered for redaction.
+const SENT_TOKENS: usize = 32;
+
+/// Adds `token` to the tokens sent, unless it is there.
+fn remember(sent: &SentTokens, token: &Secret) {
+    if let Ok(mut sent) = sent.lock()
+        && !sent.contains(token)
+    {
+        if sent.len() >= SENT_TOKENS {
+            sent.remove(0);
+        }
+        sent.push(token.clone());
+    }
+}
+
+/// `fixed` plus, with a token source, the tokens sent and the source's own secrets.
+fn all_secrets<'a>(
+    fixed: &'a [Secret],
+    dynamic: Option<&(SentTokens, auth::Auth)>,
+) -> Cow<'a, [Secret]> {
+    let Some((sent, auth)) = dynamic else {
+        return Cow::Borrowed(fixed);
+    };
+    let mut all = fixed.to_vec();
+    if let Ok(sent) = sent.lock() {
+        all.extend(sent.iter().cloned());
+    }
+    all.extend(auth.secrets());
+    Cow::Owned(all)
+}
+
+/// Whether two URLs have the same scheme, host and port.
+fn same_origin(a: &str, b: &str) -> bool {
+    match (crate::auth::Url::parse(a), crate::auth::Url::parse(b)) {
+        (Ok(a), Ok(b)) => a.origin() == b.origin(),
+        _ => false,
+    }
 }
 
 fn redact(error: Error, secrets: &[Secret]) -> Error {
@@ -1462,7 +1567,20 @@ struct Entry {
     limits: SendOptions,
 }
 
+/// A driver's token source and what it needs to run it.
+struct DriverAuth {
+    auth: auth::Auth,
+    sent: SentTokens,
+    /// For the OAuth flows' requests.
+    pool: HttpPool,
+    log: Option<crate::exchange::WireLog>,
+    /// The last token refused and the one the source gave to replace it.
+    superseded: Option<(Secret, Secret)>,
+}
+
 struct Driver {
+    /// Where an HTTP session's tokens come from, when not static.
+    auth: Option<DriverAuth>,
     /// The `tools/list` pages of this endpoint, dropped when its tool list changes.
     lists: Option<(ListCache, String)>,
     /// Answers the server's 2025-era requests for input.
@@ -1637,8 +1755,70 @@ impl Driver {
                     link.exchange().set_modern(Some(version.as_str()));
                 }
             }
+            Command::Reauthorized { id, sent, token } => {
+                if let Link::Http(link) = &mut self.link {
+                    match token {
+                        Ok(token) => {
+                            if let Some(auth) = &mut self.auth {
+                                remember(&auth.sent, &token);
+                                auth.superseded = sent.map(|old| (old, token.clone()));
+                            }
+                            link.exchange().resend(&id, Some(token), now);
+                        }
+                        Err(reason) => link.exchange().reject(&id, &reason),
+                    }
+                }
+            }
             Command::Close { .. } => {}
         }
+    }
+
+    /// Puts the token source's current token on the next request, and starts the
+    /// background refresh of one that is due.
+    fn prepare_bearer(&mut self) {
+        let (Some(auth), Link::Http(link)) = (&self.auth, &mut self.link) else {
+            return;
+        };
+        let now = auth::unix_now();
+        auth.auth.refresh_if_due(&auth.pool, auth.log.as_ref(), now);
+        let mut token = auth.auth.token(now);
+        // A source that still hands out the token it gave a replacement for: the replacement.
+        if let (Some(given), Some((old, new))) = (&token, &auth.superseded)
+            && given == old
+        {
+            token = Some(new.clone());
+        }
+        if token.as_ref() != link.exchange_ref().bearer() {
+            if let Some(token) = &token {
+                remember(&auth.sent, token);
+            }
+            link.exchange().set_bearer(token);
+        }
+    }
+
+    /// The server refused a request's credentials: the token source is asked for a new
+    /// token in a task of its own (a flow's requests, a person's approval), whose answer
+    /// comes back as a command; the other requests go on meanwhile.
+    fn on_refusal(&mut self, refusal: crate::exchange::Refusal) {
+        let Some(auth) = &self.auth else {
+            if let Link::Http(link) = &mut self.link {
+                link.exchange()
+                    .reject(&refusal.id, "no token source is configured");
+            }
+            return;
+        };
+        let (source, pool, log) = (auth.auth.clone(), auth.pool.clone(), auth.log.clone());
+        let answers = self.answers.clone();
+        tokio::spawn(async move {
+            let token = source.refused(&pool, &refusal, log.as_ref()).await;
+            let _ = answers
+                .send(Command::Reauthorized {
+                    id: refusal.id,
+                    sent: refusal.sent,
+                    token,
+                })
+                .await;
+        });
     }
 
     fn on_stdio_event(&mut self, event: LinkEvent, now: std::time::Instant) {
@@ -1711,6 +1891,7 @@ impl Driver {
             }
             ExchangeOutput::Down(failure) => self.session.fail_all(&failure),
             ExchangeOutput::Closed { .. } => self.link_closed = true,
+            ExchangeOutput::Refused(refusal) => self.on_refusal(refusal),
             // Requests and aborts are carried out by the link itself.
             _ => {}
         }
@@ -1777,6 +1958,7 @@ impl Driver {
                     let probing = self.session.probe_version().map(ProtocolVersion::as_str);
                     link.exchange().set_modern(probing);
                 }
+                self.prepare_bearer();
                 match &mut self.link {
                     Link::Http(link) => link.send(transmit.message, limits, transmit.barrier, now),
                     // One writer task writes stdin in order: queued is as good as sent.
@@ -1790,6 +1972,9 @@ impl Driver {
                     // reused.
                     let answered = settled.answered();
                     link.exchange().finish(&settled.id, answered, now);
+                    if answered && let Some(auth) = &self.auth {
+                        auth.auth.accepted();
+                    }
                 }
                 if self.session.initialize_id() == Some(&settled.id) {
                     // Success was reported by `Output::Ready`.

@@ -4,6 +4,7 @@
 // `Instant::now` in clippy.toml is for the library's sans-IO layers.
 #![allow(clippy::disallowed_methods)]
 
+mod auth;
 mod binding_call;
 mod cli_interrupt;
 mod cli_record_replay;

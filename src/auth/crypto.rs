@@ -120,6 +120,16 @@ impl SigningKey {
         Ok(SigningKey { pair, key_id })
     }
 
+    /// A new key from the system's randomness, with its PKCS#8 DER (to store, and to read
+    /// again with [`from_pkcs8_der`](SigningKey::from_pkcs8_der)).
+    pub fn generate(key_id: Option<String>) -> Result<(SigningKey, Vec<u8>), CryptoError> {
+        let rng = SystemRandom::new();
+        let der = EcdsaKeyPair::generate_pkcs8(&signature::ECDSA_P256_SHA256_FIXED_SIGNING, &rng)
+            .map_err(|_| CryptoError::Key)?;
+        let der = der.as_ref().to_vec();
+        Ok((SigningKey::from_pkcs8_der(&der, key_id)?, der))
+    }
+
     /// The uncompressed public point (`04 || x || y`), for a JWKS or for checking.
     pub fn public_key(&self) -> &[u8] {
         self.pair.public_key().as_ref()

@@ -332,10 +332,13 @@ pub enum Error {
     },
     /// The authorization response is refused.
     Authorization(AuthorizationError),
-    /// The driver could not complete a request (connect, TLS, a body over its limit).
+    /// The driver could not complete a request (connect, TLS, a body over its limit), or gave
+    /// up on the person's approval.
     Transport {
         /// Which request.
         purpose: Purpose,
+        /// What the driver said of it (cut short; empty when it said nothing).
+        detail: String,
     },
     /// A request, or the person, took longer than allowed.
     Timeout {
@@ -411,7 +414,12 @@ impl fmt::Display for Error {
             Error::Registration(e) => write!(f, "the client registration: {e}"),
             Error::Token { purpose, error } => write!(f, "{purpose}: {error}"),
             Error::Authorization(e) => e.fmt(f),
-            Error::Transport { purpose } => write!(f, "{purpose} could not be completed"),
+            Error::Transport { purpose, detail } if detail.is_empty() => {
+                write!(f, "{purpose} could not be completed")
+            }
+            Error::Transport { purpose, detail } => {
+                write!(f, "{purpose} could not be completed: {detail}")
+            }
             Error::Timeout { purpose } => write!(f, "{purpose} timed out"),
             Error::InsufficientScope { scope, step_ups } => write!(
                 f,
@@ -615,6 +623,9 @@ pub struct Flow {
     client: Option<Identity>,
     requested: Option<Scopes>,
     token: Option<(Token, TokenKey, Origin_)>,
+    /// When the current token was obtained (or taken from the cache): a token whose life is
+    /// shorter than the refresh margin is refreshed half-way through it, not at once.
+    token_since: UnixTime,
     step_ups: u32,
     cache: TokenCache,
     /// The key of the token being obtained.
@@ -659,12 +670,18 @@ impl Flow {
             client: None,
             requested: None,
             token: None,
+            token_since: UnixTime(0),
             step_ups: 0,
             cache,
             pending_key: None,
             quiet: false,
             spent: Vec::new(),
         }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
     }
 
     /// The token cache.
@@ -735,7 +752,13 @@ impl Flow {
         };
         let refresh = match (&self.stage, &self.token) {
             (Stage::Idle, Some((token, ..))) if token.refresh_token().is_some() => {
-                token.refresh_at(self.config.limits.refresh_margin_secs)
+                let half_life = token.expires_at().map(|at| {
+                    self.token_since
+                        .plus(at.0.saturating_sub(self.token_since.0) / 2)
+                });
+                token
+                    .refresh_at(self.config.limits.refresh_margin_secs)
+                    .max(half_life)
             }
             _ => None,
         };
@@ -877,12 +900,35 @@ impl Flow {
         }
     }
 
+    /// The driver gave up on what is under way (the host's authorizer failed or the person
+    /// went away), for the reason `why`: the flow fails ([`Output::Failed`]) and is ready to
+    /// start again.
+    pub fn abandon(&mut self, why: &str) {
+        let purpose = match (&self.stage, &self.pending) {
+            (Stage::Idle, _) => return,
+            (Stage::Authorizing(_), _) => Purpose::Authorization,
+            (_, Some(pending)) => pending.purpose,
+            (_, None) => Purpose::Authorization,
+        };
+        self.fail(Error::Transport {
+            purpose,
+            detail: clean_text(why, 300),
+        });
+    }
+
     /// The driver could not complete the request `id` (connect, TLS, a body over its
     /// limit, its own timeout).
-    pub fn handle_error(&mut self, id: RequestId, _now: UnixTime) {
+    pub fn handle_error(&mut self, id: RequestId, now: UnixTime) {
+        self.handle_failure(id, "", now);
+    }
+
+    /// As [`handle_error`](Flow::handle_error), with what the driver knows of the failure
+    /// (`why`, cut short, shown in the error: it must hold no secret).
+    pub fn handle_failure(&mut self, id: RequestId, why: &str, _now: UnixTime) {
         if let Some(pending) = self.take_pending(id) {
             self.fail(Error::Transport {
                 purpose: pending.purpose,
+                detail: clean_text(why, 300),
             });
         }
     }
@@ -1295,11 +1341,13 @@ impl Flow {
         if let Some(cached) = self.cache.get(&key).cloned() {
             if !cached.is_expired(now) {
                 self.token = Some((cached.clone(), key, Origin_::Proven));
+                self.token_since = now;
                 self.outputs.push_back(Output::Token(cached));
                 return;
             }
             if cached.refresh_token().is_some() {
                 self.token = Some((cached, key, Origin_::Proven));
+                self.token_since = now;
                 return self.refresh(now, true, true);
             }
             self.cache.remove(&key);
@@ -1482,6 +1530,7 @@ impl Flow {
                 };
                 self.cache.insert(key.clone(), token.clone());
                 self.token = Some((token.clone(), key, origin));
+                self.token_since = now;
                 if announce {
                     self.outputs.push_back(Output::Token(token));
                 }
@@ -1543,6 +1592,11 @@ impl Flow {
         max_response_bytes: usize,
         now: UnixTime,
     ) {
+        if !url.is_secure() {
+            return self.fail(Error::Insecure {
+                url: url.to_string(),
+            });
+        }
         if !self.allowed(&url) {
             return self.fail(Error::CrossOrigin {
                 url: url.to_string(),

@@ -89,6 +89,10 @@ pub use url::{FormError, Origin, Url, UrlError};
 
 pub use crate::secret::Secret;
 
+/// The `http` types [`TokenProvider::refused`] takes, for implementors that do not depend on
+/// the `http` crate themselves.
+pub use http::{HeaderMap, StatusCode};
+
 /// Wall-clock time in whole seconds since the Unix epoch, as the driver read it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct UnixTime(pub u64);

@@ -1200,6 +1200,17 @@ fn refresh_before_expiry_and_rotation() {
 }
 
 #[test]
+fn a_token_shorter_lived_than_the_refresh_margin_is_refreshed_half_way() {
+    let mut world = World::standard();
+    world.routes.remove(&format!("POST {AS}/token"));
+    world.token(AS, json!({"refresh_token": "rt-1", "expires_in": 30}));
+    let (end, flow, _) = refused(code_config(), &mut world, default_challenge());
+    token_of(end);
+    // 60 s before expiry would be before it was issued: due at once, on every request.
+    assert_eq!(flow.poll_timeout(), Some(T0.plus(15)));
+}
+
+#[test]
 fn a_failed_background_refresh_keeps_the_token_and_drops_the_refresh_token() {
     let mut world = World::standard();
     world.routes.remove(&format!("POST {AS}/token"));
@@ -1557,7 +1568,8 @@ fn timeouts_and_transport_failures() {
     assert!(matches!(
         flow.poll_output(),
         Some(Output::Failed(Error::Transport {
-            purpose: Purpose::ResourceMetadata
+            purpose: Purpose::ResourceMetadata,
+            ..
         }))
     ));
 

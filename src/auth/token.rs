@@ -293,8 +293,9 @@ pub struct TokenKey {
     pub scope: String,
 }
 
-/// Tokens by [`TokenKey`], at most `capacity` of them (the one expiring first goes).
-#[derive(Debug)]
+/// Tokens by [`TokenKey`], at most `capacity` of them (the one expiring first goes). A clone
+/// is a snapshot (for a token store to keep).
+#[derive(Clone, Debug)]
 pub struct TokenCache {
     entries: HashMap<TokenKey, Token>,
     capacity: usize,

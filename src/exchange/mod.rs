@@ -21,6 +21,8 @@
 //!             Output::Message(m) => session.handle_message(m, now),
 //!             Output::RequestFailed { id, failure } => session.fail_request(&id, failure),
 //!             Output::LegacyTransport => session.downgrade_to_legacy(now),
+//!             Output::Refused(refusal) => ask the token provider (hold_refusals is on), then
+//!                 exchange.resend(&refusal.id, Some(token), now) or exchange.reject(&refusal.id, why),
 //!             Output::Down(failure) => session.fail_all(&failure),
 //!             Output::Closed { .. } => the session is over; stop,
 //!         }
@@ -37,9 +39,12 @@
 //! response is resumed by GET with `Last-Event-ID` when an event id was seen. Responses are
 //! matched to requests by the session alone: the exchange learns that a request is answered
 //! from [`Exchange::finish`]. `Mcp-Session-Id` comes only from a successful initialize reply;
-//! `MCP-Protocol-Version` goes on every request once the driver set it. The bearer token and
-//! the configured extra headers ([`HttpConfig::headers`]) go on every request to the
-//! configured origin and nowhere else: redirects are never followed.
+//! `MCP-Protocol-Version` goes on every request once the driver set it. The bearer token (the
+//! config's, or the one [`Exchange::set_bearer`] put in its place) and the configured extra
+//! headers ([`HttpConfig::headers`]) go on every request to the configured origin and nowhere
+//! else: redirects are never followed. A 401 or 403 fails its request, or with
+//! [`Exchange::hold_refusals`] waits for a new token and is sent again: the server answered the
+//! credentials, so the request did not run.
 
 #[cfg(test)]
 mod tests;
@@ -110,7 +115,10 @@ impl Default for HttpLimits {
 pub struct HttpConfig {
     /// The MCP endpoint, `http://` or `https://`.
     pub url: Uri,
-    /// Sent as `Authorization: Bearer ...` on every request to the endpoint's origin.
+    /// Sent as `Authorization: Bearer ...` on every request to the endpoint's origin: a static
+    /// token (a binding's `token_env`), whose refusal is final. Tokens that change (a host's
+    /// token store, OAuth) come from the client's token source instead
+    /// (`ClientOptions::auth`, through [`Exchange::set_bearer`]).
     pub bearer_token: Option<Secret>,
     /// More headers sent on every request to the endpoint (`POST`, `GET` and `DELETE`), for
     /// servers that want an API key or a tenant in a header of their own. Their values are
@@ -505,6 +513,43 @@ pub enum TransportError {
     Lost(String),
 }
 
+/// How many times one request may be sent again after refusals of its credentials: once
+/// after a 401, and the rest after 403 `insufficient_scope` (step-up); the token provider
+/// keeps its own, lower, limit on step-ups.
+pub const MAX_RESENDS: u8 = 3;
+/// How many `WWW-Authenticate` values a [`Refusal`] keeps, and how long each may be.
+const MAX_CHALLENGE_VALUES: usize = 8;
+const MAX_CHALLENGE_VALUE_BYTES: usize = 8 * 1024;
+
+/// A request whose credentials the server refused with 401 or 403 before running it
+/// ([`Output::Refused`]). The request did not run, so it may be sent again with a new token.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Refusal {
+    /// The refused request.
+    pub id: Id,
+    /// 401 or 403.
+    pub status: StatusCode,
+    /// The reply's `WWW-Authenticate` values only: at most 8, each at most 8 KiB (longer
+    /// ones are dropped), any credential of ours in them redacted.
+    pub challenges: HeaderMap,
+    /// The bearer token the request carried.
+    pub sent: Option<Secret>,
+    /// How many times the request was sent again already.
+    pub resends: u8,
+}
+
+/// A refused request waiting for the driver's [`Exchange::resend`] or [`Exchange::reject`].
+#[derive(Debug)]
+struct Parked {
+    op: Box<RequestOp>,
+    /// The request as sent, for sending again with another `Authorization`.
+    request: HttpRequest,
+    status: StatusCode,
+    /// The failure if the driver gives up.
+    failure: Failure,
+}
+
 /// What the exchange asks of its driver.
 #[non_exhaustive]
 pub enum Output {
@@ -547,6 +592,11 @@ pub enum Output {
     ///
     /// [`Session::downgrade_to_legacy`]: crate::session::Session::downgrade_to_legacy
     LegacyTransport,
+    /// The server refused a request's credentials (401 or 403) before running it, and the
+    /// request may be sent again ([`Exchange::hold_refusals`]): the driver gets a new token
+    /// and calls [`Exchange::resend`], or gives up with [`Exchange::reject`]. Until then the
+    /// request waits (its deadline is the session's).
+    Refused(Refusal),
     /// The connection is gone for good (the legacy event stream ended): every pending
     /// request fails with this.
     Down(Failure),
@@ -579,6 +629,7 @@ impl std::fmt::Debug for Output {
                 .field("failure", failure)
                 .finish(),
             Output::LegacyTransport => f.write_str("LegacyTransport"),
+            Output::Refused(refusal) => f.debug_tuple("Refused").field(refusal).finish(),
             Output::Down(failure) => f.debug_tuple("Down").field(failure).finish(),
             Output::Closed { status } => f.debug_struct("Closed").field("status", status).finish(),
         }
@@ -645,6 +696,14 @@ struct RequestOp {
     resuming: bool,
     /// Sent on the legacy transport: the answer comes on the event stream.
     legacy: bool,
+    /// The request as sent, kept until its reply's head when refusals are held
+    /// ([`Exchange::hold_refusals`]), so that it can be sent again with a new token.
+    retained: Option<HttpRequest>,
+    /// The bearer token it carries.
+    sent_token: Option<Secret>,
+    /// How many times it was sent again after a refusal, and whether one was a 401.
+    resends: u8,
+    resent_after_401: bool,
 }
 
 /// One logical operation of the exchange.
@@ -712,8 +771,15 @@ enum Closing {
 /// The Streamable HTTP side of one MCP session; see the [module docs](self).
 pub struct Exchange {
     config: Arc<HttpConfig>,
-    /// [`HttpConfig::secrets`]: what is redacted from logs and failures.
+    /// [`HttpConfig::secrets`] and every bearer token set since: what is redacted from logs
+    /// and failures.
     secrets: Vec<Secret>,
+    /// The bearer token sent now: the config's, or the last one [`Exchange::set_bearer`] set.
+    bearer: Option<Secret>,
+    /// Refusals of credentials are handed to the driver rather than failing the request.
+    hold_refusals: bool,
+    /// Refused requests waiting for a new token.
+    parked: HashMap<Id, Parked>,
     learned: Learned,
     flights: HashMap<StreamId, Flight>,
     /// Operations waiting to resume or reopen their stream, and when.
@@ -747,6 +813,9 @@ impl Exchange {
     pub fn new(config: HttpConfig, seed: u64) -> Self {
         Exchange {
             secrets: config.secrets(),
+            bearer: config.bearer_token.clone(),
+            hold_refusals: false,
+            parked: HashMap::new(),
             config: Arc::new(config),
             learned: Learned::default(),
             flights: HashMap::new(),
@@ -812,6 +881,90 @@ impl Exchange {
     /// as the era verdict.
     pub fn note(&self, line: &str) {
         self.log(|| line.to_owned());
+    }
+
+    /// How many bearer tokens set by [`Exchange::set_bearer`] are remembered for redaction.
+    const MAX_REMEMBERED_TOKENS: usize = 32;
+
+    /// Sends `token` as `Authorization: Bearer` from the next request on (a token provider's,
+    /// replacing the config's), or no token. Every token set is remembered for redaction: a
+    /// server echoing an old one is caught too.
+    pub fn set_bearer(&mut self, token: Option<Secret>) {
+        if let Some(token) = &token
+            && !self.secrets.contains(token)
+        {
+            let fixed = self.config.secrets().len();
+            if self.secrets.len() >= fixed + Self::MAX_REMEMBERED_TOKENS {
+                self.secrets.remove(fixed);
+            }
+            self.secrets.push(token.clone());
+        }
+        self.bearer = token;
+    }
+
+    /// The bearer token requests carry now.
+    pub fn bearer(&self) -> Option<&Secret> {
+        self.bearer.as_ref()
+    }
+
+    /// With `true`, a request refused with 401 or 403 is not failed at once but handed to the
+    /// driver as [`Output::Refused`], to be sent again with a new token: the server answered
+    /// the credentials, so the request did not run. Each request is sent again at most
+    /// [`MAX_RESENDS`] times, at most once after a 401 (a 401 for a token obtained after a
+    /// 401 fails the request: nothing ran, and a third token would not be better), and never
+    /// with the token it was refused with. Off by default: a static token's refusal is
+    /// final. A request kept for sending again keeps its body until its reply's head.
+    pub fn hold_refusals(&mut self, hold: bool) {
+        self.hold_refusals = hold;
+    }
+
+    /// Sends the refused request `id` again, with `token` (which also goes on every later
+    /// request). A token that is the one the request was refused with fails the request
+    /// instead; an `id` not waiting (settled meanwhile) is ignored.
+    pub fn resend(&mut self, id: &Id, token: Option<Secret>, _now: Instant) {
+        let Some(parked) = self.parked.remove(id) else {
+            return;
+        };
+        let Parked {
+            mut op,
+            mut request,
+            status,
+            mut failure,
+        } = parked;
+        if token.is_none() || token == op.sent_token {
+            failure.detail.push_str("; no other token to send it with");
+            self.fail(op.id.clone(), failure);
+            return;
+        }
+        self.set_bearer(token);
+        op.resends += 1;
+        op.resent_after_401 |= status == StatusCode::UNAUTHORIZED;
+        op.sent_token = self.bearer.clone();
+        request.headers.remove(AUTHORIZATION);
+        if let Some(value) = self.authorization() {
+            request.headers.insert(AUTHORIZATION, value);
+        }
+        self.log(|| {
+            format!(
+                "> POST {} (sent again with a new token after {status})",
+                request.uri
+            )
+        });
+        op.retained = Some(request.clone());
+        self.issue(Op::Request(op), request);
+    }
+
+    /// Gives up on the refused request `id`: it fails as refused (it did not run), with
+    /// `reason` (why no new token came) after the server's challenge.
+    pub fn reject(&mut self, id: &Id, reason: &str) {
+        let Some(Parked {
+            op, mut failure, ..
+        }) = self.parked.remove(id)
+        else {
+            return;
+        };
+        failure.detail = format!("{}; {}", failure.detail, self.redact(reason));
+        self.fail(op.id.clone(), failure);
     }
 
     /// Sends a message of the session's: a request gets a POST of its own and its reply is
@@ -880,6 +1033,7 @@ impl Exchange {
     /// on briefly, so its connection can be reused), otherwise (timeout, cancel, close) its
     /// stream is closed at once; on HTTP, closing the stream is how a request is abandoned.
     pub fn finish(&mut self, id: &Id, answered: bool, now: Instant) {
+        self.parked.remove(id);
         self.waiting
             .retain(|(_, op)| !matches!(op, Op::Request(r) if &r.id == id));
         let Some(stream) = self
@@ -917,6 +1071,7 @@ impl Exchange {
         self.held.clear();
         self.barrier_pending = false;
         self.waiting.clear();
+        self.parked.clear();
         let streams: Vec<StreamId> = self
             .flights
             .iter()
@@ -1356,7 +1511,12 @@ impl Exchange {
             decoder: None,
             resuming: false,
             legacy,
+            retained: None,
+            sent_token: self.bearer.clone(),
+            resends: 0,
+            resent_after_401: false,
         };
+        let mut op = Box::new(op);
         let mut request = self.build(Method::POST, uri, body, ACCEPT_BOTH);
         if self.learned.modern {
             if let Ok(value) = HeaderValue::from_str(&request_method) {
@@ -1366,7 +1526,10 @@ impl Exchange {
                 request.headers.insert(name, value);
             }
         }
-        self.issue(Op::Request(Box::new(op)), request);
+        if self.hold_refusals && !legacy {
+            op.retained = Some(request.clone());
+        }
+        self.issue(Op::Request(op), request);
     }
 
     fn request_head(
@@ -1437,6 +1600,13 @@ impl Exchange {
             }
             self.outputs.push_back(Output::Abort(stream));
             self.open_legacy(op.id.clone());
+            return;
+        }
+        // The head settles whether the request can be sent again: its copy is no longer needed.
+        let retained = op.retained.take();
+        if matches!(status.as_u16(), 401 | 403) && !op.legacy {
+            self.outputs.push_back(Output::Abort(stream));
+            self.refused(op, retained, status, headers);
             return;
         }
         if let Some(failure) = self.status_failure(status, headers, op.is_initialize) {
@@ -1514,6 +1684,70 @@ impl Exchange {
                 read,
             },
         );
+    }
+
+    /// A request's credentials were refused (401, 403): park it for the driver, or fail it
+    /// when it may not be sent again.
+    fn refused(
+        &mut self,
+        op: Box<RequestOp>,
+        retained: Option<HttpRequest>,
+        status: StatusCode,
+        headers: &HeaderMap,
+    ) {
+        let Some(mut failure) = self.status_failure(status, headers, op.is_initialize) else {
+            return;
+        };
+        let again = status != StatusCode::UNAUTHORIZED || !op.resent_after_401;
+        let request = match retained {
+            Some(request) if self.hold_refusals && again && op.resends < MAX_RESENDS => request,
+            _ => {
+                if op.resends > 0 {
+                    failure.detail.push_str(&format!(
+                        " (after the request was sent again with a new token {} time{})",
+                        op.resends,
+                        if op.resends == 1 { "" } else { "s" }
+                    ));
+                }
+                self.fail(op.id.clone(), failure);
+                return;
+            }
+        };
+        let mut challenges = HeaderMap::new();
+        for value in headers
+            .get_all(http::header::WWW_AUTHENTICATE)
+            .iter()
+            .filter(|v| v.len() <= MAX_CHALLENGE_VALUE_BYTES)
+            .take(MAX_CHALLENGE_VALUES)
+        {
+            let value = match value.to_str() {
+                Ok(text) if self.secrets.iter().any(|s| s.appears_in(text)) => {
+                    match HeaderValue::from_str(&self.redact(text)) {
+                        Ok(value) => value,
+                        Err(_) => continue,
+                    }
+                }
+                _ => value.clone(),
+            };
+            challenges.append(http::header::WWW_AUTHENTICATE, value);
+        }
+        let refusal = Refusal {
+            id: op.id.clone(),
+            status,
+            challenges,
+            sent: op.sent_token.clone(),
+            resends: op.resends,
+        };
+        self.parked.insert(
+            op.id.clone(),
+            Parked {
+                op,
+                request,
+                status,
+                failure,
+            },
+        );
+        self.outputs.push_back(Output::Refused(refusal));
     }
 
     /// Decodes a chunk of a request's response stream and delivers its messages.
@@ -1960,10 +2194,7 @@ impl Exchange {
         if method == Method::POST {
             headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         }
-        if let Some(token) = &self.config.bearer_token
-            && let Ok(mut value) = HeaderValue::from_str(&format!("Bearer {}", token.expose()))
-        {
-            value.set_sensitive(true);
+        if let Some(value) = self.authorization() {
             headers.insert(AUTHORIZATION, value);
         }
         // Checked when added: none of them is a header set here.
@@ -1985,6 +2216,14 @@ impl Exchange {
             headers,
             body,
         }
+    }
+
+    /// `Authorization: Bearer` with the current token, marked sensitive.
+    fn authorization(&self) -> Option<HeaderValue> {
+        let token = self.bearer.as_ref()?;
+        let mut value = HeaderValue::from_str(&format!("Bearer {}", token.expose())).ok()?;
+        value.set_sensitive(true);
+        Some(value)
     }
 
     /// The failure a status that is not a usable reply means, or `None` for a 2xx.

@@ -58,6 +58,7 @@ enum Event {
     Legacy,
     Down(Failure),
     Closed(Option<StatusCode>),
+    Refused(Refusal),
     Other(String),
 }
 
@@ -115,6 +116,7 @@ impl Harness {
                 Output::LegacyTransport => Event::Legacy,
                 Output::Down(failure) => Event::Down(failure),
                 Output::Closed { status } => Event::Closed(status),
+                Output::Refused(refusal) => Event::Refused(refusal),
                 // `Output` may grow: a variant added later is recorded, not lost.
                 #[allow(unreachable_patterns)]
                 other => Event::Other(format!("{other:?}")),
@@ -2731,4 +2733,275 @@ fn switching_back_to_the_2025_rules_drops_the_modern_headers() {
     let sent = h.last_sent();
     assert!(sent.header("mcp-protocol-version").is_none());
     assert!(sent.header("mcp-method").is_none());
+}
+
+// --- refused credentials (401/403) and sending again with a new token ----------------------
+
+const CHALLENGE_401: &str = r#"Bearer resource_metadata="http://127.0.0.1:9/.well-known/oauth-protected-resource/mcp", scope="files:read""#;
+const CHALLENGE_403: &str = r#"Bearer error="insufficient_scope", scope="files:write""#;
+
+/// A 2026-07-28 exchange that holds refusals, with `TOKEN` as its bearer.
+fn holding() -> Harness {
+    let mut h = Harness::with(|config| config.bearer_token = Some(Secret::new(TOKEN)));
+    h.exchange.set_modern(Some("2026-07-28"));
+    h.exchange.hold_refusals(true);
+    h
+}
+
+impl Harness {
+    fn refusals(&self) -> Vec<&Refusal> {
+        self.events
+            .iter()
+            .filter_map(|event| match event {
+                Event::Refused(refusal) => Some(refusal),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn resend(&mut self, id: i64, token: &str) -> Option<StreamId> {
+        let mark = self.mark();
+        self.exchange
+            .resend(&Id::Number(id), Some(Secret::new(token)), self.now);
+        self.pump();
+        self.sent_since(mark).first().map(|sent| sent.stream)
+    }
+}
+
+#[test]
+fn a_held_401_is_handed_to_the_driver_with_its_challenge_and_the_token_sent() {
+    let mut h = holding();
+    let stream = h.send_request(4, "tools/call");
+    h.head(
+        stream,
+        401,
+        &[
+            ("www-authenticate", CHALLENGE_401),
+            ("content-type", "application/json"),
+        ],
+    );
+    assert!(h.failures().is_empty(), "not failed: waiting for a token");
+    assert!(h.aborted().contains(&stream));
+    let refusals = h.refusals();
+    assert_eq!(refusals.len(), 1);
+    let refusal = refusals[0];
+    assert_eq!(refusal.id, Id::Number(4));
+    assert_eq!(refusal.status, StatusCode::UNAUTHORIZED);
+    assert_eq!(refusal.sent.as_ref().map(Secret::expose), Some(TOKEN));
+    assert_eq!(refusal.resends, 0);
+    let values: Vec<&str> = refusal
+        .challenges
+        .get_all("www-authenticate")
+        .iter()
+        .map(|v| v.to_str().unwrap())
+        .collect();
+    assert_eq!(values, [CHALLENGE_401]);
+    assert!(
+        refusal.challenges.get("content-type").is_none(),
+        "challenges only"
+    );
+    let debug = format!("{refusal:?}");
+    assert!(!debug.contains(TOKEN), "{debug}");
+}
+
+#[test]
+fn a_refused_tools_call_is_sent_again_once_with_the_new_token_exactly_as_before() {
+    let mut h = holding();
+    let stream = h.send_request(4, "tools/call");
+    let first = h.last_sent();
+    let (body, method) = (
+        first.body.clone(),
+        first.header("mcp-method").map(str::to_owned),
+    );
+    h.head(stream, 401, &[("www-authenticate", CHALLENGE_401)]);
+    let again = h.resend(4, "tok-NEW-abcdefghij").expect("sent again");
+    let sent = h.last_sent();
+    assert_eq!(sent.body, body, "the same request");
+    assert_eq!(sent.header("mcp-method").map(str::to_owned), method);
+    let authorization = sent.headers.get("authorization").unwrap();
+    assert_eq!(authorization, "Bearer tok-NEW-abcdefghij");
+    assert!(authorization.is_sensitive());
+    h.reply_json(again, &result(4));
+    assert_eq!(h.delivered().len(), 1);
+    // Only the end-of-body note the session ignores once the response is in.
+    let failures = h.failures();
+    assert!(
+        failures
+            .iter()
+            .all(|(_, f)| f.delivery == Delivery::Answered),
+        "{failures:?}"
+    );
+    // Later requests carry the new token too.
+    h.send_request(5, "tools/list");
+    assert_eq!(
+        h.last_sent().header("authorization"),
+        Some("Bearer tok-NEW-abcdefghij")
+    );
+}
+
+#[test]
+fn a_401_for_the_token_obtained_after_a_401_fails_as_refused_with_the_outcome_known() {
+    let mut h = holding();
+    let stream = h.send_request(4, "tools/call");
+    h.head(stream, 401, &[("www-authenticate", CHALLENGE_401)]);
+    let again = h.resend(4, "tok-NEW-abcdefghij").unwrap();
+    h.head(again, 401, &[("www-authenticate", CHALLENGE_401)]);
+    assert_eq!(h.refusals().len(), 1, "not handed over a second time");
+    let failure = h.failure(4);
+    assert_eq!(failure.kind, FailureKind::Unauthorized { status: 401 });
+    assert_eq!(failure.delivery, Delivery::Refused);
+    assert!(!failure.outcome_unknown());
+    assert!(
+        failure
+            .detail
+            .contains("sent again with a new token 1 time"),
+        "{failure}"
+    );
+    assert_eq!(h.sent().len(), 2, "sent twice in all");
+}
+
+#[test]
+fn step_ups_send_a_request_again_at_most_max_resends_times() {
+    let mut h = holding();
+    let mut stream = h.send_request(4, "tools/call");
+    h.head(stream, 401, &[("www-authenticate", CHALLENGE_401)]);
+    for n in 0..MAX_RESENDS {
+        stream = h.resend(4, &format!("tok-step-{n}-abcdefgh")).unwrap();
+        h.head(stream, 403, &[("www-authenticate", CHALLENGE_403)]);
+    }
+    assert_eq!(h.refusals().len(), usize::from(MAX_RESENDS));
+    assert_eq!(h.refusals().last().unwrap().status, StatusCode::FORBIDDEN);
+    let failure = h.failure(4);
+    assert_eq!(failure.kind, FailureKind::Unauthorized { status: 403 });
+    assert!(!failure.outcome_unknown());
+    assert_eq!(h.sent().len(), 1 + usize::from(MAX_RESENDS));
+}
+
+#[test]
+fn a_request_is_never_sent_again_with_the_token_it_was_refused_with() {
+    let mut h = holding();
+    let stream = h.send_request(4, "tools/call");
+    h.head(stream, 401, &[]);
+    assert_eq!(h.resend(4, TOKEN), None);
+    let failure = h.failure(4);
+    assert_eq!(failure.kind, FailureKind::Unauthorized { status: 401 });
+    assert!(failure.detail.contains("no other token"), "{failure}");
+    let mut h = holding();
+    let stream = h.send_request(4, "tools/call");
+    h.head(stream, 401, &[]);
+    h.exchange.resend(&Id::Number(4), None, h.now);
+    h.pump();
+    assert_eq!(h.sent().len(), 1);
+    assert_eq!(h.failure(4).delivery, Delivery::Refused);
+}
+
+#[test]
+fn nothing_that_may_have_run_is_held_or_sent_again() {
+    for (status, body_breaks) in [(500, false), (200, true), (404, false)] {
+        let mut h = holding();
+        let stream = h.send_request(4, "tools/call");
+        if body_breaks {
+            h.head(stream, 200, SSE);
+            h.body(stream, "id: 1\ndata: \n\n");
+            h.error(stream, TransportError::Lost("reset".into()));
+        } else {
+            h.head(stream, status, &[]);
+            h.end(stream);
+        }
+        assert!(h.refusals().is_empty(), "{status}");
+        assert_eq!(h.failures().len(), 1, "{status}");
+        assert_eq!(h.sent().len(), 1, "{status}: never sent again");
+    }
+}
+
+#[test]
+fn a_rejected_refusal_fails_as_refused_with_the_reason() {
+    let mut h = holding();
+    let stream = h.send_request(4, "tools/call");
+    h.head(stream, 403, &[("www-authenticate", CHALLENGE_403)]);
+    h.exchange.reject(
+        &Id::Number(4),
+        &format!("the token provider gave up ({TOKEN})"),
+    );
+    h.pump();
+    let failure = h.failure(4);
+    assert_eq!(failure.kind, FailureKind::Unauthorized { status: 403 });
+    assert_eq!(failure.delivery, Delivery::Refused);
+    assert!(
+        failure.detail.contains("the token provider gave up"),
+        "{failure}"
+    );
+    assert!(
+        failure.detail.contains(r#"scope="files:write""#),
+        "{failure}"
+    );
+    assert!(!failure.detail.contains(TOKEN), "{failure}");
+}
+
+#[test]
+fn a_refused_request_the_session_settled_is_not_sent_again() {
+    let mut h = holding();
+    let stream = h.send_request(4, "tools/call");
+    h.head(stream, 401, &[]);
+    h.finish(4, false);
+    assert_eq!(h.resend(4, "tok-NEW-abcdefghij"), None);
+    assert!(h.failures().is_empty(), "the session settled it already");
+}
+
+#[test]
+fn refusals_are_not_held_by_default_and_not_on_the_legacy_transport() {
+    let mut h = Harness::with(|config| config.bearer_token = Some(Secret::new(TOKEN)));
+    let stream = h.send_request(4, "tools/call");
+    h.head(stream, 401, &[("www-authenticate", CHALLENGE_401)]);
+    assert!(h.refusals().is_empty());
+    assert_eq!(h.failure(4).kind, FailureKind::Unauthorized { status: 401 });
+    assert!(h.failure(4).detail.contains(r#"scope="files:read""#));
+}
+
+#[test]
+fn challenges_echoing_a_credential_are_redacted_and_oversized_ones_dropped() {
+    let mut h = holding();
+    let stream = h.send_request(4, "tools/call");
+    let echo = format!(r#"Bearer error="invalid_token", error_description="{TOKEN} expired""#);
+    let huge = format!(r#"Bearer realm="{}""#, "x".repeat(9000));
+    h.head(
+        stream,
+        401,
+        &[
+            ("www-authenticate", echo.as_str()),
+            ("www-authenticate", huge.as_str()),
+        ],
+    );
+    let refusal = h.refusals()[0];
+    let values: Vec<&str> = refusal
+        .challenges
+        .get_all("www-authenticate")
+        .iter()
+        .map(|v| v.to_str().unwrap())
+        .collect();
+    assert_eq!(values.len(), 1, "the oversized value is dropped");
+    assert!(
+        !values[0].contains(TOKEN) && values[0].contains("<redacted>"),
+        "{values:?}"
+    );
+}
+
+#[test]
+fn a_replaced_bearer_goes_on_later_requests_and_is_redacted_when_echoed() {
+    let mut h = holding();
+    h.exchange
+        .set_bearer(Some(Secret::new("tok-LATER-0987654321")));
+    let stream = h.send_request(4, "tools/call");
+    assert_eq!(
+        h.last_sent().header("authorization"),
+        Some("Bearer tok-LATER-0987654321")
+    );
+    h.head(stream, 500, &[("content-type", "tok-LATER-0987654321")]);
+    h.end(stream);
+    for line in h.log_lines() {
+        assert!(!line.contains("tok-LATER"), "{line}");
+    }
+    h.exchange.set_bearer(None);
+    h.send_request(5, "tools/list");
+    assert_eq!(h.last_sent().header("authorization"), None);
 }

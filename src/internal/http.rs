@@ -719,6 +719,8 @@ impl Harness {
             ExchangeOutput::LegacyTransport => self.session.downgrade_to_legacy(now),
             ExchangeOutput::Down(failure) => self.session.fail_all(&failure),
             ExchangeOutput::Closed { .. } => self.closed = true,
+            // Refusals are held only when a token provider asks for it; none here.
+            ExchangeOutput::Refused(_) => {}
         }
     }
 

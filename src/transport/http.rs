@@ -147,7 +147,6 @@ impl HttpPool {
 }
 
 /// A reply read by [`HttpPool::fetch`]: the head, and the body up to a limit.
-#[cfg(feature = "bindings")]
 #[derive(Debug)]
 pub(crate) struct RawReply {
     pub(crate) status: StatusCode,
@@ -159,7 +158,6 @@ pub(crate) struct RawReply {
 }
 
 /// Why [`HttpPool::fetch`] stopped reading a body.
-#[cfg(feature = "bindings")]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum RawEnd {
     /// The body ended.
@@ -174,12 +172,12 @@ pub(crate) enum RawEnd {
     Broke(String),
 }
 
-#[cfg(feature = "bindings")]
 impl HttpPool {
     /// Sends one request as it is and reads its reply: the head, then the body until it ends,
     /// `max_body_bytes` were read, `stop(body so far)` says enough, or `timeout` (for head and
     /// body together) passes. Redirects are not followed. For the probe, which must see the
-    /// bytes a server sends; sessions go through the exchange machine instead.
+    /// bytes a server sends, and the OAuth flows' requests; sessions go through the exchange
+    /// machine instead.
     pub(crate) async fn fetch(
         &self,
         request: Request<Full<Bytes>>,
@@ -338,6 +336,11 @@ impl HttpLink {
             frames_tx,
             frames,
         }
+    }
+
+    /// The pool the link's requests go through.
+    pub(crate) fn pool(&self) -> &HttpPool {
+        &self.pool
     }
 
     /// The machine, for the inputs that come from the session.

@@ -1,0 +1,602 @@
+//! Where an HTTP session's bearer tokens come from, and the async half of OAuth: the client
+//! asks an [`Auth`] for the token of each request and, when the server refuses a request's
+//! credentials (401, 403) before running it, for a new one to send the request again with.
+//!
+//! Two sources: a host's own [`TokenProvider`] (a token store, a secrets manager), or
+//! [`OAuth`], which runs the MCP authorization spec's flows with the sans-IO
+//! [`Flow`] and carries its requests itself on the session's pool
+//! (`GET`/`POST`, each body read up to its limit, no redirect followed, every request under a
+//! deadline, `https` or loopback `http` only, to the MCP server's origin and its
+//! authorization server's). A person's approval goes through the host's [`Authorizer`]. A
+//! static token (`HttpConfig::bearer_token`, a binding's `token_env`) needs neither.
+//!
+//! One [`OAuth`] serves one MCP server and may be shared by every client that connects to it
+//! (an `Arc`): they share its tokens, and one flow runs at a time. A token store keeps
+//! [`OAuth::cache`] and starts the next process with [`OAuth::with_cache`], or implements
+//! [`TokenProvider`] itself.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use mcpwire::auth::{Config, Url};
+//! use mcpwire::client::auth::{Auth, AuthorizeFuture, Authorizer, OAuth};
+//! use mcpwire::client::{Client, ClientOptions};
+//! use mcpwire::transport::http::{HttpConfig, HttpPool, TlsOptions};
+//!
+//! /// Shows the URL; a real one opens a browser and listens on the loopback redirect URI,
+//! /// then returns the URL the browser came back to.
+//! struct ShowUrl;
+//!
+//! impl Authorizer for ShowUrl {
+//!     fn authorize(&self, url: &Url) -> AuthorizeFuture {
+//!         let url = url.to_string();
+//!         Box::pin(async move {
+//!             eprintln!("open {url}");
+//!             Err("this example does not listen for the redirect".into())
+//!         })
+//!     }
+//! }
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let server = "https://mcp.example.com/mcp";
+//! let config = Config::authorization_code(server, "http://127.0.0.1:8765/callback")?;
+//! let oauth = Arc::new(OAuth::new(config, Some(Arc::new(ShowUrl)))?);
+//! let mut options = ClientOptions::default();
+//! options.auth = Some(Auth::oauth(oauth.clone()));
+//! let pool = HttpPool::new(&TlsOptions::default())?;
+//! // A 401 runs the flow; the refused request is sent again with the token.
+//! let client = Client::connect_http(&pool, HttpConfig::new(server)?, options).await?;
+//! # Ok(()) }
+//! ```
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::Full;
+
+use crate::auth::{
+    Config, Flow, GrantKind, Output, Refusal as ProviderRefusal, Secret, TokenCache, TokenProvider,
+    UnixTime, Url,
+};
+use crate::exchange::{Refusal, WireLog};
+use crate::transport::http::{HttpPool, RawEnd};
+
+/// The wall clock, in the flow's terms: the driver's one reading of it for token expiry and
+/// assertions (time is an input to the flow).
+#[allow(clippy::disallowed_methods)]
+pub(crate) fn unix_now() -> UnixTime {
+    UnixTime(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+    )
+}
+
+/// A source of bearer tokens for an HTTP session ([`ClientOptions::auth`]): a host's
+/// [`TokenProvider`], or [`OAuth`]. Cheap to clone.
+///
+/// [`ClientOptions::auth`]: crate::client::ClientOptions::auth
+#[derive(Clone)]
+pub struct Auth {
+    /// Tells the principal apart from every other in the process (for cached pages).
+    id: u64,
+    source: Source,
+}
+
+#[derive(Clone)]
+enum Source {
+    Provider(Arc<dyn TokenProvider>),
+    OAuth(Arc<OAuth>),
+}
+
+impl std::fmt::Debug for Auth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.source {
+            Source::Provider(_) => f.write_str("Auth::Provider(..)"),
+            Source::OAuth(oauth) => f.debug_tuple("Auth::OAuth").field(oauth).finish(),
+        }
+    }
+}
+
+impl Auth {
+    /// A host's token provider: asked for each request's token, and told of each refusal.
+    pub fn provider(provider: Arc<dyn TokenProvider>) -> Auth {
+        Auth {
+            id: NEXT_AUTH.fetch_add(1, Ordering::Relaxed),
+            source: Source::Provider(provider),
+        }
+    }
+
+    /// OAuth flows the client runs itself; clients given the same `oauth` share its tokens.
+    pub fn oauth(oauth: Arc<OAuth>) -> Auth {
+        Auth {
+            id: oauth.id,
+            source: Source::OAuth(oauth),
+        }
+    }
+
+    /// The OAuth flows, if that is the source.
+    pub fn as_oauth(&self) -> Option<&Arc<OAuth>> {
+        match &self.source {
+            Source::OAuth(oauth) => Some(oauth),
+            Source::Provider(_) => None,
+        }
+    }
+
+    /// A number that tells this principal from every other in the process.
+    pub(crate) fn identity(&self) -> u64 {
+        self.id
+    }
+
+    /// The token for the next request at `now`.
+    pub(crate) fn token(&self, now: UnixTime) -> Option<Secret> {
+        match &self.source {
+            Source::Provider(provider) => provider.token(now),
+            Source::OAuth(oauth) => oauth.bearer(now),
+        }
+    }
+
+    /// A request made with the current token was answered.
+    pub(crate) fn accepted(&self) {
+        match &self.source {
+            Source::Provider(provider) => provider.accepted(),
+            Source::OAuth(oauth) => oauth.accepted(),
+        }
+    }
+
+    /// The secrets to keep out of what the client returns, beyond the tokens it sent: an
+    /// OAuth flow's refresh tokens, client secret, codes, verifiers and assertions.
+    pub(crate) fn secrets(&self) -> Vec<Secret> {
+        match &self.source {
+            Source::Provider(_) => Vec::new(),
+            Source::OAuth(oauth) => oauth.secrets(),
+        }
+    }
+
+    /// The new token for a refused request, or why there is none.
+    pub(crate) async fn refused(
+        &self,
+        pool: &HttpPool,
+        refusal: &Refusal,
+        log: Option<&WireLog>,
+    ) -> Result<Secret, String> {
+        match &self.source {
+            Source::Provider(provider) => provider_refused(provider.as_ref(), refusal).await,
+            Source::OAuth(oauth) => oauth.refused(pool, refusal, log).await,
+        }
+    }
+
+    /// Starts the background refresh of an OAuth token that is due, if one is.
+    pub(crate) fn refresh_if_due(&self, pool: &HttpPool, log: Option<&WireLog>, now: UnixTime) {
+        if let Source::OAuth(oauth) = &self.source
+            && oauth.refresh_due(now)
+        {
+            let (oauth, pool, log) = (oauth.clone(), pool.clone(), log.cloned());
+            tokio::spawn(async move { oauth.refresh(&pool, log.as_ref()).await });
+        }
+    }
+}
+
+/// How long a provider that answered [`Pending`](ProviderRefusal::Pending) is waited for, and
+/// how often it is asked again.
+const PENDING_WAIT: Duration = Duration::from_secs(300);
+const PENDING_POLL: Duration = Duration::from_millis(200);
+
+async fn provider_refused(
+    provider: &dyn TokenProvider,
+    refusal: &Refusal,
+) -> Result<Secret, String> {
+    let now = unix_now();
+    match provider.refused(
+        refusal.status,
+        &refusal.challenges,
+        refusal.sent.as_ref(),
+        now,
+    ) {
+        ProviderRefusal::Retry(token) => Ok(token),
+        ProviderRefusal::Fail(reason) => Err(reason),
+        ProviderRefusal::Pending => {
+            let waited = tokio::time::timeout(PENDING_WAIT, async {
+                loop {
+                    tokio::time::sleep(PENDING_POLL).await;
+                    if let Some(token) = provider.token(unix_now())
+                        && Some(&token) != refusal.sent.as_ref()
+                    {
+                        return token;
+                    }
+                }
+            })
+            .await;
+            waited.map_err(|_| {
+                format!(
+                    "the token provider had no new token within {} s",
+                    PENDING_WAIT.as_secs()
+                )
+            })
+        }
+    }
+}
+
+/// What an [`Authorizer`] comes back with: the URL the browser was sent back to (the redirect
+/// URI with its query, or that path-and-query as a request target), or why there is none.
+pub type AuthorizeFuture =
+    Pin<Box<dyn Future<Output = Result<String, Box<dyn std::error::Error + Send + Sync>>> + Send>>;
+
+/// What a host plugs in for the person's part of the authorization code grant: send the
+/// person (their browser) to the authorization URL, and hand back where the authorization
+/// server sent them. A command-line tool prints or opens the URL and listens on the loopback
+/// redirect URI; a test follows the redirect itself ([`Headless`]).
+pub trait Authorizer: Send + Sync {
+    /// Sends the person to `url` (it holds no secret: `state` and the PKCE challenge) and
+    /// resolves to the redirect back. The flow checks `state`, `iss` and the rest; the
+    /// authorizer needs only to bring the URL back within the flow's deadline.
+    fn authorize(&self, url: &Url) -> AuthorizeFuture;
+}
+
+/// An [`Authorizer`] with no person: it requests the authorization URL itself (one bounded
+/// `GET`, no redirect followed) and takes the `Location` of the redirect as the way back. For
+/// authorization servers that approve at once (test and conformance servers); a real one
+/// wants a person and a browser.
+#[derive(Clone, Debug)]
+pub struct Headless {
+    pool: HttpPool,
+    timeout: Duration,
+}
+
+impl Headless {
+    /// A headless authorizer whose `GET` goes through `pool`, within `timeout`.
+    pub fn new(pool: &HttpPool, timeout: Duration) -> Headless {
+        Headless {
+            pool: pool.clone(),
+            timeout,
+        }
+    }
+}
+
+/// How much of the authorization endpoint's answer is read (only its head matters).
+const HEADLESS_BODY_BYTES: usize = 16 * 1024;
+
+impl Authorizer for Headless {
+    fn authorize(&self, url: &Url) -> AuthorizeFuture {
+        let (pool, timeout, url) = (self.pool.clone(), self.timeout, url.clone());
+        Box::pin(async move {
+            if !url.is_secure() {
+                return Err(format!("{url} is neither https nor loopback http").into());
+            }
+            let request = http::Request::get(url.as_str())
+                .body(Full::new(Bytes::new()))
+                .map_err(|e| format!("{url}: {e}"))?;
+            let reply = pool
+                .fetch(request, HEADLESS_BODY_BYTES, timeout, &|_| false)
+                .await
+                .map_err(|e| format!("the authorization request failed: {e:?}"))?;
+            if !reply.status.is_redirection() {
+                return Err(format!(
+                    "the authorization endpoint answered {} without a redirect",
+                    reply.status
+                )
+                .into());
+            }
+            let location = reply
+                .headers
+                .get(http::header::LOCATION)
+                .and_then(|v| v.to_str().ok())
+                .ok_or("the authorization endpoint's redirect has no Location")?;
+            Ok(location.to_owned())
+        })
+    }
+}
+
+/// Tells one principal from another, for [`Auth::identity`].
+static NEXT_AUTH: AtomicU64 = AtomicU64::new(1);
+
+/// OAuth for one MCP server, run by the client: the sans-IO [`Flow`] behind a lock, its
+/// requests carried on the session's pool, the person's approval through an [`Authorizer`].
+/// Tokens are kept in its [`TokenCache`] (by issuer, client, resource and scope) and
+/// refreshed before they expire and after a 401.
+pub struct OAuth {
+    id: u64,
+    flow: Mutex<Flow>,
+    /// One flow run at a time; refusals that arrive meanwhile get its token.
+    running: tokio::sync::Mutex<()>,
+    authorizer: Option<Arc<dyn Authorizer>>,
+    request_timeout: Duration,
+    authorize_timeout: Duration,
+}
+
+impl std::fmt::Debug for OAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut debug = f.debug_struct("OAuth");
+        if let Ok(flow) = self.flow.lock() {
+            debug.field("flow", &*flow);
+        }
+        debug
+            .field("authorizer", &self.authorizer.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why an [`OAuth`] cannot be made.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum OAuthError {
+    /// The authorization code grant needs an [`Authorizer`] for the person's approval.
+    NoAuthorizer,
+}
+
+impl std::fmt::Display for OAuthError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OAuthError::NoAuthorizer => f.write_str(
+                "the authorization code grant needs an authorizer (for the person's approval)",
+            ),
+        }
+    }
+}
+
+impl std::error::Error for OAuthError {}
+
+impl OAuth {
+    /// OAuth with `config` and an empty token cache; `authorizer` is required for the
+    /// authorization code grant.
+    pub fn new(
+        config: Config,
+        authorizer: Option<Arc<dyn Authorizer>>,
+    ) -> Result<OAuth, OAuthError> {
+        OAuth::with_cache(config, TokenCache::default(), authorizer)
+    }
+
+    /// OAuth that starts with the tokens of `cache` (a token store's).
+    pub fn with_cache(
+        config: Config,
+        cache: TokenCache,
+        authorizer: Option<Arc<dyn Authorizer>>,
+    ) -> Result<OAuth, OAuthError> {
+        if matches!(config.grant, GrantKind::AuthorizationCode { .. }) && authorizer.is_none() {
+            return Err(OAuthError::NoAuthorizer);
+        }
+        let limits = config.limits;
+        Ok(OAuth {
+            id: NEXT_AUTH.fetch_add(1, Ordering::Relaxed),
+            flow: Mutex::new(Flow::with_cache(config, cache)),
+            running: tokio::sync::Mutex::new(()),
+            authorizer,
+            request_timeout: Duration::from_secs(limits.request_timeout_secs.max(1)),
+            authorize_timeout: Duration::from_secs(limits.authorize_timeout_secs.max(1)),
+        })
+    }
+
+    /// The MCP endpoint the tokens are for.
+    pub fn server(&self) -> Option<String> {
+        self.with_flow(|flow| flow.config().server.to_string())
+    }
+
+    /// A snapshot of the token cache (for a token store to keep).
+    pub fn cache(&self) -> TokenCache {
+        self.with_flow(|flow| flow.cache().clone())
+            .unwrap_or_default()
+    }
+
+    /// Every secret the flow holds or has used (see [`Flow::secrets`]).
+    pub fn secrets(&self) -> Vec<Secret> {
+        self.with_flow(|flow| flow.secrets()).unwrap_or_default()
+    }
+
+    /// The access token to send at `now`, if one is held and valid.
+    pub fn bearer(&self, now: UnixTime) -> Option<Secret> {
+        self.with_flow(|flow| flow.bearer(now).cloned()).flatten()
+    }
+
+    fn with_flow<T>(&self, f: impl FnOnce(&mut Flow) -> T) -> Option<T> {
+        self.flow.lock().ok().map(|mut flow| f(&mut flow))
+    }
+
+    fn accepted(&self) {
+        self.with_flow(Flow::accepted);
+    }
+
+    fn refresh_due(&self, now: UnixTime) -> bool {
+        self.with_flow(|flow| refresh_due(flow, now))
+            .unwrap_or(false)
+    }
+
+    /// Refreshes a token that is due, in the background: the current one stays in use.
+    async fn refresh(&self, pool: &HttpPool, log: Option<&WireLog>) {
+        let Ok(_running) = self.running.try_lock() else {
+            return;
+        };
+        let now = unix_now();
+        let started = self.with_flow(|flow| {
+            let due = refresh_due(flow, now);
+            if due {
+                flow.handle_timeout(now);
+            }
+            due
+        });
+        if started == Some(true) {
+            let _ = self.drive(pool, log).await;
+        }
+    }
+
+    /// A new token for the refused request, or why there is none (a text with no secret).
+    async fn refused(
+        &self,
+        pool: &HttpPool,
+        refusal: &Refusal,
+        log: Option<&WireLog>,
+    ) -> Result<Secret, String> {
+        let _running = self.running.lock().await;
+        let now = unix_now();
+        let current = self.with_flow(|flow| {
+            // Renewed meanwhile (another request's refusal ran the flow): that token.
+            if let Some(current) = flow
+                .bearer(now)
+                .filter(|c| Some(*c) != refusal.sent.as_ref())
+            {
+                return Some(current.clone());
+            }
+            flow.handle_refusal(
+                refusal.status,
+                &refusal.challenges,
+                refusal.sent.as_ref(),
+                now,
+            );
+            None
+        });
+        match current {
+            None => Err("the token state is unusable (a thread panicked)".to_owned()),
+            Some(Some(token)) => Ok(token),
+            Some(None) => match self.drive(pool, log).await {
+                Ok(Some(token)) => Ok(token),
+                Ok(None) => Err("the authorization flow ended without a token".to_owned()),
+                Err(reason) => Err(reason),
+            },
+        }
+    }
+
+    /// Runs the flow's outputs until it yields a token, fails, or has nothing left to do.
+    async fn drive(
+        &self,
+        pool: &HttpPool,
+        log: Option<&WireLog>,
+    ) -> Result<Option<Secret>, String> {
+        let note = |line: String| {
+            if let Some(log) = log {
+                let secrets = self.secrets();
+                log(&crate::secret::redact_all(&secrets, &line));
+            }
+        };
+        loop {
+            let Some(output) = self.with_flow(Flow::poll_output) else {
+                return Err("the token state is unusable (a thread panicked)".to_owned());
+            };
+            match output {
+                Some(Output::Send {
+                    id,
+                    request,
+                    max_response_bytes,
+                }) => {
+                    let (method, uri) = (request.method().clone(), request.uri().to_string());
+                    note(format!("> auth {method} {uri}"));
+                    let response =
+                        carry(pool, request, max_response_bytes, self.request_timeout).await;
+                    let now = unix_now();
+                    match response {
+                        Ok(response) => {
+                            note(format!(
+                                "< auth {} ({} bytes)",
+                                response.status(),
+                                response.body().len()
+                            ));
+                            self.with_flow(|flow| flow.handle_response(id, response, now));
+                        }
+                        Err(why) => {
+                            note(format!("< auth {method} {uri} failed: {why}"));
+                            self.with_flow(|flow| flow.handle_failure(id, &why, now));
+                        }
+                    }
+                }
+                Some(Output::Authorize { url }) => {
+                    note(format!("> authorize {}", url.origin_text()));
+                    let Some(authorizer) = &self.authorizer else {
+                        self.with_flow(|flow| flow.abandon("no authorizer is configured"));
+                        continue;
+                    };
+                    let back =
+                        tokio::time::timeout(self.authorize_timeout, authorizer.authorize(&url))
+                            .await;
+                    let now = unix_now();
+                    match back {
+                        Ok(Ok(redirect)) => {
+                            let taken = self
+                                .with_flow(|flow| flow.handle_redirect(&redirect, now))
+                                .unwrap_or(Err(crate::auth::RedirectError::NotWaiting));
+                            match taken {
+                                Ok(()) | Err(crate::auth::RedirectError::Failed) => {}
+                                Err(error) => {
+                                    let why = format!("the redirect back was refused: {error}");
+                                    note(format!("< authorize: {why}"));
+                                    self.with_flow(|flow| flow.abandon(&why));
+                                }
+                            }
+                        }
+                        Ok(Err(error)) => {
+                            let why = format!("the authorizer failed: {error}");
+                            note(format!("< authorize: {why}"));
+                            self.with_flow(|flow| flow.abandon(&why));
+                        }
+                        Err(_) => {
+                            let why = format!(
+                                "no redirect back within {} s",
+                                self.authorize_timeout.as_secs()
+                            );
+                            note(format!("< authorize: {why}"));
+                            self.with_flow(|flow| flow.abandon(&why));
+                        }
+                    }
+                }
+                Some(Output::Token(token)) => return Ok(Some(token.access_token().clone())),
+                Some(Output::Failed(error)) => {
+                    let secrets = self.secrets();
+                    return Err(crate::secret::redact_all(
+                        &secrets,
+                        &format!("authorization failed: {error}"),
+                    ));
+                }
+                None => {
+                    let busy = self.with_flow(|flow| flow.is_busy()).unwrap_or(false);
+                    if !busy {
+                        return Ok(None);
+                    }
+                    // A flow that is busy with nothing to hand out waits on a deadline only.
+                    return Err("the authorization flow stalled".to_owned());
+                }
+            }
+        }
+    }
+}
+
+/// Whether `flow` holds a token whose refresh is due (and is not busy getting one).
+fn refresh_due(flow: &Flow, now: UnixTime) -> bool {
+    !flow.is_busy() && flow.token().is_some() && flow.poll_timeout().is_some_and(|at| at <= now)
+}
+
+/// Carries one request of a flow: `https` or loopback `http` only, the body read up to
+/// `max_response_bytes`, no redirect followed, within `timeout`.
+async fn carry(
+    pool: &HttpPool,
+    request: http::Request<Vec<u8>>,
+    max_response_bytes: usize,
+    timeout: Duration,
+) -> Result<http::Response<Vec<u8>>, String> {
+    let secure = Url::parse(&request.uri().to_string()).is_ok_and(|url| url.is_secure());
+    if !secure {
+        return Err("not https or loopback http".to_owned());
+    }
+    let (parts, body) = request.into_parts();
+    let request = http::Request::from_parts(parts, Full::new(Bytes::from(body)));
+    let reply = pool
+        .fetch(request, max_response_bytes, timeout, &|_| false)
+        .await
+        .map_err(|e| match e {
+            crate::exchange::TransportError::Connect(d)
+            | crate::exchange::TransportError::Lost(d) => d,
+        })?;
+    match reply.end {
+        RawEnd::Complete => {
+            let mut response = http::Response::new(reply.body);
+            *response.status_mut() = reply.status;
+            *response.headers_mut() = reply.headers;
+            Ok(response)
+        }
+        RawEnd::Limit => Err(format!(
+            "the body is larger than {max_response_bytes} bytes"
+        )),
+        RawEnd::Deadline => Err(format!("no whole answer within {} s", timeout.as_secs())),
+        RawEnd::Stopped => Err("stopped".to_owned()),
+        RawEnd::Broke(why) => Err(format!("the body broke off: {why}")),
+    }
+}
