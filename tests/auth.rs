@@ -385,10 +385,7 @@ async fn connect(
 }
 
 fn call_options() -> CallOptions {
-    CallOptions {
-        timeout: Duration::from_secs(10),
-        ..CallOptions::default()
-    }
+    CallOptions::new().with_timeout(Duration::from_secs(10))
 }
 
 /// Nothing went to the authorization server's token, registration or authorization

@@ -15,6 +15,7 @@ mod fixtures;
 mod headers;
 mod hostile;
 mod interop;
+mod interop_auth;
 mod interop_stdio;
 mod layering;
 mod modern;

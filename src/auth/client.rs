@@ -244,6 +244,11 @@ pub(crate) fn token_request(
             }
         }
         AuthMethod::ClientSecretBasic => {
+            // The id goes in the form too (not the secret: one authentication method per
+            // request). RFC 6749 asks for it only from clients that do not authenticate, but
+            // authorization servers may require it: the official Python SDK's refuses a token
+            // request without it ("Missing client_id") whatever the method.
+            form.push(("client_id", &client.client_id));
             let secret = client.secret.as_ref().map_or("", Secret::expose);
             let pair = format!(
                 "{}:{}",
@@ -300,12 +305,14 @@ pub(crate) fn get(url: &Url) -> Option<http::Request<Vec<u8>>> {
 }
 
 /// The RFC 7591 registration request: a native (or web) client using the authorization code
-/// with refresh tokens, its redirect URI, and the authentication method it asks for (`none`
-/// unless the server takes only secrets).
+/// with refresh tokens, its redirect URI, the scopes it will ask for (`scope`, when there are
+/// any), and the authentication method it asks for (`none` unless the server takes only
+/// secrets).
 pub(crate) fn registration_request(
     endpoint: &Url,
     metadata: &ClientMetadata,
     redirect_uri: &str,
+    scope: Option<&str>,
     server: &ServerMetadata,
 ) -> Option<http::Request<Vec<u8>>> {
     let method = [
@@ -332,6 +339,9 @@ pub(crate) fn registration_request(
     });
     if let Some(uri) = &metadata.client_uri {
         body["client_uri"] = serde_json::Value::String(uri.clone());
+    }
+    if let Some(scope) = scope.filter(|s| !s.is_empty()) {
+        body["scope"] = serde_json::Value::String(scope.to_owned());
     }
     post(endpoint, "application/json", body.to_string().into_bytes()).ok()
 }
@@ -574,7 +584,8 @@ mod tests {
             value(&body, "resource"),
             Some("https://mcp.example.com/mcp")
         );
-        assert_eq!(value(&body, "client_id"), None);
+        // The id in the form too (authorization servers may require it); never the secret.
+        assert_eq!(value(&body, "client_id"), Some("client 1"));
         assert_eq!(value(&body, "client_secret"), None);
 
         identity.method = AuthMethod::ClientSecretPost;
@@ -640,6 +651,39 @@ mod tests {
     }
 
     #[test]
+    fn a_registration_names_the_scopes_the_client_will_ask_for() {
+        let endpoint = Url::parse("https://as.example.com/register").unwrap();
+        let metadata = ClientMetadata {
+            client_name: "mcpwire".into(),
+            client_uri: None,
+            application_type: ApplicationType::Native,
+        };
+        for (scope, expected) in [
+            (
+                Some("mcp:tools offline_access"),
+                Some("mcp:tools offline_access"),
+            ),
+            (Some(""), None),
+            (None, None),
+        ] {
+            let request = registration_request(
+                &endpoint,
+                &metadata,
+                "http://127.0.0.1:1/cb",
+                scope,
+                &server(None),
+            )
+            .unwrap();
+            let body: serde_json::Value = serde_json::from_slice(request.body()).unwrap();
+            assert_eq!(
+                body.get("scope").and_then(|s| s.as_str()),
+                expected,
+                "{scope:?}"
+            );
+        }
+    }
+
+    #[test]
     fn registration_round() {
         let endpoint = Url::parse("https://as.example.com/register").unwrap();
         let metadata = ClientMetadata {
@@ -658,11 +702,13 @@ mod tests {
                 &endpoint,
                 &metadata,
                 "http://127.0.0.1:1/cb",
+                None,
                 &server(methods),
             )
             .unwrap();
             let body: serde_json::Value = serde_json::from_slice(request.body()).unwrap();
             assert_eq!(body["token_endpoint_auth_method"], expected);
+            assert!(body.get("scope").is_none(), "no scopes, no scope member");
             assert_eq!(body["application_type"], "native");
             assert_eq!(
                 body["redirect_uris"],

@@ -1272,10 +1272,17 @@ impl Flow {
         let Some(endpoint) = meta.registration_endpoint.clone() else {
             return self.fail(Error::NoClientIdentity { issuer });
         };
+        // The scopes the client will ask for go into its registration: an authorization server
+        // may take only the scopes a client registered (the Python SDK refuses any other).
+        let scopes = match self.select_scopes(meta) {
+            Ok(scopes) => scopes.map(|s| s.to_string()),
+            Err(e) => return self.fail(e),
+        };
         let Some(request) = client::registration_request(
             &endpoint,
             &self.config.client_metadata,
             redirect_uri.as_str(),
+            scopes.as_deref(),
             meta,
         ) else {
             return self.fail(Error::Url {
@@ -1293,29 +1300,25 @@ impl Flow {
         );
     }
 
-    /// With metadata and a client: the scopes, then a cached token, a refresh, or a grant.
-    fn obtain(&mut self, now: UnixTime) {
-        let (Some(meta), Some(client)) = (&self.server_metadata, &self.client) else {
-            return;
-        };
+    /// The scopes to ask for, in the spec's order: the challenge's (on a step-up, added to
+    /// what was asked before), else the resource's `scopes_supported`, else none; with
+    /// `offline_access` when the authorization server offers it to a code grant.
+    fn select_scopes(&self, meta: &ServerMetadata) -> Result<Option<Scopes>, Error> {
         let challenged = match self.challenge.as_ref().and_then(|c| c.scope.as_deref()) {
-            Some(scope) => match Scopes::parse(scope) {
-                Ok(scopes) => Some(scopes).filter(|s| !s.is_empty()),
-                Err(e) => return self.fail(Error::Scope(e)),
-            },
+            Some(scope) => {
+                Some(Scopes::parse(scope).map_err(Error::Scope)?).filter(|s| !s.is_empty())
+            }
             None => None,
         };
         let mut scopes = match (self.reason, challenged) {
             // Step-up: what was asked before, plus what the challenge asks for.
-            (Reason::StepUp, Some(challenged)) => match self
-                .requested
-                .clone()
-                .unwrap_or_default()
-                .union(&challenged)
-            {
-                Ok(s) => Some(s),
-                Err(e) => return self.fail(Error::Scope(e)),
-            },
+            (Reason::StepUp, Some(challenged)) => Some(
+                self.requested
+                    .clone()
+                    .unwrap_or_default()
+                    .union(&challenged)
+                    .map_err(Error::Scope)?,
+            ),
             (_, Some(challenged)) => Some(challenged),
             // Else the resource's scopes_supported, else no scope at all.
             (_, None) => self
@@ -1326,11 +1329,25 @@ impl Flow {
         };
         let code_grant = matches!(self.config.grant, GrantKind::AuthorizationCode { .. });
         if code_grant && self.config.offline_access && meta.offers_offline_access() {
-            scopes = match scopes.unwrap_or_default().with(OFFLINE_ACCESS) {
-                Ok(s) => Some(s),
-                Err(e) => return self.fail(Error::Scope(e)),
-            };
+            scopes = Some(
+                scopes
+                    .unwrap_or_default()
+                    .with(OFFLINE_ACCESS)
+                    .map_err(Error::Scope)?,
+            );
         }
+        Ok(scopes)
+    }
+
+    /// With metadata and a client: the scopes, then a cached token, a refresh, or a grant.
+    fn obtain(&mut self, now: UnixTime) {
+        let (Some(meta), Some(client)) = (&self.server_metadata, &self.client) else {
+            return;
+        };
+        let scopes = match self.select_scopes(meta) {
+            Ok(scopes) => scopes,
+            Err(e) => return self.fail(e),
+        };
         let key = TokenKey {
             issuer: meta.issuer.clone(),
             client_id: client.client_id.clone(),
@@ -1338,6 +1355,7 @@ impl Flow {
             scope: scopes.as_ref().map(ToString::to_string).unwrap_or_default(),
         };
         self.requested = scopes;
+        let code_grant = matches!(self.config.grant, GrantKind::AuthorizationCode { .. });
         if let Some(cached) = self.cache.get(&key).cloned() {
             if !cached.is_expired(now) {
                 self.token = Some((cached.clone(), key, Origin_::Proven));

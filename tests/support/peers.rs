@@ -274,6 +274,28 @@ impl PeerServer {
         })
     }
 
+    /// `tests/peers/py_auth_server.py` on mcp 2.x: an OAuth-protected MCP server and its
+    /// authorization server in one process, from the SDK's own auth support, with extra
+    /// arguments (`--token-ttl N`, `--scopes S`). The endpoint is `/mcp`.
+    pub fn python_auth(args: &[&str]) -> PeerServer {
+        let sdk = Sdk::V2;
+        assert!(
+            Peer::Python(sdk).is_installed(),
+            "the Python SDK {sdk:?} is not installed in {}: {INSTALL_HINT}",
+            peers_dir().display()
+        );
+        PeerServer::start("py-auth", "/mcp", |port| {
+            let mut cmd = Command::new(python_bin(sdk));
+            cmd.arg(repo_path("tests/peers/py_auth_server.py"))
+                .arg("--port")
+                .arg(port.to_string())
+                .args(args)
+                .env("PYTHONUNBUFFERED", "1")
+                .env("PYTHONDONTWRITEBYTECODE", "1");
+            cmd
+        })
+    }
+
     /// `tests/peers/ts2_server.mjs` (TypeScript SDK v2, `createMcpHandler`) with extra arguments
     /// (`--legacy reject`, `--response-mode sse|json`, `--keepalive-ms N`, `--ttl-ms N`,
     /// `--cache-scope public`). By default it serves protocol 2026-07-28 and, statelessly, the
