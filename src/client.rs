@@ -233,7 +233,9 @@ pub struct Client {
     commands: mpsc::Sender<Command>,
     driver: Option<JoinHandle<()>>,
     next_key: AtomicU64,
-    server: Option<InitializeResult>,
+    /// Shared with the era cache's verdict: a connection that skips the probe gets it without
+    /// a copy.
+    server: Option<Arc<InitializeResult>>,
     version: std::sync::Mutex<ProtocolVersion>,
     session_id: Option<String>,
     options: ClientOptions,
@@ -278,7 +280,7 @@ impl Drop for ProbeTurn {
 #[derive(Clone, Debug)]
 struct Verdict {
     modern: Option<ProtocolVersion>,
-    server: Option<InitializeResult>,
+    server: Option<Arc<InitializeResult>>,
 }
 
 /// How many endpoints an [`EraCache`] remembers; past that the oldest verdicts go (a host
@@ -643,7 +645,7 @@ impl Client {
             commands,
             driver: Some(driver),
             next_key: AtomicU64::new(0),
-            server: ready.server,
+            server: ready.server.map(Arc::new),
             version: std::sync::Mutex::new(ready.version),
             session_id,
             options,
@@ -658,7 +660,7 @@ impl Client {
     /// instructions). `None` only when the era was configured ([`EraPolicy::Modern`]) and the
     /// server was never asked.
     pub fn server(&self) -> Option<&InitializeResult> {
-        self.server.as_ref()
+        self.server.as_deref()
     }
 
     /// The protocol revision both sides speak.
