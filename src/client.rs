@@ -306,7 +306,9 @@ pub struct Client {
     commands: mpsc::Sender<Command>,
     driver: Option<JoinHandle<()>>,
     next_key: AtomicU64,
-    server: Option<InitializeResult>,
+    /// Shared with the era cache's verdict: a connection that skips the probe gets it without
+    /// a copy.
+    server: Option<Arc<InitializeResult>>,
     version: std::sync::Mutex<ProtocolVersion>,
     session_id: Option<String>,
     options: ClientOptions,
@@ -325,12 +327,33 @@ pub struct Client {
 /// endpoint URL, which is finer than the spec's origin: two endpoints of one origin may be two
 /// servers.
 #[derive(Clone, Debug, Default)]
-pub struct EraCache(Arc<std::sync::Mutex<HashMap<String, Verdict>>>);
+pub struct EraCache(
+    Arc<std::sync::Mutex<HashMap<String, Verdict>>>,
+    /// The endpoints being probed now, each with the lock its prober holds for writing.
+    Arc<std::sync::Mutex<HashMap<String, Arc<tokio::sync::RwLock<()>>>>>,
+);
+
+/// The right to probe an endpoint while other connections to it wait ([`EraCache::probe_turn`]).
+/// Dropping it (after the verdict is put, or when the connection failed) lets them go on.
+struct ProbeTurn {
+    probes: Arc<std::sync::Mutex<HashMap<String, Arc<tokio::sync::RwLock<()>>>>>,
+    key: String,
+    _write: tokio::sync::OwnedRwLockWriteGuard<()>,
+}
+
+impl Drop for ProbeTurn {
+    fn drop(&mut self) {
+        // The entry goes first; the write guard (a field) is dropped after this body.
+        if let Ok(mut probes) = self.probes.lock() {
+            probes.remove(&self.key);
+        }
+    }
+}
 
 #[derive(Clone, Debug)]
 struct Verdict {
     modern: Option<ProtocolVersion>,
-    server: Option<InitializeResult>,
+    server: Option<Arc<InitializeResult>>,
 }
 
 /// How many endpoints an [`EraCache`] remembers; past that the oldest verdicts go (a host
@@ -375,6 +398,35 @@ impl EraCache {
                 server: None,
             },
         );
+    }
+
+    /// When no connection is probing `url`, makes this one its prober: the turn returned
+    /// makes the connections that ask meanwhile wait until it is dropped, so a burst of first
+    /// calls to one endpoint probes once, not once per call. Otherwise waits for the probe in
+    /// progress to end, at most `limit` (a slow probe holds no one longer than probing
+    /// themselves would), and returns `None`: the caller looks for the verdict again, and
+    /// probes itself if there is still none.
+    async fn probe_turn(&self, url: &str, limit: Duration) -> Option<ProbeTurn> {
+        let key = Self::key(url);
+        let in_progress = {
+            let mut probes = self.1.lock().ok()?;
+            match probes.get(&key) {
+                Some(lock) => lock.clone(),
+                None => {
+                    let lock = Arc::new(tokio::sync::RwLock::new(()));
+                    // Taken before the lock is shared: no waiter can read it first.
+                    let write = lock.clone().try_write_owned().ok()?;
+                    probes.insert(key.clone(), lock);
+                    return Some(ProbeTurn {
+                        probes: self.1.clone(),
+                        key,
+                        _write: write,
+                    });
+                }
+            }
+        };
+        let _ = tokio::time::timeout(limit, in_progress.read()).await;
+        None
     }
 
     /// Forgets `url`'s verdict: the next connection probes again.
@@ -570,10 +622,20 @@ impl Client {
             }
         }
         let cache = pool.era_cache().clone();
-        let cached = match options.session.era {
+        let mut cached = match options.session.era {
             EraPolicy::Auto => cache.get(&url),
             _ => None,
         };
+        // Connections that find no verdict while another one probes wait for its verdict. The
+        // turn is held until this function returns: after the verdict is put, or on failure.
+        let probes = cached.is_none() && options.session.era == EraPolicy::Auto;
+        let turn = match probes {
+            true => cache.probe_turn(&url, options.session.probe_timeout).await,
+            false => None,
+        };
+        if probes && turn.is_none() {
+            cached = cache.get(&url);
+        }
         if let Some(verdict) = &cached {
             options.session.era = match verdict.modern {
                 Some(version) => EraPolicy::Modern(version),
@@ -705,7 +767,7 @@ impl Client {
             commands,
             driver: Some(driver),
             next_key: AtomicU64::new(0),
-            server: ready.server,
+            server: ready.server.map(Arc::new),
             version: std::sync::Mutex::new(ready.version),
             session_id,
             options,
@@ -725,7 +787,7 @@ impl Client {
     /// instructions). `None` only when the era was configured ([`EraPolicy::Modern`]) and the
     /// server was never asked.
     pub fn server(&self) -> Option<&InitializeResult> {
-        self.server.as_ref()
+        self.server.as_deref()
     }
 
     /// The protocol revision both sides speak.

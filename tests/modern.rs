@@ -14,7 +14,7 @@ use mcpwire::transport::Secret;
 use mcpwire::transport::http::{HttpConfig, HttpPool, TlsOptions};
 use serde_json::{Value, json};
 
-use crate::support::fault_server::{FaultServer, Recorded, Reply, Step};
+use crate::support::fault_server::{Body, FaultServer, Recorded, Reply, Step};
 use crate::support::mcp_script::rpc_result;
 
 fn discover(req: &Recorded) -> Reply {
@@ -448,4 +448,33 @@ async fn listen_delivers_the_acknowledgement_and_list_changes_and_drops_cached_p
         listen.json().unwrap()["params"]["notifications"],
         json!({"toolsListChanged": true})
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_first_connections_to_one_endpoint_probes_once() {
+    // The probe's answer takes a while, so the others ask while it is in flight.
+    let server = FaultServer::start(|req| match req.jsonrpc_method().as_deref() {
+        Some("server/discover") => {
+            let steps = match discover(req).body {
+                Body::Full(bytes) => vec![Step::delay_ms(200), Step::bytes(bytes)],
+                _ => unreachable!("discover answers with a full body"),
+            };
+            Reply::chunked(200, steps).with_header("content-type", "application/json")
+        }
+        _ => Reply::empty(404),
+    })
+    .await;
+    let pool = pool();
+    let mut connects = tokio::task::JoinSet::new();
+    for _ in 0..8 {
+        let (pool, config) = (pool.clone(), config(&server, "tok-a"));
+        connects.spawn(async move {
+            Client::connect_http(&pool, config, ClientOptions::default()).await
+        });
+    }
+    while let Some(client) = connects.join_next().await {
+        let client = client.expect("joined").expect("connected");
+        assert_eq!(client.protocol_version(), ProtocolVersion::V2026_07_28);
+    }
+    assert_eq!(posts(&server, "server/discover").len(), 1, "one probe");
 }

@@ -161,7 +161,12 @@ impl std::error::Error for AnnotationError {}
 /// `enum` and `examples` are data, not schemas, and are not searched.
 pub fn param_headers(input_schema: &Value) -> Result<Vec<ParamHeader>, AnnotationError> {
     let mut found = Vec::new();
-    walk(input_schema, Some(&mut Vec::new()), "", &mut found)?;
+    walk(
+        input_schema,
+        Some(&mut Vec::new()),
+        &mut String::new(),
+        &mut found,
+    )?;
     let mut seen: Vec<String> = Vec::with_capacity(found.len());
     for (header, at) in &found {
         let lower = header.header.to_ascii_lowercase();
@@ -174,17 +179,23 @@ pub fn param_headers(input_schema: &Value) -> Result<Vec<ParamHeader>, Annotatio
 }
 
 /// Visits a schema; `path` is `Some` while the schema is reached through `properties` alone
-/// (the property names so far; empty at the root).
+/// (the property names so far; empty at the root). `pointer` is the schema's JSON pointer,
+/// one buffer grown and cut back as the walk goes (this runs on every call of a tool: no
+/// string is made per member unless an annotation is found).
 fn walk(
     schema: &Value,
     mut path: Option<&mut Vec<String>>,
-    pointer: &str,
+    pointer: &mut String,
     found: &mut Vec<(ParamHeader, String)>,
 ) -> Result<(), AnnotationError> {
+    let depth = pointer.len();
     match schema {
         Value::Array(items) => {
             for (index, item) in items.iter().enumerate() {
-                walk(item, None, &format!("{pointer}/{index}"), found)?;
+                use std::fmt::Write;
+                let _ = write!(pointer, "/{index}");
+                walk(item, None, pointer, found)?;
+                pointer.truncate(depth);
             }
             Ok(())
         }
@@ -215,29 +226,34 @@ fn walk(
                 found.push((header, at));
             }
             for (key, value) in object {
-                let child = format!("{pointer}/{}", escape_pointer(key));
                 match key.as_str() {
-                    ANNOTATION | "default" | "const" | "enum" | "examples" => {}
-                    "properties" => {
-                        let Value::Object(properties) = value else {
-                            walk(value, None, &child, found)?;
-                            continue;
-                        };
-                        for (name, property) in properties {
-                            let at = format!("{child}/{}", escape_pointer(name));
-                            match path.as_deref_mut() {
-                                Some(path) => {
-                                    path.push(name.clone());
-                                    let result = walk(property, Some(path), &at, found);
-                                    path.pop();
-                                    result?;
-                                }
-                                None => walk(property, None, &at, found)?,
-                            }
-                        }
-                    }
-                    _ => walk(value, None, &child, found)?,
+                    ANNOTATION | "default" | "const" | "enum" | "examples" => continue,
+                    // Only objects and arrays hold schemas.
+                    _ if !matches!(value, Value::Object(_) | Value::Array(_)) => continue,
+                    _ => {}
                 }
+                push_pointer(pointer, key);
+                let child = pointer.len();
+                if key == "properties"
+                    && let Value::Object(properties) = value
+                {
+                    for (name, property) in properties {
+                        push_pointer(pointer, name);
+                        match path.as_deref_mut() {
+                            Some(path) => {
+                                path.push(name.clone());
+                                let result = walk(property, Some(path), pointer, found);
+                                path.pop();
+                                result?;
+                            }
+                            None => walk(property, None, pointer, found)?,
+                        }
+                        pointer.truncate(child);
+                    }
+                } else {
+                    walk(value, None, pointer, found)?;
+                }
+                pointer.truncate(depth);
             }
             Ok(())
         }
@@ -250,9 +266,16 @@ fn is_tchar(byte: u8) -> bool {
     byte.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&byte)
 }
 
-/// RFC 6901: `~` as `~0`, `/` as `~1`.
-fn escape_pointer(key: &str) -> String {
-    key.replace('~', "~0").replace('/', "~1")
+/// Appends `/` and `key` to a JSON pointer, `~` written `~0` and `/` written `~1` (RFC 6901).
+fn push_pointer(pointer: &mut String, key: &str) {
+    pointer.push('/');
+    for c in key.chars() {
+        match c {
+            '~' => pointer.push_str("~0"),
+            '/' => pointer.push_str("~1"),
+            c => pointer.push(c),
+        }
+    }
 }
 
 /// Decodes a header value as a server would: the `=?base64?…?=` form to its text, anything

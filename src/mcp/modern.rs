@@ -103,27 +103,59 @@ impl Envelope {
             Some(raw) => RawMembers::parse(&raw)?,
             None => RawMembers::default(),
         };
-        let envelope = [
-            (
-                PROTOCOL_VERSION_KEY,
-                serde_json::value::to_raw_value(self.version.as_str()),
-            ),
-            (
-                CLIENT_CAPABILITIES_KEY,
-                serde_json::value::to_raw_value(&self.capabilities),
-            ),
-            (
-                CLIENT_INFO_KEY,
-                serde_json::value::to_raw_value(&self.client_info),
-            ),
-        ];
-        for (key, value) in envelope {
+        for key in [
+            PROTOCOL_VERSION_KEY,
+            CLIENT_CAPABILITIES_KEY,
+            CLIENT_INFO_KEY,
+        ] {
             meta.take(key);
-            let value = value.map_err(|_| ParamsError::NotAnObject)?;
-            meta.0.push((key.to_owned(), value));
         }
-        members.0.push(("_meta".to_owned(), meta.into_raw()));
-        Ok(members.into_raw())
+        // One serialization of the whole object: the raw members are written as they are, and
+        // nothing is parsed again (a `RawValue` built from a string is validated; one
+        // serialized is not).
+        serde_json::value::to_raw_value(&Stamped {
+            members: &members.0,
+            meta: &meta.0,
+            envelope: self,
+        })
+        .map_err(|_| ParamsError::NotAnObject)
+    }
+}
+
+/// Params with the envelope stamped in `_meta`, serialized as one object: `members`, then
+/// `_meta` with its own members and the envelope's.
+struct Stamped<'a> {
+    members: &'a [(String, Box<RawValue>)],
+    meta: &'a [(String, Box<RawValue>)],
+    envelope: &'a Envelope,
+}
+
+impl Serialize for Stamped<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(self.members.len() + 1))?;
+        for (key, value) in self.members {
+            map.serialize_entry(key, value)?;
+        }
+        map.serialize_entry("_meta", &StampedMeta(self))?;
+        map.end()
+    }
+}
+
+struct StampedMeta<'a>(&'a Stamped<'a>);
+
+impl Serialize for StampedMeta<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let Stamped { meta, envelope, .. } = self.0;
+        let mut map = serializer.serialize_map(Some(meta.len() + 3))?;
+        for (key, value) in *meta {
+            map.serialize_entry(key, value)?;
+        }
+        map.serialize_entry(PROTOCOL_VERSION_KEY, envelope.version.as_str())?;
+        map.serialize_entry(CLIENT_CAPABILITIES_KEY, &envelope.capabilities)?;
+        map.serialize_entry(CLIENT_INFO_KEY, &envelope.client_info)?;
+        map.end()
     }
 }
 
@@ -182,19 +214,24 @@ impl RawMembers {
     }
 
     fn into_raw(self) -> Box<RawValue> {
-        let mut out = String::from("{");
-        for (index, (key, value)) in self.0.iter().enumerate() {
-            if index > 0 {
-                out.push(',');
-            }
-            // A `String` always serializes.
-            out.push_str(&serde_json::to_string(key).unwrap_or_default());
-            out.push(':');
-            out.push_str(value.get());
+        // Serialized, not built as text and parsed again: keys escaped by serde_json, values
+        // written as they are.
+        serde_json::value::to_raw_value(&MembersRef(&self.0))
+            .unwrap_or_else(|_| RawValue::NULL.to_owned())
+    }
+}
+
+/// Raw members serialized as a JSON object.
+struct MembersRef<'a>(&'a [(String, Box<RawValue>)]);
+
+impl Serialize for MembersRef<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (key, value) in self.0 {
+            map.serialize_entry(key, value)?;
         }
-        out.push('}');
-        // Valid JSON by construction: keys serialized, values already raw JSON.
-        RawValue::from_string(out).unwrap_or_else(|_| RawValue::NULL.to_owned())
+        map.end()
     }
 }
 

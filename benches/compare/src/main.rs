@@ -6,6 +6,8 @@
 //! ./run.sh                      # builds each package on its own, then runs this
 //! compare --runs 5 --only fresh,big
 //! compare --serve               # only the server, to profile a client by hand
+//! compare binding [--runs 7] [--instructions]   # the binding layer, both eras, rmcp (binding.rs)
+//! compare soak --calls 100000   # 100,000 calls through one Caller per era (soak.rs)
 //! compare --baseline mcpwire@8842c1d=/tmp/.../bench-mcpwire   # one more mcpwire (baseline.sh)
 //! ```
 //!
@@ -31,7 +33,10 @@ use std::time::{Duration, Instant};
 
 use mcpwire::demo::DemoServer;
 
+mod binding;
+mod fault;
 mod list_server;
+mod soak;
 use list_server::ListServer;
 
 /// Which server a workload runs against.
@@ -144,6 +149,8 @@ struct Run {
     wall: Duration,
     /// User + system CPU time of the whole child process.
     cpu: Duration,
+    /// User + system CPU time of the child during the workload alone (its own `getrusage`).
+    work_cpu: Duration,
     /// Peak resident set, bytes.
     max_rss: u64,
     requests: u64,
@@ -202,11 +209,13 @@ fn run_child(
             .ok_or_else(|| format!("no {name} in {stdout:?}"))
     };
     let wall_us = field("wall_us")?;
+    let cpu_us = field("cpu_us")?;
     let hwm_kib = field("hwm_kib")?;
     let after = stats();
     Ok(Run {
         wall: Duration::from_micros(wall_us),
         cpu: timeval(usage.ru_utime) + timeval(usage.ru_stime),
+        work_cpu: Duration::from_micros(cpu_us),
         // Not `usage.ru_maxrss`: see `peak_rss_kib` in the clients.
         max_rss: hwm_kib * 1024,
         requests: after.0 - before.0,
@@ -300,6 +309,8 @@ fn options() -> Options {
                     "usage: compare [--runs N] [--only WORKLOAD,...] [--contenders mcpwire,shared,default]\n\
                      \x20      [--baseline LABEL=PROGRAM]...   (another bench-mcpwire build, see baseline.sh)\n\
                      \x20      compare --serve   (only start the server, print its URL, wait)\n\
+                     \x20      compare binding ...   (the binding layer in both eras, beside rmcp)\n\
+                     \x20      compare soak ...      (100,000 calls through one Caller per era)\n\
                      workloads: {}",
                     WORKLOADS
                         .iter()
@@ -314,19 +325,17 @@ fn options() -> Options {
     options
 }
 
-fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_default()
-}
-
-fn main() {
-    let options = options();
-    let dir: PathBuf = std::env::current_exe()
+/// The directory of the driver, where the client programs are built beside it.
+fn driver_dir() -> PathBuf {
+    std::env::current_exe()
         .ok()
         .and_then(|exe| exe.parent().map(Path::to_path_buf))
-        .expect("the driver's directory");
-    for program in ["bench-mcpwire", "bench-rmcp"] {
+        .expect("the driver's directory")
+}
+
+/// Exits with a message when one of the client programs is not built beside the driver.
+fn require(dir: &Path, programs: &[&str]) {
+    for program in programs {
         if !dir.join(program).exists() {
             eprintln!(
                 "{} is missing: build with ./run.sh (each package on its own)",
@@ -335,6 +344,37 @@ fn main() {
             std::process::exit(2);
         }
     }
+}
+
+/// The runtime the servers run on (2 worker threads, in this process) and the demo server,
+/// started on it (dual-era: 2026-07-28 by default, the 2025 path on request).
+fn demo_server() -> (tokio::runtime::Runtime, DemoServer) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    let server = runtime
+        .block_on(DemoServer::start())
+        .expect("the demo server");
+    (runtime, server)
+}
+
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
+fn main() {
+    match std::env::args().nth(1).as_deref() {
+        Some("binding") => return binding::main(),
+        Some("soak") => return soak::main(),
+        _ => {}
+    }
+    let options = options();
+    let dir = driver_dir();
+    require(&dir, &["bench-mcpwire", "bench-rmcp"]);
     // Baselines first, then this tree's mcpwire (renamed mcpwire@HEAD beside a baseline), then
     // rmcp. The labels live as long as the driver.
     let mut contenders: Vec<&Contender> = Vec::new();
@@ -367,13 +407,7 @@ fn main() {
                 _ => c,
             }),
     );
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("a tokio runtime");
-    let server = runtime
-        .block_on(DemoServer::start())
-        .expect("the demo server");
+    let (runtime, server) = demo_server();
     let url = server.url();
     let list_server = runtime
         .block_on(ListServer::start())

@@ -2,7 +2,7 @@
 //! driver can take this process's CPU time and peak RSS from `wait4`.
 //!
 //! ```sh
-//! bench-mcpwire URL WORKLOAD N
+//! bench-mcpwire URL WORKLOAD N [ERA]
 //! ```
 //!
 //! Workloads (the same in `../rmcp`): `fresh` (N sequential `echo` calls, each in a fresh
@@ -12,9 +12,12 @@
 //! `progress_burst` call of N steps, every notification counted), `list` (N sequential
 //! `tools/list` calls on one session, against the driver's 100-tool server, each listing
 //! checked for [`TOOLS`] tools), `connect` (one session, no call: the fixed cost under the
-//! single-call workloads). Every result is checked; a wrong one exits with status 1. Prints
-//! `wall_us=...` (the workload alone, without process start-up) and `hwm_kib=...` (peak RSS,
-//! `VmHWM`).
+//! single-call workloads). `ERA` (default `2025`) is the revision the client speaks: `2025`
+//! pins the 2025 path (`EraPolicy::Legacy`: initialize, initialized, calls, DELETE), `2026`
+//! lets it probe (`server/discover`, once per pool: the verdict is cached) and speak 2026-07-28.
+//! The binding-layer workloads, `caller`, `caller-concurrent` and `soak`, are another program,
+//! `bench-caller` (`caller.rs`). Every result is checked; a wrong one exits with status 1.
+//! Prints `wall_us=...`, `cpu_us=...` and `hwm_kib=...` (see `lib.rs`).
 //!
 //! Both sides run on a current-thread tokio runtime and share one HTTP connection pool
 //! between their sessions (mcpwire's `HttpPool`).
@@ -24,13 +27,13 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Instant;
 
 use mcpwire::client::{CallOptions, Client, ClientOptions};
 use mcpwire::mcp::{CallToolResult, ContentBlock};
+use mcpwire::session::EraPolicy;
 use mcpwire::transport::http::{HttpConfig, HttpPool, TlsOptions};
 
-type Failure = Box<dyn std::error::Error + Send + Sync>;
+use bench_mcpwire::Failure;
 
 /// The tools the `list` workload's server lists (`../../src/list_server.rs`).
 const TOOLS: usize = 100;
@@ -48,8 +51,20 @@ fn only_text(result: CallToolResult) -> Result<String, Failure> {
     }
 }
 
+/// The era the `Client` workloads speak: `EraPolicy::Legacy` for `2025`, probing for `2026`.
+static MODERN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 async fn connect(pool: &HttpPool, url: &str) -> Result<Client, Failure> {
-    Ok(Client::connect_http(pool, HttpConfig::new(url)?, ClientOptions::default()).await?)
+    let mut options = ClientOptions::default();
+    let modern = MODERN.load(Ordering::Relaxed);
+    if !modern {
+        options.session.era = EraPolicy::Legacy;
+    }
+    let client = Client::connect_http(pool, HttpConfig::new(url)?, options).await?;
+    if client.is_modern() != modern {
+        return Err(format!("the client speaks {}", client.protocol_version()).into());
+    }
+    Ok(client)
 }
 
 async fn echo(client: &Client) -> Result<(), Failure> {
@@ -74,7 +89,12 @@ async fn fresh_echo(pool: HttpPool, url: Arc<str>) -> Result<(), Failure> {
     Ok(())
 }
 
-async fn run(url: &str, workload: &str, n: usize) -> Result<(), Failure> {
+async fn run(url: &str, workload: &str, n: usize, rest: &[String]) -> Result<(), Failure> {
+    match rest.first().map(String::as_str) {
+        None | Some("2025") => {}
+        Some("2026") => MODERN.store(true, Ordering::Relaxed),
+        Some(other) => return Err(format!("unknown era {other}: 2025 or 2026").into()),
+    }
     let pool = HttpPool::new(&TlsOptions::default())?;
     let url: Arc<str> = url.into();
     match workload {
@@ -167,40 +187,9 @@ async fn run(url: &str, workload: &str, n: usize) -> Result<(), Failure> {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let [_, url, workload, n] = &args[..] else {
-        eprintln!("usage: bench-mcpwire URL WORKLOAD N");
-        std::process::exit(2);
-    };
-    let n: usize = n.parse().unwrap_or_else(|_| {
-        eprintln!("N must be a count");
-        std::process::exit(2)
-    });
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a tokio runtime");
-    let started = Instant::now();
-    if let Err(e) = runtime.block_on(run(url, workload, n)) {
-        eprintln!("bench-mcpwire {workload} {n}: {e}");
-        std::process::exit(1);
-    }
-    let wall = started.elapsed();
-    println!("wall_us={} hwm_kib={}", wall.as_micros(), peak_rss_kib());
-}
-
-/// This process's peak resident set (`VmHWM`), in KiB. Not `ru_maxrss` from the parent's
-/// `wait4`: Linux folds the parent's peak into the child's at `exec` when the child was started
-/// with `vfork`/`CLONE_VM` (as `std::process::Command` does), so that figure is never below the
-/// driver's own.
-fn peak_rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find_map(|line| line.strip_prefix("VmHWM:"))
-                .and_then(|kib| kib.trim().trim_end_matches("kB").trim().parse().ok())
-        })
-        .unwrap_or(0)
+    bench_mcpwire::main_for(
+        "bench-mcpwire",
+        "URL WORKLOAD N [2025|2026]",
+        |url, workload, n, rest| Box::pin(run(url, workload, n, rest)),
+    );
 }

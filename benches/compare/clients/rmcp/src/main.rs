@@ -2,7 +2,7 @@
 //! driver can take this process's CPU time and peak RSS from `wait4`.
 //!
 //! ```sh
-//! bench-rmcp URL WORKLOAD N shared|default
+//! bench-rmcp URL WORKLOAD N shared|default [2025|2026]
 //! ```
 //!
 //! The workloads are those of `../mcpwire` (see there), done the way rmcp's documentation
@@ -11,8 +11,13 @@
 //! (`StreamableHttpClientTransport::with_client`), so sessions share its connection pool, as
 //! mcpwire's sessions share an `HttpPool`. `default`: `StreamableHttpClientTransport::from_uri`,
 //! which builds a new `reqwest::Client` for each session, with idle pooling turned off. Both on a
-//! current-thread tokio runtime, as on the mcpwire side. Every result is checked; a wrong one
-//! exits with status 1. Prints `wall_us=...` (the workload alone, without process start-up) and
+//! current-thread tokio runtime, as on the mcpwire side. The era (default `2025`): `2025` is
+//! rmcp's default lifecycle (`initialize`, `ClientLifecycleMode::Initialize`); `2026` is
+//! `serve_with_lifecycle(transport, ClientLifecycleMode::Discover { preferred_versions:
+//! [2026-07-28] })`: one `server/discover`, then every request a stateless 2026-07-28 POST with
+//! the `_meta` envelope. Every result is checked (and the negotiated revision); a wrong one exits
+//! with status 1. Prints `wall_us=...` (the workload alone, without process start-up),
+//! `cpu_us=...` (user + system CPU of the process during the workload, `getrusage`) and
 //! `hwm_kib=...` (peak RSS, `VmHWM`).
 
 // A benchmark reads the clock.
@@ -22,6 +27,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use rmcp::model::ProtocolVersion;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ContentBlock, NumberOrString, ProgressNotificationParam,
     ProgressToken, RequestMetaObject,
@@ -29,7 +35,7 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, RoleClient};
 
 type Failure = Box<dyn std::error::Error + Send + Sync>;
 
@@ -82,8 +88,32 @@ async fn connect<H: ClientHandler>(
         ),
         Http::Default => StreamableHttpClientTransport::from_uri(url),
     };
-    Ok(handler.serve(transport).await?)
+    let modern = MODERN.load(Ordering::Relaxed);
+    let lifecycle = if modern {
+        ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        }
+    } else {
+        ClientLifecycleMode::Initialize
+    };
+    let service = handler.serve_with_lifecycle(transport, lifecycle).await?;
+    let spoken = service
+        .peer()
+        .peer_info()
+        .map(|info| info.protocol_version.clone());
+    let right = match &spoken {
+        Some(version) if modern => *version == ProtocolVersion::V_2026_07_28,
+        Some(version) => version.has_initialize(),
+        None => false,
+    };
+    if !right {
+        return Err(format!("rmcp speaks {spoken:?}").into());
+    }
+    Ok(service)
 }
+
+/// The lifecycle of every session: `Discover` at 2026-07-28, or the default `Initialize`.
+static MODERN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 async fn echo(peer: &rmcp::Peer<RoleClient>) -> Result<(), Failure> {
     let result = peer
@@ -200,8 +230,8 @@ async fn run(url: &str, workload: &str, n: usize, http: Http) -> Result<(), Fail
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let [_, url, workload, n, http] = &args[..] else {
-        eprintln!("usage: bench-rmcp URL WORKLOAD N shared|default");
+    let [_, url, workload, n, http, era @ ..] = &args[..] else {
+        eprintln!("usage: bench-rmcp URL WORKLOAD N shared|default [2025|2026]");
         std::process::exit(2);
     };
     let n: usize = n.parse().unwrap_or_else(|_| {
@@ -212,6 +242,15 @@ fn main() {
         .enable_all()
         .build()
         .expect("a tokio runtime");
+    match era.first().map(String::as_str) {
+        None | Some("2025") => {}
+        Some("2026") => MODERN.store(true, Ordering::Relaxed),
+        Some(other) => {
+            eprintln!("unknown era {other}: 2025 or 2026");
+            std::process::exit(2)
+        }
+    }
+    let cpu = cpu_us();
     let started = Instant::now();
     let http = match http.as_str() {
         // Built inside the timed part, as mcpwire's HttpPool is.
@@ -227,7 +266,22 @@ fn main() {
         std::process::exit(1);
     }
     let wall = started.elapsed();
-    println!("wall_us={} hwm_kib={}", wall.as_micros(), peak_rss_kib());
+    println!(
+        "wall_us={} cpu_us={} hwm_kib={}",
+        wall.as_micros(),
+        cpu_us() - cpu,
+        peak_rss_kib()
+    );
+}
+
+/// User + system CPU time of this process (every thread) so far, in microseconds.
+fn cpu_us() -> u64 {
+    // SAFETY: an all-zero rusage is a valid value for getrusage to overwrite.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: the pointer is to a live local.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    let us = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64;
+    us(usage.ru_utime) + us(usage.ru_stime)
 }
 
 /// This process's peak resident set (`VmHWM`), in KiB. Not `ru_maxrss` from the parent's

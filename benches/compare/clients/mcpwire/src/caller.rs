@@ -1,0 +1,16 @@
+//! The binding layer's side of the comparison (`binding.rs`: `caller`, `caller-concurrent`,
+//! `soak`), its own program so that `bench-mcpwire` is built without the binding layer.
+//!
+//! ```sh
+//! bench-caller URL WORKLOAD N ERA [CONCURRENCY|LIMIT]
+//! ```
+
+mod binding;
+
+fn main() {
+    bench_mcpwire::main_for(
+        "bench-caller",
+        "URL caller|caller-concurrent|soak N 2025|2026 [CONCURRENCY|LIMIT]",
+        |url, workload, n, rest| Box::pin(binding::run(url, workload, n, rest)),
+    );
+}
