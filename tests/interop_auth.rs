@@ -134,3 +134,38 @@ async fn py_auth_short_lived_tokens_are_refreshed() {
     assert_no_secret_leaks(&oauth, &lines, &client);
     client.close().await;
 }
+
+/// `mcpwire probe` against the real OAuth-protected server: the 401, the SDK's challenge and
+/// the protected-resource metadata it names, without a token or any flow.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn py_auth_probe_reports_the_challenge_and_the_metadata() {
+    use mcpwire::binding::probe::{ProbeOptions, probe};
+    if !peers::require(Peer::Python(Sdk::V2)) {
+        return;
+    }
+    let server = PeerServer::python_auth(&[]);
+    let origin = format!("http://127.0.0.1:{}", server.port);
+    let mut options = ProbeOptions::new(&server.url);
+    options.request_timeout = STEP;
+    let report = probe(&pool(), &options).await.expect("a valid URL");
+    let text = report.render();
+    assert!(report.auth.required, "{text}");
+    assert_eq!(report.auth.status, Some(401), "{text}");
+    assert!(!report.auth.token_sent, "{text}");
+    let challenge = report.auth.challenges.first().expect("a challenge");
+    assert_eq!(challenge.scheme, "Bearer", "{text}");
+    assert_eq!(challenge.error.as_deref(), Some("invalid_token"), "{text}");
+    let where_ = format!("{origin}/.well-known/oauth-protected-resource/mcp");
+    assert_eq!(
+        challenge.resource_metadata.as_deref(),
+        Some(where_.as_str())
+    );
+    let metadata = report.auth.metadata.as_ref().expect("the metadata");
+    assert_eq!(
+        metadata.resource.as_deref(),
+        Some(server.url.as_str()),
+        "{text}"
+    );
+    assert_eq!(metadata.authorization_servers, [origin], "{text}");
+    assert_eq!(metadata.scopes_supported, ["mcp:tools"], "{text}");
+}
