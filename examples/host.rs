@@ -72,12 +72,9 @@ async fn main() -> Result<(), Failure> {
     //    progress_report,weather` does: one binding per named tool, for tenant `acme`.
     let discovery = {
         let mut d = Discovery::new(
-            Server::Http {
-                url,
-                token_env: token_env.clone(),
-                header_env: Default::default(),
-                tls: None,
-                proxy: None,
+            match &token_env {
+                Some(name) => Server::http(url).with_token_env(name.clone()),
+                None => Server::http(url),
             },
             "acme".to_owned(),
             vec!["progress_report".to_owned(), "weather".to_owned()],

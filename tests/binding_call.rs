@@ -181,13 +181,7 @@ pub(crate) async fn cancelled_and_call(server: &FaultServer) -> (Value, Value) {
 /// Bindings for the demo server's `tools`, discovered (as `mcp-tools` does) for tenant `acme`.
 async fn demo_bindings(server: &DemoServer, tools: &[&str]) -> Vec<Binding> {
     let discovery = Discovery::new(
-        Server::Http {
-            url: server.url(),
-            token_env: None,
-            tls: None,
-            proxy: None,
-            header_env: Default::default(),
-        },
+        Server::http(server.url()),
         "acme".to_owned(),
         tools.iter().map(|t| (*t).to_owned()).collect(),
     )
@@ -874,13 +868,7 @@ async fn python_peer_structured_result_tool_error_and_timeout() {
         .await
         .unwrap();
     let discovery = Discovery::new(
-        Server::Http {
-            url: peer.url.clone(),
-            token_env: None,
-            tls: None,
-            proxy: None,
-            header_env: Default::default(),
-        },
+        Server::http(peer.url.clone()),
         "acme".to_owned(),
         vec!["weather".into(), "fail".into(), "slow".into()],
     )

@@ -100,13 +100,7 @@ async fn run_step(pool: &HttpPool, url: &str, step: &Value) -> Result<(), String
             .unwrap_or(url)
             .to_owned();
         let discovery = Discovery::new(
-            Server::Http {
-                url,
-                token_env: None,
-                tls: None,
-                proxy: None,
-                header_env: Default::default(),
-            },
+            Server::http(url),
             what["tenant"].as_str().unwrap_or_default().to_owned(),
             tools,
         )
@@ -446,13 +440,7 @@ async fn a_request_that_does_not_match_gets_a_diff_and_fails_the_replay() {
     // Recorded by a 2025-era client: replayed by one.
     pool.era_cache().remember(&server.url(), None);
     let discovery = Discovery::new(
-        Server::Http {
-            url: server.url(),
-            token_env: None,
-            tls: None,
-            proxy: None,
-            header_env: Default::default(),
-        },
+        Server::http(server.url()),
         "local",
         vec!["echo_text".into()],
     )

@@ -453,13 +453,7 @@ async fn hostile_connection_refused() {
 /// Discovery of tool `a` at `server` within `timeout`.
 fn discovery(server: &FaultServer, timeout: Duration) -> Discovery {
     Discovery::new(
-        Server::Http {
-            url: server.url("/mcp"),
-            token_env: None,
-            tls: None,
-            proxy: None,
-            header_env: Default::default(),
-        },
+        Server::http(server.url("/mcp")),
         "acme".to_owned(),
         vec!["a".to_owned()],
     )

@@ -508,13 +508,9 @@ async fn no_token_in_discovery_errors() {
             .insert("X-Api-Key", Secret::new(HEADER_VALUE))
             .unwrap();
         let discovery = Discovery::new(
-            Server::Http {
-                url: server.url("/mcp"),
-                token_env: Some(TOKEN_ENV.to_owned()),
-                tls: None,
-                proxy: None,
-                header_env: [("X-Api-Key".to_owned(), HEADER_ENV.to_owned())].into(),
-            },
+            Server::http(server.url("/mcp"))
+                .with_token_env(TOKEN_ENV)
+                .with_header_env([("X-Api-Key".to_owned(), HEADER_ENV.to_owned())].into()),
             "acme".to_owned(),
             vec!["t".to_owned()],
         )

@@ -352,24 +352,24 @@ fn run(args: &[String]) -> Result<(), Failure> {
                 Some("none") => Some(ProxySetting::Direct),
                 Some(proxy) => Some(ProxySetting::Url(proxy.to_owned())),
             };
-            Server::Http {
-                url: url.clone(),
-                token_env: options.token_env.clone(),
-                tls: tls_settings(&options)?,
-                proxy,
-                header_env: options.headers.clone(),
+            let mut server = Server::http(url.clone()).with_header_env(options.headers.clone());
+            if let Some(name) = &options.token_env {
+                server = server.with_token_env(name.clone());
             }
+            if let Some(tls) = tls_settings(&options)? {
+                server = server.with_tls(tls);
+            }
+            if let Some(proxy) = proxy {
+                server = server.with_proxy(proxy);
+            }
+            server
         }
         (None, Some(command)) => {
             let mut words = command.split_whitespace().map(str::to_owned);
             let program = words
                 .next()
                 .ok_or_else(|| Failure::Usage("-command is empty".to_owned()))?;
-            Server::Stdio {
-                command: program,
-                args: words.collect(),
-                env: Vec::new(),
-            }
+            Server::stdio(program, words.collect())
         }
         (None, None) => return Err(Failure::Usage("give -url or -command".to_owned())),
     };

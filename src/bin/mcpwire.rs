@@ -559,13 +559,7 @@ fn demo_command(args: &[String]) -> Result<(), Failure> {
             "# mcp-tools -url {url} -tenant local -tools {}",
             tools.join(",")
         );
-        let discovery = Discovery::new(Server::Http {
-                url: url.clone(),
-                token_env: None,
-                tls: None,
-                proxy: None,
-                header_env: Default::default(),
-            }, "local".to_owned(), tools.iter().map(|t| (*t).to_owned()).collect()).with_timeout(Duration::from_secs(30));
+        let discovery = Discovery::new(Server::http(url.clone()), "local".to_owned(), tools.iter().map(|t| (*t).to_owned()).collect()).with_timeout(Duration::from_secs(30));
         let bindings = discover(&pool, &discovery)
             .await
             .map_err(|e| Failure::Input(format!("discovery failed: {e}")))?;

@@ -178,7 +178,8 @@ impl Binding {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Server {
-    /// A Streamable HTTP endpoint.
+    /// A Streamable HTTP endpoint ([`Server::http`] makes one).
+    #[non_exhaustive]
     Http {
         /// The endpoint URL.
         url: String,
@@ -192,7 +193,8 @@ pub enum Server {
         /// config) and the name of the environment variable holding its value.
         header_env: BTreeMap<String, String>,
     },
-    /// An installed stdio server.
+    /// An installed stdio server ([`Server::stdio`] makes one).
+    #[non_exhaustive]
     Stdio {
         /// The program to run.
         command: String,
@@ -201,6 +203,71 @@ pub enum Server {
         /// The names of the environment variables passed to it.
         env: Vec<String>,
     },
+}
+
+impl Server {
+    /// A Streamable HTTP endpoint: no token, the host's TLS and proxy defaults, no extra
+    /// headers.
+    pub fn http(url: impl Into<String>) -> Server {
+        Server::Http {
+            url: url.into(),
+            token_env: None,
+            tls: None,
+            proxy: None,
+            header_env: BTreeMap::new(),
+        }
+    }
+
+    /// A stdio server: `command` run with `args`, passed no environment variables.
+    pub fn stdio(command: impl Into<String>, args: Vec<String>) -> Server {
+        Server::Stdio {
+            command: command.into(),
+            args,
+            env: Vec::new(),
+        }
+    }
+
+    /// With the bearer token from the environment variable `name` (an HTTP server's; a stdio
+    /// server has none, and is returned as it is).
+    pub fn with_token_env(mut self, name: impl Into<String>) -> Server {
+        if let Server::Http { token_env, .. } = &mut self {
+            *token_env = Some(name.into());
+        }
+        self
+    }
+
+    /// With extra headers: each header's name and the environment variable holding its value
+    /// (HTTP only).
+    pub fn with_header_env(mut self, headers: BTreeMap<String, String>) -> Server {
+        if let Server::Http { header_env, .. } = &mut self {
+            *header_env = headers;
+        }
+        self
+    }
+
+    /// With the binding's own TLS settings (HTTP only).
+    pub fn with_tls(mut self, settings: TlsSettings) -> Server {
+        if let Server::Http { tls, .. } = &mut self {
+            *tls = Some(settings);
+        }
+        self
+    }
+
+    /// With the binding's own proxy setting (HTTP only).
+    pub fn with_proxy(mut self, setting: ProxySetting) -> Server {
+        if let Server::Http { proxy, .. } = &mut self {
+            *proxy = Some(setting);
+        }
+        self
+    }
+
+    /// With the names of the environment variables passed to a stdio server (stdio only).
+    pub fn with_env(mut self, names: Vec<String>) -> Server {
+        if let Server::Stdio { env, .. } = &mut self {
+            *env = names;
+        }
+        self
+    }
 }
 
 /// A binding's `tls` member (see [TLS](self#tls)).
