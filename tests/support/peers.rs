@@ -191,6 +191,18 @@ fn find_program(name: &str) -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(name))
 }
 
+/// `script` on the given SDK's Python, listening on `port` on loopback, with `args`.
+fn python_http_command(sdk: Sdk, script: &Path, port: u16, args: &[&str]) -> Command {
+    let mut cmd = Command::new(python_bin(sdk));
+    cmd.arg(script)
+        .arg("--port")
+        .arg(port.to_string())
+        .args(args)
+        .env("PYTHONUNBUFFERED", "1")
+        .env("PYTHONDONTWRITEBYTECODE", "1");
+    cmd
+}
+
 /// The program and arguments that run `py_server.py` over stdio on the given SDK.
 pub fn python_stdio_command(sdk: Sdk) -> (PathBuf, Vec<String>) {
     let args = vec![
@@ -263,14 +275,7 @@ impl PeerServer {
         let path = if sse { "/sse" } else { "/mcp" };
         let name = format!("py-{}", sdk.venv().trim_start_matches("venv-"));
         PeerServer::start(&name, path, |port| {
-            let mut cmd = Command::new(python_bin(sdk));
-            cmd.arg(py_server_script())
-                .arg("--port")
-                .arg(port.to_string())
-                .args(args)
-                .env("PYTHONUNBUFFERED", "1")
-                .env("PYTHONDONTWRITEBYTECODE", "1");
-            cmd
+            python_http_command(sdk, &py_server_script(), port, args)
         })
     }
 
@@ -284,15 +289,9 @@ impl PeerServer {
             "the Python SDK {sdk:?} is not installed in {}: {INSTALL_HINT}",
             peers_dir().display()
         );
+        let script = repo_path("tests/peers/py_auth_server.py");
         PeerServer::start("py-auth", "/mcp", |port| {
-            let mut cmd = Command::new(python_bin(sdk));
-            cmd.arg(repo_path("tests/peers/py_auth_server.py"))
-                .arg("--port")
-                .arg(port.to_string())
-                .args(args)
-                .env("PYTHONUNBUFFERED", "1")
-                .env("PYTHONDONTWRITEBYTECODE", "1");
-            cmd
+            python_http_command(sdk, &script, port, args)
         })
     }
 
