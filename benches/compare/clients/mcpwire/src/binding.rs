@@ -79,16 +79,12 @@ fn caller(url: &str, era: &str) -> Result<Arc<Caller>, Failure> {
 }
 
 fn context(call: usize) -> CallContext {
-    CallContext {
-        tenant_id: "bench".to_owned(),
-        session_id: "bench-session".to_owned(),
-        call_id: format!("call-{call}"),
-    }
+    CallContext::new("bench", "bench-session", format!("call-{call}"))
 }
 
 fn echo_text(result: &ToolResult) -> Option<&str> {
-    match &result.content[..] {
-        [block] if !result.is_error => block.get("text").and_then(Value::as_str),
+    match result.content() {
+        [block] if !result.is_error() => block.get("text").and_then(Value::as_str),
         _ => None,
     }
 }
@@ -188,14 +184,14 @@ async fn soak_call(caller: &Caller, i: usize) -> Result<String, String> {
         Kind::Drop => ("echo", json!({"message": DROP_MARKER}), None),
     };
     let result = caller.call(name, &ctx, &arguments, |_| {}, cancel).await;
-    let error_kind = result.error.as_ref().map(|e| e.kind.clone());
+    let error_kind = result.error_kind().map(|k| k.as_str().to_owned());
     let outcome = match (kind, &error_kind) {
         (Kind::Echo, None) if echo_text(&result) == Some("Echo: hello") => "ok".to_owned(),
         (Kind::ToolError, Some(k)) if k == "tool_error" => k.clone(),
         (Kind::Timeout | Kind::Cancel | Kind::Drop, Some(k)) => {
             format!(
                 "{k}{}",
-                if result.unknown_outcome == Some(true) {
+                if result.unknown_outcome() == Some(true) {
                     "?"
                 } else {
                     ""
