@@ -28,6 +28,7 @@
 
 pub mod auth;
 
+use crate::idmap::IdMap;
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
@@ -206,7 +207,8 @@ pub struct CallOptions {
     /// The tool's input schema, when the caller has it (a binding) and the tool was not listed
     /// by this client: at a stateless revision over HTTP its `x-mcp-header` annotations give
     /// the call's `Mcp-Param-*` headers.
-    pub input_schema: Option<serde_json::Value>,
+    /// Shared (an `Arc`), so that a caller making many calls with one schema copies none.
+    pub input_schema: Option<Arc<serde_json::Value>>,
 }
 
 impl Default for CallOptions {
@@ -277,8 +279,8 @@ impl CallOptions {
     }
 
     /// The tool's input schema, for its `x-mcp-header` annotations.
-    pub fn with_input_schema(mut self, schema: serde_json::Value) -> Self {
-        self.input_schema = Some(schema);
+    pub fn with_input_schema(mut self, schema: impl Into<Arc<serde_json::Value>>) -> Self {
+        self.input_schema = Some(schema.into());
         self
     }
 }
@@ -293,6 +295,12 @@ impl std::fmt::Debug for CallOptions {
             .finish_non_exhaustive()
     }
 }
+
+/// How many tools' `input_schema` header declarations a [`Client`] keeps.
+const MAX_SCHEMA_HEADERS: usize = 64;
+
+/// An `input_schema` and the `Mcp-Param-*` headers it declares.
+type SchemaHeaders = (Arc<serde_json::Value>, Arc<[ParamHeader]>);
 
 /// One MCP session with a server.
 pub struct Client {
@@ -315,6 +323,10 @@ pub struct Client {
     /// Over HTTP at a stateless revision: the `Mcp-Param-*` headers each listed tool's
     /// arguments give.
     tool_headers: std::sync::Mutex<HashMap<String, Arc<[ParamHeader]>>>,
+    /// The headers the last `input_schema` given for each tool declares, with that schema:
+    /// a caller that passes the same schema (the same `Arc`) call after call has it read
+    /// once. At most [`MAX_SCHEMA_HEADERS`] tools.
+    schema_headers: std::sync::Mutex<HashMap<String, SchemaHeaders>>,
     /// Where the era verdict is kept for the next connection to the same endpoint.
     era_cache: Option<(EraCache, String)>,
     /// Where `tools/list` pages are kept, with the endpoint and the credentials' fingerprint.
@@ -558,6 +570,8 @@ enum Command {
         limits: SendOptions,
         progress: Option<mpsc::Sender<ProgressNotificationParams>>,
         reply: Reply,
+        #[cfg(feature = "tracing")]
+        span: tracing::Span,
     },
     Cancel {
         key: u64,
@@ -738,8 +752,8 @@ impl Client {
             session: Session::new(options.session.clone()),
             link,
             commands: command_rx,
-            entries: HashMap::new(),
-            keys: HashMap::new(),
+            entries: IdMap::default(),
+            keys: IdMap::default(),
             notifications: options.notifications.clone(),
             connect: None,
             closing: None,
@@ -772,9 +786,16 @@ impl Client {
             session_id,
             options,
             tool_headers: std::sync::Mutex::new(HashMap::new()),
+            schema_headers: std::sync::Mutex::new(HashMap::new()),
             era_cache: None,
             list_cache: None,
         })
+    }
+
+    /// Whether the client can still carry requests: its driver runs (a client whose link
+    /// has gone is made again rather than kept).
+    pub(crate) fn is_usable(&self) -> bool {
+        !self.commands.is_closed()
     }
 
     /// Every credential to keep out of what this client returns.
@@ -957,13 +978,11 @@ impl Client {
         &self,
         name: &str,
         arguments: Option<&JsonObject>,
-        input_schema: Option<&serde_json::Value>,
+        input_schema: Option<&Arc<serde_json::Value>>,
     ) -> Result<Vec<(HeaderName, HeaderValue)>, Error> {
         let mut headers: Vec<_> = mcp_name_header(name).into_iter().collect();
         let declared: Option<Arc<[ParamHeader]>> = match input_schema {
-            Some(schema) => Some(Arc::from(mcp_headers::param_headers(schema).map_err(
-                |error| Error::config(format!("the input schema of {name:?}: {error}")),
-            )?)),
+            Some(schema) => Some(self.schema_headers(name, schema)?),
             None => self
                 .tool_headers
                 .lock()
@@ -982,6 +1001,31 @@ impl Client {
             }
         }
         Ok(headers)
+    }
+
+    /// The headers `schema` declares for the tool `name`, read once per schema.
+    fn schema_headers(
+        &self,
+        name: &str,
+        schema: &Arc<serde_json::Value>,
+    ) -> Result<Arc<[ParamHeader]>, Error> {
+        if let Ok(known) = self.schema_headers.lock()
+            && let Some((seen, declared)) = known.get(name)
+            && Arc::ptr_eq(seen, schema)
+        {
+            return Ok(declared.clone());
+        }
+        let declared: Arc<[ParamHeader]> =
+            Arc::from(mcp_headers::param_headers(schema).map_err(|error| {
+                Error::config(format!("the input schema of {name:?}: {error}"))
+            })?);
+        if let Ok(mut known) = self.schema_headers.lock() {
+            if known.len() >= MAX_SCHEMA_HEADERS && !known.contains_key(name) {
+                known.clear();
+            }
+            known.insert(name.to_owned(), (schema.clone(), declared.clone()));
+        }
+        Ok(declared)
     }
 
     /// Calls a tool. Progress is reported to `options.on_progress` as it arrives; the call
@@ -1357,6 +1401,8 @@ impl Client {
                 limits,
                 progress: progress_tx,
                 reply,
+                #[cfg(feature = "tracing")]
+                span: tracing::Span::current(),
             })
             .await
             .map_err(|_| Error::closed())?;
@@ -1627,6 +1673,10 @@ struct Entry {
     reply: Reply,
     progress: Option<mpsc::Sender<ProgressNotificationParams>>,
     limits: SendOptions,
+    /// The span the request was made in: what happens on its stream is reported there, not
+    /// in the span the client was made in (a client may outlive the call that made it).
+    #[cfg(feature = "tracing")]
+    span: tracing::Span,
 }
 
 /// A driver's token source and what it needs to run it.
@@ -1652,8 +1702,8 @@ struct Driver {
     session: Session,
     link: Link,
     commands: mpsc::Receiver<Command>,
-    entries: HashMap<Id, Entry>,
-    keys: HashMap<u64, Id>,
+    entries: IdMap<Id, Entry>,
+    keys: IdMap<u64, Id>,
     notifications: Option<mpsc::Sender<Notification<'static>>>,
     /// Who waits for the handshake.
     connect: Option<ConnectReply>,
@@ -1720,6 +1770,12 @@ impl Driver {
             match wake {
                 DriverWake::Http(Some((stream, frame))) => {
                     if let Link::Http(link) = &mut self.link {
+                        #[cfg(feature = "tracing")]
+                        let _span = link
+                            .exchange_ref()
+                            .request_on(stream)
+                            .and_then(|id| self.entries.get(id))
+                            .map(|entry| entry.span.clone().entered());
                         link.handle_frame(stream, frame, now);
                     }
                 }
@@ -1788,6 +1844,8 @@ impl Driver {
                 limits,
                 progress,
                 reply,
+                #[cfg(feature = "tracing")]
+                span,
             } => match self.session.request(&method, params, options, now) {
                 Ok(id) => {
                     self.keys.insert(key, id.clone());
@@ -1798,6 +1856,8 @@ impl Driver {
                             reply,
                             progress,
                             limits,
+                            #[cfg(feature = "tracing")]
+                            span,
                         },
                     );
                 }

@@ -154,6 +154,8 @@ mod error;
 pub mod exchange;
 #[cfg(feature = "fixtures")]
 pub mod fixture;
+#[cfg(any(feature = "session", feature = "exchange"))]
+mod idmap;
 #[cfg(feature = "jsonrpc")]
 pub mod jsonrpc;
 #[cfg(feature = "mcp")]

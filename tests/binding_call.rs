@@ -906,3 +906,207 @@ async fn python_peer_structured_result_tool_error_and_timeout() {
     assert!(elapsed < Duration::from_secs(4), "{elapsed:?}");
     drop(peer);
 }
+
+// === Clients at a stateless revision ============================================================
+
+/// A token source whose token the test changes between calls.
+struct Rotating(Mutex<String>);
+
+impl TokenSource for Rotating {
+    fn token(&self, name: &str) -> Option<Secret> {
+        (name == TOKEN_ENV).then(|| Secret::new(self.0.lock().unwrap().clone()))
+    }
+}
+
+/// At 2026-07-28 a call opens no session, so a binding's calls share one client: the wire
+/// log notes the settled era once per client made. A new client is made when the token read
+/// for a call differs from the one the client was made with, and after a call that failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn modern_calls_share_a_client_until_the_token_changes_or_a_call_fails() {
+    let server = DemoServer::start_with_token(Some("tok-one".to_owned()))
+        .await
+        .unwrap();
+    let bindings: Vec<Binding> = ["echo", "progress_report"]
+        .iter()
+        .map(|tool| {
+            let mut binding = Binding::new(
+                *tool,
+                *tool,
+                Server::http(server.url()).with_token_env(TOKEN_ENV),
+            );
+            binding.tenants = vec!["acme".to_owned()];
+            binding.timeout_seconds = 20;
+            binding
+        })
+        .collect();
+    let tokens = Arc::new(Rotating(Mutex::new("tok-one".to_owned())));
+    let mut caller = Caller::new(pool(), bindings, tokens.clone()).expect("caller");
+    let log = Arc::new(Mutex::new(Vec::<String>::new()));
+    let sink = log.clone();
+    caller.set_wire_log(Arc::new(move |line: &str| {
+        sink.lock().unwrap().push(line.to_owned());
+    }));
+    let clients_made = || {
+        log.lock()
+            .unwrap()
+            .iter()
+            .filter(|line| line.starts_with("= era: 2026-07-28"))
+            .count()
+    };
+    let echo = |n: u32| {
+        let caller = &caller;
+        async move {
+            call(
+                caller,
+                "echo",
+                &format!("call-{n}"),
+                json!({"message": "hi"}),
+            )
+            .await
+        }
+    };
+    for n in 0..3 {
+        assert_succeeded(&echo(n).await);
+    }
+    assert_eq!(clients_made(), 1, "{:#?}", log.lock().unwrap());
+    // The server takes only the first token: a kept client still sending it would succeed.
+    *tokens.0.lock().unwrap() = "tok-two".to_owned();
+    let refused = echo(3).await;
+    assert_failed(&refused, "unauthorized", false);
+    assert_eq!(clients_made(), 2);
+    *tokens.0.lock().unwrap() = "tok-one".to_owned();
+    assert_succeeded(&echo(4).await);
+    assert_succeeded(&echo(5).await);
+    assert_eq!(clients_made(), 3);
+    // Each binding keeps its own client; one whose call failed (cancelled) is not kept.
+    let report = |call_id: &'static str, cancel: Option<CancelToken>| {
+        let caller = &caller;
+        async move {
+            caller
+                .call(
+                    "progress_report",
+                    &context(call_id),
+                    &json!({"steps": 1, "delay_ms": 300}),
+                    |_| {},
+                    cancel,
+                )
+                .await
+        }
+    };
+    assert_succeeded(&report("call-6", None).await);
+    assert_eq!(clients_made(), 4);
+    let cancel = CancelToken::new();
+    cancel.cancel();
+    let cancelled = report("call-7", Some(cancel)).await;
+    assert!(cancelled.is_error(), "{cancelled:?}");
+    assert_eq!(clients_made(), 4, "the cancelled call used the kept client");
+    assert_succeeded(&report("call-8", None).await);
+    assert_eq!(clients_made(), 5);
+    assert_succeeded(&echo(9).await);
+    assert_eq!(clients_made(), 5);
+}
+
+/// A `Caller` whose every binding is one of the demo server's tools (tenant `acme`), on
+/// `pool`, with its wire log collected.
+fn logged_caller(
+    server: &DemoServer,
+    tools: &[&str],
+    pool: HttpPool,
+) -> (Arc<Caller>, Arc<Mutex<Vec<String>>>) {
+    let bindings = tools
+        .iter()
+        .map(|tool| {
+            let mut binding = Binding::new(*tool, *tool, Server::http(server.url()));
+            binding.tenants = vec!["acme".to_owned()];
+            binding.timeout_seconds = 20;
+            binding
+        })
+        .collect();
+    let mut caller = Caller::new(pool, bindings, Arc::new(FixedTokens)).expect("caller");
+    let log = Arc::new(Mutex::new(Vec::<String>::new()));
+    let sink = log.clone();
+    caller.set_wire_log(Arc::new(move |line: &str| {
+        sink.lock().unwrap().push(line.to_owned());
+    }));
+    (Arc::new(caller), log)
+}
+
+/// A burst of first calls to a modern server probes once and makes one client; with an
+/// origin limit of 4 (and the patience to wait for it) the 64 calls share a few
+/// connections. (A few, not 4: a request let go when another's response ended may find its
+/// connection not yet back in the pool, and hyper then opens one.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_first_modern_calls_makes_one_client_on_few_connections() {
+    let server = DemoServer::start().await.unwrap();
+    let pool = pool().with_origin_limit(4, Duration::from_secs(15));
+    let (caller, log) = logged_caller(&server, &["echo"], pool);
+    let calls: Vec<_> = (0..64)
+        .map(|n| {
+            let caller = caller.clone();
+            tokio::spawn(async move {
+                call(
+                    &caller,
+                    "echo",
+                    &format!("call-{n}"),
+                    json!({"message": "hi"}),
+                )
+                .await
+            })
+        })
+        .collect();
+    for call in calls {
+        assert_succeeded(&call.await.unwrap());
+    }
+    let made = log
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|line| line.starts_with("= era: 2026-07-28"))
+        .count();
+    assert_eq!(made, 1, "{:#?}", log.lock().unwrap());
+    let opened = caller.pool().connections_opened();
+    assert!((1..=16).contains(&opened), "{opened} connections");
+}
+
+/// The origin limit never holds a call behind a slow one for longer than its patience: with
+/// one place and a call that takes seconds in it, another call goes out (on a connection
+/// of its own) and ends while the slow one still runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_waits_for_a_busy_origin_only_as_long_as_the_patience() {
+    let server = DemoServer::start().await.unwrap();
+    let pool = pool().with_origin_limit(1, Duration::from_millis(50));
+    let (caller, _log) = logged_caller(&server, &["echo", "progress_report"], pool);
+    // The era first, so that the slow call is the only request in flight.
+    assert_succeeded(&call(&caller, "echo", "call-0", json!({"message": "hi"})).await);
+    let (running_tx, running) = tokio::sync::oneshot::channel();
+    let running_tx = Mutex::new(Some(running_tx));
+    let cancel = CancelToken::new();
+    let slow = {
+        let caller = caller.clone();
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            caller
+                .call(
+                    "progress_report",
+                    &context("call-slow"),
+                    &json!({"steps": 20, "delay_ms": 1000}),
+                    move |_| {
+                        if let Some(tx) = running_tx.lock().unwrap().take() {
+                            let _ = tx.send(());
+                        }
+                    },
+                    Some(cancel),
+                )
+                .await
+        })
+    };
+    // Its first progress has arrived: it holds the origin's one place.
+    running.await.expect("the slow call reported progress");
+    let quick = call(&caller, "echo", "call-quick", json!({"message": "hi"})).await;
+    assert_succeeded(&quick);
+    assert!(!slow.is_finished(), "the slow call ended first");
+    cancel.cancel();
+    let slow = slow.await.unwrap();
+    assert!(slow.is_error(), "{slow:?}");
+    assert!(caller.pool().connections_opened() >= 2);
+}

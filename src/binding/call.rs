@@ -13,7 +13,7 @@ use super::config::{Binding, ConfigError, ProxySetting, Server, TlsSettings};
 use super::discover::connect;
 use super::mapping::{ToolOutput, map_result};
 use super::schema::{CompiledSchema, compile};
-use crate::client::{CallOptions, CancelToken, ClientOptions};
+use crate::client::{CallOptions, CancelToken, Client, ClientOptions};
 use crate::error::{Error, ErrorKind};
 use crate::mcp::{CallToolResult, ProgressToken};
 use crate::transport::http::{ExtraHeaders, HttpPool, ProxyConfig, Roots, TlsError, TlsOptions};
@@ -305,6 +305,51 @@ struct Prepared {
     input: CompiledSchema,
     output: Option<CompiledSchema>,
     pool: HttpPool,
+    /// `binding.input_schema`, shared with every call's options (for its `Mcp-Param-*`
+    /// headers) rather than copied into each.
+    input_schema: Arc<Value>,
+    /// The client of the binding's last call, kept when the server speaks a stateless
+    /// revision (see [`Kept`]), and how the last tries to make one ended.
+    kept: Mutex<Slot>,
+    /// Held while a client is made for the binding (see [`Caller::client_for`]).
+    making: tokio::sync::Mutex<()>,
+}
+
+/// A binding's kept client, and the failures to make one.
+#[derive(Default)]
+struct Slot {
+    kept: Option<Kept>,
+    /// How many tries to make a client failed, and the last one's kind and message: the calls
+    /// that waited for that try fail with it.
+    failures: u64,
+    failure: Option<(ErrorKind, String)>,
+}
+
+impl Slot {
+    fn client_for(&self, token: &Option<Secret>, headers: &ExtraHeaders) -> Option<Arc<Client>> {
+        self.kept
+            .as_ref()
+            .filter(|kept| kept.serves(token, headers))
+            .map(|kept| kept.client.clone())
+    }
+}
+
+/// A client kept for a binding's next calls. At a stateless revision (2026-07-28) a client
+/// holds no session: each call is one request of its own, with nothing carried from the
+/// call before, so making a client per call would only repeat the same set-up. It is used
+/// again only with the credentials it was made with (the token and header values are read
+/// again for every call) and only while it works: a call that fails drops it, and the next
+/// call makes a new one. A 2025-era server gets a fresh session per call, as before.
+struct Kept {
+    client: Arc<Client>,
+    token: Option<Secret>,
+    headers: ExtraHeaders,
+}
+
+impl Kept {
+    fn serves(&self, token: &Option<Secret>, headers: &ExtraHeaders) -> bool {
+        self.client.is_usable() && &self.token == token && self.headers.iter().eq(headers.iter())
+    }
 }
 
 /// Calls tools through a set of bindings. Build once, call many times: schemas are compiled
@@ -421,10 +466,13 @@ impl Caller {
             prepared.insert(
                 binding.name.clone(),
                 Prepared {
+                    input_schema: Arc::new(binding.input_schema.clone()),
                     binding,
                     input,
                     output,
                     pool: binding_pool,
+                    kept: Mutex::new(Slot::default()),
+                    making: tokio::sync::Mutex::new(()),
                 },
             );
         }
@@ -596,29 +644,15 @@ impl Caller {
         };
         let timeout = Duration::from_secs(binding.timeout_seconds);
         let started = now();
-        // Step 2: a session for this call alone.
-        let options = ClientOptions {
-            session: crate::session::Config {
-                initialize_timeout: timeout.min(Duration::from_secs(30)),
-                ..crate::session::Config::default()
-            },
-            ..ClientOptions::default()
-        };
-        let client = match connect(
-            &prepared.pool,
-            &binding.server,
-            token,
-            headers,
-            options,
-            self.wire_log.clone(),
-        )
-        .await
+        // Step 2: a session for this call alone (at a stateless revision, the client kept
+        // from the binding's last call: there is no session to share).
+        let client = match self
+            .client_for(prepared, token, headers, timeout, started)
+            .await
         {
             Ok(client) => client,
             // The tool was never called: whatever happened, its outcome is known.
-            Err(error) => {
-                return ToolResult::failure(call_id, error.kind(), error.to_string(), false);
-            }
+            Err((kind, message)) => return ToolResult::failure(call_id, kind, message, false),
         };
         #[cfg(feature = "tracing")]
         tracing::Span::current().record("protocol_version", client.protocol_version().as_str());
@@ -638,7 +672,7 @@ impl Caller {
             meta: Some(meta),
             max_response_bytes: Some(binding.max_output_bytes),
             cancel,
-            input_schema: Some(binding.input_schema.clone()),
+            input_schema: Some(prepared.input_schema.clone()),
             on_progress: Some(Box::new(move |p| {
                 let progress = Progress {
                     call_id: progress_call_id.clone(),
@@ -654,14 +688,134 @@ impl Caller {
         let outcome = client
             .call_tool(&binding.mcp_tool, Some(arguments), options)
             .await;
-        // Step 5: close the session (DELETE), then report.
-        client.close().await;
+        // Step 5: close the session (DELETE), then report. A kept client that failed is
+        // not used again.
+        if outcome.is_err()
+            && let Ok(mut slot) = prepared.kept.lock()
+            && slot
+                .kept
+                .as_ref()
+                .is_some_and(|k| Arc::ptr_eq(&k.client, &client))
+        {
+            slot.kept = None;
+        }
+        if let Ok(client) = Arc::try_unwrap(client) {
+            client.close().await;
+        }
         finish_call(
             call_id,
             outcome,
             prepared.output.as_ref(),
             binding.max_output_bytes,
         )
+    }
+
+    /// The client for a call: the binding's kept one (a stateless revision), or a new one.
+    ///
+    /// While a binding has no kept client, its calls make one at a time: the first makes it
+    /// (probing the era if the pool has no verdict yet) and the calls that waited take it, or
+    /// fail as it failed (nothing was sent), so a burst of first calls opens one client, not
+    /// one per call. A 2025-era server gets a fresh session per call, made concurrently.
+    async fn client_for(
+        &self,
+        prepared: &Prepared,
+        token: Option<Secret>,
+        headers: ExtraHeaders,
+        timeout: Duration,
+        started: tokio::time::Instant,
+    ) -> Result<Arc<Client>, (ErrorKind, String)> {
+        let binding = &prepared.binding;
+        let http_url = match &binding.server {
+            Server::Http { url, .. } => Some(url.as_str()),
+            _ => None,
+        };
+        let (seen_failures, kept) = match prepared.kept.lock() {
+            Ok(slot) => (slot.failures, slot.client_for(&token, &headers)),
+            Err(_) => (0, None),
+        };
+        if let Some(client) = kept {
+            return Ok(client);
+        }
+        // One maker at a time, for as long as the binding may be a stateless one.
+        let legacy =
+            http_url.is_none_or(|url| matches!(prepared.pool.era_cache().verdict(url), Some(None)));
+        let mut making = match legacy {
+            true => None,
+            false => {
+                match tokio::time::timeout_at(started + timeout, prepared.making.lock()).await {
+                    Ok(guard) => Some(guard),
+                    Err(_) => {
+                        return Err((
+                            ErrorKind::Timeout,
+                            format!(
+                                "no connection to the server within the binding's timeout of \
+                                 {} s (the tool was not called)",
+                                timeout.as_secs()
+                            ),
+                        ));
+                    }
+                }
+            }
+        };
+        if let Ok(slot) = prepared.kept.lock() {
+            if let Some(client) = slot.client_for(&token, &headers) {
+                return Ok(client);
+            }
+            if slot.failures > seen_failures
+                && let Some(failure) = &slot.failure
+            {
+                return Err(failure.clone());
+            }
+        }
+        // The first maker found a 2025-era server: sessions are made side by side.
+        if http_url.is_some_and(|url| matches!(prepared.pool.era_cache().verdict(url), Some(None)))
+        {
+            making = None;
+        }
+        let options = ClientOptions {
+            session: crate::session::Config {
+                initialize_timeout: timeout.min(Duration::from_secs(30)),
+                ..crate::session::Config::default()
+            },
+            ..ClientOptions::default()
+        };
+        let credentials = (token.clone(), headers.clone());
+        let connected = connect(
+            &prepared.pool,
+            &binding.server,
+            token,
+            headers,
+            options,
+            self.wire_log.clone(),
+        )
+        .await;
+        match connected {
+            Ok(client) => {
+                let client = Arc::new(client);
+                if client.is_modern()
+                    && http_url.is_some()
+                    && let Ok(mut slot) = prepared.kept.lock()
+                {
+                    let (token, headers) = credentials;
+                    slot.kept = Some(Kept {
+                        client: client.clone(),
+                        token,
+                        headers,
+                    });
+                }
+                // Only now may the calls waiting on `making` look for it.
+                drop(making);
+                Ok(client)
+            }
+            Err(error) => {
+                let failure = (error.kind(), error.to_string());
+                if let Ok(mut slot) = prepared.kept.lock() {
+                    slot.failures += 1;
+                    slot.failure = Some(failure.clone());
+                }
+                Err(failure)
+            }
+        }
     }
 
     /// The extra headers of an HTTP binding, their values read through the token source; a

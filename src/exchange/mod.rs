@@ -49,8 +49,9 @@
 #[cfg(test)]
 mod tests;
 
+use crate::idmap::IdMap;
 use std::any::Any;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -779,9 +780,9 @@ pub struct Exchange {
     /// Refusals of credentials are handed to the driver rather than failing the request.
     hold_refusals: bool,
     /// Refused requests waiting for a new token.
-    parked: HashMap<Id, Parked>,
+    parked: IdMap<Id, Parked>,
     learned: Learned,
-    flights: HashMap<StreamId, Flight>,
+    flights: IdMap<StreamId, Flight>,
     /// Operations waiting to resume or reopen their stream, and when.
     waiting: Vec<(Instant, Op)>,
     one_way: VecDeque<(Message<'static>, bool)>,
@@ -815,10 +816,10 @@ impl Exchange {
             secrets: config.secrets(),
             bearer: config.bearer_token.clone(),
             hold_refusals: false,
-            parked: HashMap::new(),
+            parked: IdMap::default(),
             config: Arc::new(config),
             learned: Learned::default(),
-            flights: HashMap::new(),
+            flights: IdMap::default(),
             waiting: Vec::new(),
             one_way: VecDeque::new(),
             one_way_in_flight: None,
@@ -1346,6 +1347,15 @@ impl Exchange {
             _ => {}
         }
         self.flights.insert(stream, flight);
+    }
+
+    /// The id of the request whose response `stream` carries, if it carries one (for a
+    /// driver that attributes what happens on the stream to the request's caller).
+    pub fn request_on(&self, stream: StreamId) -> Option<&Id> {
+        match &self.flights.get(&stream)?.op {
+            Op::Request(op) => Some(&op.id),
+            _ => None,
+        }
     }
 
     /// `stream`'s body ended.

@@ -23,6 +23,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+use std::borrow::Cow;
 use std::fmt;
 use std::time::Duration;
 
@@ -100,7 +101,7 @@ impl Envelope {
         };
         // Kept raw too: a `Value` would round a big integer `progressToken` and reorder keys.
         let mut meta = match members.take("_meta") {
-            Some(raw) => RawMembers::parse(&raw)?,
+            Some(raw) => RawMembers::parse(raw)?,
             None => RawMembers::default(),
         };
         for key in [
@@ -125,8 +126,8 @@ impl Envelope {
 /// Params with the envelope stamped in `_meta`, serialized as one object: `members`, then
 /// `_meta` with its own members and the envelope's.
 struct Stamped<'a> {
-    members: &'a [(String, Box<RawValue>)],
-    meta: &'a [(String, Box<RawValue>)],
+    members: &'a [(Cow<'a, str>, &'a RawValue)],
+    meta: &'a [(Cow<'a, str>, &'a RawValue)],
     envelope: &'a Envelope,
 }
 
@@ -159,21 +160,47 @@ impl Serialize for StampedMeta<'_> {
     }
 }
 
-/// The members of a JSON object, in order, their values as sent.
+/// The members of a JSON object, in order, their values as sent: borrowed from the text
+/// they were read from (a key is copied only when it holds an escape).
 #[derive(Default)]
-struct RawMembers(Vec<(String, Box<RawValue>)>);
+struct RawMembers<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
 
-impl RawMembers {
-    fn parse(raw: &RawValue) -> Result<Self, ParamsError> {
+/// An object key, borrowed when it can be.
+struct Key<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object key")
+            }
+            fn visit_borrowed_str<E: serde::de::Error>(self, key: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Borrowed(key)))
+            }
+            fn visit_str<E: serde::de::Error>(self, key: &str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(key.to_owned())))
+            }
+            fn visit_string<E: serde::de::Error>(self, key: String) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(key)))
+            }
+        }
+        deserializer.deserialize_str(KeyVisitor)
+    }
+}
+
+impl<'a> RawMembers<'a> {
+    fn parse(raw: &'a RawValue) -> Result<Self, ParamsError> {
         struct MembersVisitor;
         impl<'de> Visitor<'de> for MembersVisitor {
-            type Value = Result<RawMembers, ParamsError>;
+            type Value = Result<RawMembers<'de>, ParamsError>;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("a JSON object")
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
                 let mut members = Vec::new();
-                while let Some((key, value)) = map.next_entry::<String, Box<RawValue>>()? {
+                while let Some((Key(key), value)) = map.next_entry::<Key<'de>, &'de RawValue>()? {
                     if members.len() == MAX_PARAMS_MEMBERS {
                         // The rest is read, not left: serde_json refuses an object whose
                         // visitor stops before its end, which would say "not an object".
@@ -200,11 +227,11 @@ impl RawMembers {
     }
 
     /// Removes every member named `key`, returning the last.
-    fn take(&mut self, key: &str) -> Option<Box<RawValue>> {
+    fn take(&mut self, key: &str) -> Option<&'a RawValue> {
         let mut found = None;
-        self.0.retain_mut(|(name, value)| {
+        self.0.retain(|(name, value)| {
             if name == key {
-                found = Some(std::mem::replace(value, RawValue::NULL.to_owned()));
+                found = Some(*value);
                 false
             } else {
                 true
@@ -222,9 +249,9 @@ impl RawMembers {
 }
 
 /// Raw members serialized as a JSON object.
-struct MembersRef<'a>(&'a [(String, Box<RawValue>)]);
+struct MembersRef<'a, 'b>(&'b [(Cow<'a, str>, &'a RawValue)]);
 
-impl Serialize for MembersRef<'_> {
+impl Serialize for MembersRef<'_, '_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
         let mut map = serializer.serialize_map(Some(self.0.len()))?;
@@ -251,14 +278,10 @@ pub fn retry_params(
     members.take("inputResponses");
     members.take("requestState");
     if let Some(responses) = input_responses {
-        members
-            .0
-            .push(("inputResponses".to_owned(), responses.to_owned()));
+        members.0.push((Cow::Borrowed("inputResponses"), responses));
     }
     if let Some(state) = request_state {
-        members
-            .0
-            .push(("requestState".to_owned(), state.to_owned()));
+        members.0.push((Cow::Borrowed("requestState"), state));
     }
     Ok(members.into_raw())
 }
@@ -511,6 +534,7 @@ impl ResultEnvelope {
         let mut requests: Vec<InputRequest> = Vec::with_capacity(members.0.len());
         let mut keys = std::collections::HashSet::with_capacity(members.0.len());
         for (key, body) in members.0 {
+            let key = key.into_owned();
             if !keys.insert(key.clone()) {
                 return Err(ResultError::Malformed(format!(
                     "inputRequests: the key {key:?} appears twice"

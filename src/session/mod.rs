@@ -40,8 +40,9 @@ mod resume;
 #[cfg(test)]
 mod tests;
 
+use crate::idmap::IdMap;
 use std::any::Any;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use serde_json::value::RawValue;
@@ -388,8 +389,8 @@ pub struct Session {
     /// The latest time an input carried: the deadline of a request the session queues in
     /// answer to an input that carries no time (a corrected probe after a transport failure).
     last_now: Option<Instant>,
-    pending: HashMap<Id, Pending>,
-    progress_routes: HashMap<ProgressToken, Id>,
+    pending: IdMap<Id, Pending>,
+    progress_routes: IdMap<ProgressToken, Id>,
     outputs: VecDeque<Output>,
     /// The ids of the server requests handed to the driver and not answered yet.
     forwarded: std::collections::HashSet<Id>,
@@ -410,8 +411,8 @@ impl Session {
             probe: None,
             envelope: None,
             last_now: None,
-            pending: HashMap::new(),
-            progress_routes: HashMap::new(),
+            pending: IdMap::default(),
+            progress_routes: IdMap::default(),
             outputs: VecDeque::new(),
             forwarded: std::collections::HashSet::new(),
             dropped_responses: 0,

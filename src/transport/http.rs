@@ -12,7 +12,7 @@
 //! ([`ProxyConfig`]: CONNECT tunnels) are fixed when it is made; the types are defined in the
 //! private `transport::tls` and `transport::proxy` modules and exported here.
 
-use std::collections::HashMap;
+use crate::idmap::IdMap;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -53,6 +53,7 @@ pub struct HttpPool {
     proxy: Arc<ProxyConfig>,
     eras: crate::client::EraCache,
     lists: crate::client::ListCache,
+    lanes: Arc<Lanes>,
 }
 
 impl std::fmt::Debug for HttpPool {
@@ -62,6 +63,8 @@ impl std::fmt::Debug for HttpPool {
             .field("roots", &self.tls.roots)
             .field("client_cert", &self.tls.client_cert.is_some())
             .field("proxy", &self.proxy)
+            .field("origin_limit", &self.lanes.limit)
+            .field("origin_patience", &self.lanes.patience)
             .finish()
     }
 }
@@ -114,7 +117,22 @@ impl HttpPool {
             proxy,
             eras: crate::client::EraCache::new(),
             lists: crate::client::ListCache::new(),
+            lanes: Arc::new(Lanes::new(DEFAULT_ORIGIN_LIMIT, DEFAULT_ORIGIN_PATIENCE)),
         })
+    }
+
+    /// This pool, with at most `in_flight` requests to one origin over HTTP/1.1 before the
+    /// next one waits, up to `patience`, for one of them to end and free its connection;
+    /// after `patience` it goes out anyway, on a connection of its own (0: never wait).
+    ///
+    /// A burst of calls to one origin then reuses a few connections instead of opening one
+    /// per call (the default: [`DEFAULT_ORIGIN_LIMIT`] and [`DEFAULT_ORIGIN_PATIENCE`]), and
+    /// a call never waits longer than `patience` behind slow ones. Streams that stay open
+    /// (a `GET` event stream, `subscriptions/listen`) are not counted, nor are origins that
+    /// answered over HTTP/2, whose requests share one connection.
+    pub fn with_origin_limit(mut self, in_flight: usize, patience: Duration) -> HttpPool {
+        self.lanes = Arc::new(Lanes::new(in_flight, patience));
+        self
     }
 
     /// The `tools/list` pages this pool's clients may reuse, as long as their `ttlMs` says
@@ -144,6 +162,89 @@ impl HttpPool {
     pub fn proxy(&self) -> &ProxyConfig {
         &self.proxy
     }
+}
+
+/// The requests to one origin that may be in flight at once before the next one waits
+/// ([`HttpPool::with_origin_limit`]).
+pub const DEFAULT_ORIGIN_LIMIT: usize = 16;
+/// How long a request waits for a connection of its origin to come free
+/// ([`HttpPool::with_origin_limit`]).
+pub const DEFAULT_ORIGIN_PATIENCE: Duration = Duration::from_millis(100);
+
+/// How many origins a pool keeps lanes for; beyond it, the idle ones are dropped.
+const MAX_LANE_ORIGINS: usize = 256;
+
+/// The in-flight limit of each origin (see [`HttpPool::with_origin_limit`]).
+struct Lanes {
+    limit: usize,
+    patience: Duration,
+    origins: std::sync::Mutex<
+        std::collections::HashMap<(http::uri::Scheme, http::uri::Authority), Arc<Lane>>,
+    >,
+}
+
+/// One origin's lane: a permit per request in flight, until the origin is seen to speak
+/// HTTP/2.
+struct Lane {
+    permits: Arc<Semaphore>,
+    multiplexed: std::sync::atomic::AtomicBool,
+}
+
+impl Lanes {
+    fn new(limit: usize, patience: Duration) -> Lanes {
+        Lanes {
+            limit,
+            patience,
+            origins: std::sync::Mutex::new(std::collections::HashMap::new()),
+        }
+    }
+
+    /// The lane of `uri`'s origin, when requests to it are counted.
+    fn lane(&self, uri: &Uri) -> Option<Arc<Lane>> {
+        if self.limit == 0 {
+            return None;
+        }
+        let key = (uri.scheme()?.clone(), uri.authority()?.clone());
+        let mut origins = self.origins.lock().ok()?;
+        if origins.len() >= MAX_LANE_ORIGINS && !origins.contains_key(&key) {
+            let limit = self.limit;
+            origins.retain(|_, lane| {
+                Arc::strong_count(lane) > 1 || lane.permits.available_permits() < limit
+            });
+        }
+        let lane = origins
+            .entry(key)
+            .or_insert_with(|| {
+                Arc::new(Lane {
+                    permits: Arc::new(Semaphore::new(self.limit)),
+                    multiplexed: std::sync::atomic::AtomicBool::new(false),
+                })
+            })
+            .clone();
+        (!lane.multiplexed.load(Ordering::Relaxed)).then_some(lane)
+    }
+
+    /// A place in `lane`: at once, or within the patience; `None` when it ran out (the
+    /// request goes anyway).
+    async fn enter(&self, lane: &Lane) -> Option<OwnedSemaphorePermit> {
+        if let Ok(permit) = lane.permits.clone().try_acquire_owned() {
+            return Some(permit);
+        }
+        tokio::time::timeout(self.patience, lane.permits.clone().acquire_owned())
+            .await
+            .ok()?
+            .ok()
+    }
+}
+
+/// Whether a request's response stays open for as long as the session: not counted in its
+/// origin's lane.
+fn stays_open(request: &HttpRequest) -> bool {
+    request.method == http::Method::GET
+        || request
+            .headers
+            .get("mcp-method")
+            .is_some_and(|method| method == "subscriptions/listen")
 }
 
 /// A reply read by [`HttpPool::fetch`]: the head, and the body up to a limit.
@@ -316,7 +417,7 @@ const READ_AHEAD_CHUNKS: usize = 2;
 pub(crate) struct HttpLink {
     pool: HttpPool,
     exchange: Exchange,
-    tasks: HashMap<StreamId, JoinHandle<()>>,
+    tasks: IdMap<StreamId, JoinHandle<()>>,
     frames_tx: mpsc::Sender<(StreamId, Frame)>,
     frames: mpsc::Receiver<(StreamId, Frame)>,
 }
@@ -332,7 +433,7 @@ impl HttpLink {
         HttpLink {
             pool,
             exchange: Exchange::new(config, seed),
-            tasks: HashMap::new(),
+            tasks: IdMap::default(),
             frames_tx,
             frames,
         }
@@ -432,6 +533,15 @@ async fn carry(
     request: HttpRequest,
     frames: mpsc::Sender<(StreamId, Frame)>,
 ) {
+    // Held until the response has been read to its end, when its connection is free.
+    let lane = match stays_open(&request) {
+        true => None,
+        false => pool.lanes.lane(&request.uri),
+    };
+    let _place = match &lane {
+        Some(lane) => pool.lanes.enter(lane).await,
+        None => None,
+    };
     let mut builder = Request::builder().method(request.method).uri(request.uri);
     if let Some(headers) = builder.headers_mut() {
         *headers = request.headers;
@@ -459,6 +569,11 @@ async fn carry(
             return;
         }
     };
+    if response.version() == http::Version::HTTP_2
+        && let Some(lane) = &lane
+    {
+        lane.multiplexed.store(true, Ordering::Relaxed);
+    }
     let (parts, mut body) = response.into_parts();
     if frames
         .send((stream, Frame::Head(parts.status, parts.headers)))
