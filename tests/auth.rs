@@ -1151,3 +1151,66 @@ async fn auth_binding_secrets_are_read_at_call_time_and_missing_ones_fail_before
     assert!(param(&form(&token.body_text()), "client_secret").is_none());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Standard base64 with padding, for a PEM body.
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// A `private_key_env` binding: the PEM key from the variable signs an ES256 client
+/// assertion (`private_key_jwt`); a variable holding something else fails the call as a
+/// config error that names the member and quotes nothing of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auth_binding_private_key_jwt_from_a_pem_in_the_environment() {
+    let mock = Mock::start(false, |s| s.methods = vec!["private_key_jwt"]).await;
+    let (_key, der) = SigningKey::generate(None).unwrap();
+    let pem = format!(
+        "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",
+        base64(&der)
+    );
+    struct Key(String);
+    impl mcpwire::binding::call::TokenSource for Key {
+        fn token(&self, name: &str) -> Option<Secret> {
+            (name == "MCPWIRE_TEST_KEY").then(|| Secret::new(self.0.clone()))
+        }
+    }
+    let auth = client_credentials(json!({
+        "client_secret_env": null, "private_key_env": "MCPWIRE_TEST_KEY",
+        "token_endpoint_auth_method": "private_key_jwt",
+    }));
+    let lines = Lines::default();
+    let caller = auth_caller(&mock, auth.clone(), Arc::new(Key(pem.clone())), &lines);
+    let result = call_w(&caller, 0).await;
+    assert!(!result.is_error(), "{result:?}");
+    let body = form(&mock.requests_to("/token")[0].body_text());
+    assert_eq!(
+        param(&body, "client_assertion_type").as_deref(),
+        Some("urn:ietf:params:oauth:client-assertion-type:jwt-bearer")
+    );
+    let assertion = param(&body, "client_assertion").expect("an assertion");
+    assert!(param(&body, "client_secret").is_none());
+    let texts = format!("{caller:?} {result:?} {:?}", lines.lock().unwrap());
+    assert!(!texts.contains(&assertion), "{texts}");
+
+    let caller = auth_caller(&mock, auth, Arc::new(Key("not-a-key-5f1e".into())), &lines);
+    let result = call_w(&caller, 1).await;
+    assert_eq!(result.error_kind(), Some(ErrorKind::Config), "{result:?}");
+    let message = result.error_message().unwrap();
+    assert!(message.contains("auth.private_key_env"), "{message}");
+    assert!(!message.contains("not-a-key"), "{message}");
+}

@@ -924,3 +924,98 @@ fn demo_server_refuses_unknown_options() {
     assert_exit(&run, 2);
     assert!(run.stderr.contains("--frobnicate"), "{run:#?}");
 }
+
+/// The login flags: what goes together, `-help` telling how to log in, refresh and log out,
+/// `-logout` of no store, and a store others may read refused.
+#[test]
+fn mcp_tools_login_flags_are_checked() {
+    let url = "http://127.0.0.1:9/mcp";
+    let usage = [
+        (
+            vec!["-url", url, "-login", "-tenant", "t", "-tools", "x"],
+            "-login needs -token-store",
+        ),
+        (
+            vec![
+                "-url",
+                url,
+                "-token-store",
+                "/tmp/s.json",
+                "-token-env",
+                "K",
+                "-tenant",
+                "t",
+                "-tools",
+                "x",
+            ],
+            "not both",
+        ),
+        (vec!["-refresh"], "-refresh needs -token-store"),
+        (
+            vec!["-token-store", "/tmp/s.json", "-refresh", "-url", url],
+            "takes only -token-store",
+        ),
+        (
+            vec!["-token-store", "/tmp/s.json", "-refresh", "-logout"],
+            "not both",
+        ),
+        (
+            vec!["-url", url, "-login=yes", "-token-store", "/tmp/s.json"],
+            "-login takes no value",
+        ),
+        (
+            vec![
+                "-command",
+                "srv",
+                "-token-store",
+                "/tmp/s.json",
+                "-tenant",
+                "t",
+                "-tools",
+                "x",
+            ],
+            "-token-store applies to -url servers",
+        ),
+        (
+            vec!["-url", url, "-redirect-port", "70000"],
+            "-redirect-port must be a port",
+        ),
+        (
+            vec!["-url", url, "-login-timeout", "0"],
+            "-login-timeout must be",
+        ),
+    ];
+    for (args, expected) in usage {
+        let run = mcp_tools(&args, &[]);
+        assert_exit(&run, 2);
+        assert!(run.stderr.contains(expected), "{args:?}: {}", run.stderr);
+    }
+    let help = mcp_tools(&["-help"], &[]);
+    assert_exit(&help, 0);
+    for flag in [
+        "-login",
+        "-token-store",
+        "-refresh",
+        "-logout",
+        "LOGGING IN, REFRESHING, LOGGING OUT",
+    ] {
+        assert!(help.stdout.contains(flag), "{flag}");
+    }
+    let dir = std::env::temp_dir().join(format!("mcpwire-cli-store-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let store = dir.join("tokens.json");
+    let store_text = store.to_str().unwrap();
+    let none = mcp_tools(&["-token-store", store_text, "-logout"], &[]);
+    assert_exit(&none, 0);
+    assert!(none.stderr.contains("no token store"), "{}", none.stderr);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::write(&store, "{}").unwrap();
+        std::fs::set_permissions(&store, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let refused = mcp_tools(&["-token-store", store_text, "-refresh"], &[]);
+        assert_exit(&refused, 1);
+        assert!(refused.stderr.contains("chmod 600"), "{}", refused.stderr);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

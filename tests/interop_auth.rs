@@ -323,6 +323,24 @@ fn py_auth_mcp_tools_login_then_mcpwire_call_refresh_and_logout() {
     assert_eq!(secrets.len(), 3, "client secret, access and refresh tokens");
     secrets.push(("authorization code".to_owned(), code));
 
+    // Discovery again with the store and nobody present: the stored token, no new login.
+    let again = mcp_tools(
+        &[
+            "-url",
+            &server.url,
+            "-token-store",
+            &store_text,
+            "-tenant",
+            "ops",
+            "-tools",
+            "echo_text",
+        ],
+        &[],
+    );
+    assert_eq!(again.code, Some(0), "{again:#?}");
+    let rediscovered: Value = serde_json::from_str(&again.stdout).expect("bindings");
+    assert_eq!(rediscovered[0]["auth"], bindings[0]["auth"]);
+
     // 2. A host's call with the store, nobody present.
     let call = |text: &str| -> Run {
         let arguments = json!({"text": text}).to_string();
@@ -412,6 +430,10 @@ fn py_auth_mcp_tools_login_then_mcpwire_call_refresh_and_logout() {
     let outputs = [
         ("login stdout", login_stdout.clone()),
         ("login stderr", login_stderr),
+        (
+            "discovery with the store",
+            format!("{}{}", again.stdout, again.stderr),
+        ),
         ("first call", format!("{}{}", first.stdout, first.stderr)),
         ("second call", format!("{}{}", second.stdout, second.stderr)),
         (
