@@ -1214,3 +1214,119 @@ async fn auth_binding_private_key_jwt_from_a_pem_in_the_environment() {
     assert!(message.contains("auth.private_key_env"), "{message}");
     assert!(!message.contains("not-a-key"), "{message}");
 }
+
+/// The authorization code grant through a token store: an operator's login (here headless)
+/// fills it; a Caller whose binding points at it calls with the stored token (no second
+/// registration or authorization), refreshes after a 401 and writes the rotated refresh
+/// token back; when the refresh token is refused too, the call fails as `unauthorized`,
+/// outcome known, saying to log in again. No secret (tokens, the registered client's secret,
+/// the code, the PKCE verifier) shows in any result, the wire log or `Debug`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auth_binding_token_store_is_used_refreshed_written_back_and_spent() {
+    use mcpwire::client::auth::store::TokenStore;
+    let mock = Mock::start(true, |s| s.refresh = true).await;
+    let dir = std::env::temp_dir().join(format!("mcpwire-auth-store-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("store.json");
+
+    // The login.
+    let pool = pool();
+    let store = Arc::new(TokenStore::create(&path, &mock.url(), REDIRECT));
+    let authorizer: Arc<dyn Authorizer> = Arc::new(Headless::new(&pool, Duration::from_secs(5)));
+    let oauth = Arc::new(store.oauth(authorizer).unwrap());
+    let lines = Lines::default();
+    let client = connect(&mock, &pool, &oauth, &lines).await.expect("login");
+    client.close().await;
+    let stored = |path: &std::path::Path| -> Value {
+        serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+    };
+    let first = stored(&path);
+    assert_eq!(first["client"]["client_id"], "client-7");
+    assert_eq!(first["client"]["client_secret"], REGISTERED_SECRET);
+    assert_eq!(first["tokens"][0]["refresh_token"], REFRESH[0]);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+
+    // The host, nobody present.
+    let auth = json!({"grant": "authorization_code", "token_store": path.to_str().unwrap()});
+    let caller = auth_caller(&mock, auth, Arc::new(ClientSecretEnv::default()), &lines);
+    let mut results = Vec::new();
+    let result = call_w(&caller, 0).await;
+    assert!(!result.is_error(), "{result:?}");
+    results.push(result);
+    assert_eq!(
+        mock.requests_to("/register").len(),
+        1,
+        "no second registration"
+    );
+    assert_eq!(
+        mock.requests_to("/authorize").len(),
+        1,
+        "no second authorization"
+    );
+    assert_eq!(
+        mock.requests_to("/token").len(),
+        1,
+        "the stored token served"
+    );
+
+    mock.state().valid.clear();
+    let result = call_w(&caller, 1).await;
+    assert!(!result.is_error(), "refreshed: {result:?}");
+    results.push(result);
+    let rotated = stored(&path);
+    assert_eq!(
+        rotated["tokens"][0]["refresh_token"], REFRESH[1],
+        "written back"
+    );
+    assert_eq!(rotated["tokens"][0]["access_token"], ACCESS[1]);
+
+    {
+        let mut state = mock.state();
+        state.valid.clear();
+        state.live_refresh.clear();
+    }
+    let result = call_w(&caller, 2).await;
+    assert_eq!(
+        result.error_kind(),
+        Some(ErrorKind::Unauthorized),
+        "{result:?}"
+    );
+    assert_eq!(result.unknown_outcome(), Some(false), "{result:?}");
+    let message = result.error_message().unwrap();
+    assert!(message.contains("log in again"), "{message}");
+    assert_eq!(mock.state().ran, 2, "the third call's tool never ran");
+    results.push(result);
+
+    let verifier = mock
+        .requests_to("/token")
+        .iter()
+        .find_map(|r| param(&form(&r.body_text()), "code_verifier"))
+        .expect("the code exchange");
+    let mut texts: Vec<String> = results
+        .iter()
+        .map(|r| format!("{} {r:?}", r.to_json_line()))
+        .collect();
+    texts.push(format!("{caller:?} {store:?} {oauth:?}"));
+    texts.extend(lines.lock().unwrap().iter().cloned());
+    let secrets = [
+        ACCESS[0],
+        ACCESS[1],
+        REFRESH[0],
+        REFRESH[1],
+        REGISTERED_SECRET,
+        CODE,
+        &verifier,
+    ];
+    for text in &texts {
+        for secret in secrets {
+            assert!(!text.contains(secret), "a secret in {text}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
