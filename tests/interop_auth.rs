@@ -222,7 +222,8 @@ fn read_store(path: &std::path::Path) -> Value {
 /// The operator's path end to end with the real binaries: `mcp-tools -login` against the
 /// Python SDK's OAuth server (the test is the browser: it reads the authorization URL from
 /// stderr, requests it without following the redirect, then brings the redirect to the
-/// loopback listener, after a favicon request it must ignore), the 0600 store and bindings
+/// loopback listener, after a favicon request and a forged callback it must ignore), the 0600
+/// store and bindings
 /// that point at it; `mcpwire call` with the binding (nobody present), a refresh once the
 /// 3-second token expired with the rotated tokens written back, `-refresh`, `-logout`, and a
 /// call after it failing with the outcome known. No secret shows in any output.
@@ -293,6 +294,11 @@ fn py_auth_mcp_tools_login_then_mcpwire_call_refresh_and_logout() {
         .to_owned();
     let (status, _) = loopback_get(port, "/favicon.ico");
     assert!(status.contains(" 404 "), "{status}");
+    let (status, _) = loopback_get(port, "/callback?code=forged&state=another");
+    assert!(
+        status.contains(" 400 "),
+        "a callback for another state: {status}"
+    );
     let (status, page) = loopback_get(port, &target);
     assert!(status.contains(" 200 "), "{status}");
     assert!(page.contains("You can close this window"), "{page}");

@@ -695,13 +695,16 @@ impl Authorizer for Loopback {
             "mcp-tools: to log in, open this URL in a browser on this machine and approve:\n{url}"
         );
         let listener = self.listener.clone();
+        let state = query_param(url.query().unwrap_or_default(), "state").map(str::to_owned);
         // The flow's own deadline (-login-timeout) bounds the wait.
         Box::pin(async move {
             loop {
                 let (stream, _) = listener.accept().await?;
-                // Another request (a favicon), a broken or slow one: wait for the next.
+                // Another request (a favicon, a callback for another state), a broken or slow
+                // one: wait for the next, so a stray request cannot end the login.
                 if let Ok(Ok(Some(target))) =
-                    tokio::time::timeout(CALLBACK_READ_TIMEOUT, callback(stream)).await
+                    tokio::time::timeout(CALLBACK_READ_TIMEOUT, callback(stream, state.as_deref()))
+                        .await
                 {
                     return Ok(target);
                 }
@@ -710,10 +713,21 @@ impl Authorizer for Loopback {
     }
 }
 
+/// The raw value of the query parameter `name` (the `state` mcpwire makes is base64url, which
+/// needs no decoding).
+fn query_param<'a>(query: &'a str, name: &str) -> Option<&'a str> {
+    query
+        .split('&')
+        .find_map(|pair| pair.strip_prefix(name)?.strip_prefix('='))
+}
+
 /// Reads one request (at most [`MAX_CALLBACK_REQUEST_BYTES`] of its head) and answers it:
-/// `GET /callback?...` with a page saying to go back to the terminal (its target
-/// returned), anything else with 404.
-async fn callback(mut stream: tokio::net::TcpStream) -> std::io::Result<Option<String>> {
+/// `GET /callback?...` carrying `state` with a page saying to go back to the terminal (its
+/// target returned), a callback with another state with 400, anything else with 404.
+async fn callback(
+    mut stream: tokio::net::TcpStream,
+    state: Option<&str>,
+) -> std::io::Result<Option<String>> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut head = Vec::new();
     let mut buf = [0u8; 1024];
@@ -738,6 +752,15 @@ async fn callback(mut stream: tokio::net::TcpStream) -> std::io::Result<Option<S
     if method != "GET" || !is_callback {
         stream
             .write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+            .await?;
+        return Ok(None);
+    }
+    let query = target.split_once('?').map_or("", |(_, q)| q);
+    if state.is_some() && query_param(query, "state") != state {
+        stream
+            .write_all(
+                b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+            )
             .await?;
         return Ok(None);
     }
