@@ -223,10 +223,10 @@ fn read_store(path: &std::path::Path) -> Value {
 /// Python SDK's OAuth server (the test is the browser: it reads the authorization URL from
 /// stderr, requests it without following the redirect, then brings the redirect to the
 /// loopback listener, after a favicon request and a forged callback it must ignore), the 0600
-/// store and bindings
-/// that point at it; `mcpwire call` with the binding (nobody present), a refresh once the
-/// 3-second token expired with the rotated tokens written back, `-refresh`, `-logout`, and a
-/// call after it failing with the outcome known. No secret shows in any output.
+/// store and bindings that point at it; discovery again with the store; `mcpwire call` with
+/// the binding (nobody present), a refresh once the 3-second token expired with the rotated
+/// tokens written back, `-refresh`, `-logout`, and a call after it failing with the outcome
+/// known. No secret shows in any output.
 #[test]
 fn py_auth_mcp_tools_login_then_mcpwire_call_refresh_and_logout() {
     use std::io::BufRead;
