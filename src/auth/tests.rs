@@ -689,6 +689,51 @@ fn scope_selection() {
         Some("mcp:basic mcp:read mcp:write")
     );
 
+    // A configured scope comes before the resource's scopes_supported...
+    let mut world = World::standard();
+    world.routes.clear();
+    world.prm(
+        "https://mcp.example.com/.well-known/oauth-protected-resource/mcp",
+        &[AS],
+        Some(&["mcp:basic", "mcp:read"]),
+    );
+    world.as_metadata(
+        &format!("{AS}/.well-known/oauth-authorization-server"),
+        AS,
+        json!({}),
+    );
+    world.registration(AS, "client-1", None, None);
+    world.token(AS, json!({}));
+    let mut config = code_config();
+    config.scope = Some(Scopes::parse("mcp:configured").unwrap());
+    let (end, _, _) = refused(config.clone(), &mut world, default_challenge());
+    token_of(end);
+    assert_eq!(
+        query_param(&world.authorizations[0], "scope").as_deref(),
+        Some("mcp:configured")
+    );
+    // ...and after the challenge's.
+    let mut world = World::standard();
+    world.prm(
+        "https://mcp.example.com/.well-known/oauth-protected-resource/mcp",
+        &[AS],
+        Some(&["mcp:profile"]),
+    );
+    world
+        .routes
+        .get_mut("GET https://mcp.example.com/.well-known/oauth-protected-resource/mcp")
+        .unwrap()
+        .pop_front();
+    let headers = challenge(
+        "Bearer scope=\"mcp:basic\", resource_metadata=\"https://mcp.example.com/.well-known/oauth-protected-resource/mcp\"",
+    );
+    let (end, _, _) = refused(config, &mut world, headers);
+    token_of(end);
+    assert_eq!(
+        query_param(&world.authorizations[0], "scope").as_deref(),
+        Some("mcp:basic")
+    );
+
     // Neither: no scope parameter at all (checked in metadata_default_from_the_challenge).
     // An invalid scope in the challenge stops the flow.
     let mut world = World::standard();
