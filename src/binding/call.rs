@@ -782,6 +782,9 @@ impl Caller {
                         token_store.display()
                     )));
                 }
+                if let Some(log) = &self.wire_log {
+                    store.set_error_sink(log.clone());
+                }
                 Arc::new(store)
                     .oauth(Arc::new(Unattended::new(token_store)))
                     .map_err(|e| config_error(format!("auth.token_store: {e}")))

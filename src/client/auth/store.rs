@@ -183,7 +183,12 @@ pub struct TokenStore {
     written: Mutex<Vec<u8>>,
     /// The last write-back that failed (from [`OAuth::on_change`], which cannot fail).
     last_error: Mutex<Option<String>>,
+    /// Told of each write-back that fails.
+    error_sink: Mutex<Option<ErrorSink>>,
 }
+
+/// Where [`TokenStore::set_error_sink`] sends the message of a failed write-back.
+pub type ErrorSink = Arc<dyn Fn(&str) + Send + Sync>;
 
 impl std::fmt::Debug for TokenStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -215,6 +220,7 @@ impl TokenStore {
             contents: Mutex::new(contents),
             written: Mutex::new(written),
             last_error: Mutex::new(None),
+            error_sink: Mutex::new(None),
         }
     }
 
@@ -279,6 +285,15 @@ impl TokenStore {
             .any(|(_, t)| !t.is_expired(now) || t.refresh_token().is_some())
     }
 
+    /// Sends the message of each write-back that fails to `sink` (a host's log): the
+    /// rotated tokens are then only in memory, and the next process may find the store's
+    /// refresh token spent.
+    pub fn set_error_sink(&self, sink: ErrorSink) {
+        if let Ok(mut slot) = self.error_sink.lock() {
+            *slot = Some(sink);
+        }
+    }
+
     /// The last write-back that failed, if the latest one did (its message names the path).
     pub fn last_error(&self) -> Option<String> {
         self.last_error.lock().ok().and_then(|e| e.clone())
@@ -334,9 +349,14 @@ impl TokenStore {
         let store = self.clone();
         let oauth = OAuth::with_cache(config, tokens, Some(authorizer))?;
         Ok(oauth.on_change(Arc::new(move |oauth: &OAuth| {
-            let result = store.save_from(oauth);
+            let failed = store.save_from(oauth).err().map(|e| e.to_string());
+            if let (Some(message), Ok(sink)) = (&failed, store.error_sink.lock())
+                && let Some(sink) = sink.as_ref()
+            {
+                sink(&format!("cannot write the tokens back: {message}"));
+            }
             if let Ok(mut last) = store.last_error.lock() {
-                *last = result.err().map(|e| e.to_string());
+                *last = failed;
             }
         })))
     }
@@ -737,6 +757,24 @@ mod tests {
         assert!(TokenStore::remove(&path).unwrap());
         assert!(!TokenStore::remove(&path).unwrap());
         let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    }
+
+    #[test]
+    fn a_write_that_fails_names_the_path_and_leaves_nothing_behind() {
+        let dir = scratch("unwritable");
+        let dir = dir.parent().unwrap().to_owned();
+        let path = dir.join("missing").join("tokens.json");
+        let error = filled(&path).save().unwrap_err();
+        assert!(matches!(error, StoreError::Io { .. }), "{error:?}");
+        let text = error.to_string();
+        assert!(text.contains("missing/tokens.json"), "{text}");
+        assert!(!text.contains("STORE"), "{text}");
+        assert_eq!(
+            std::fs::read_dir(&dir).unwrap().count(),
+            0,
+            "no temporary file"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[cfg(unix)]
