@@ -1019,3 +1019,54 @@ fn mcp_tools_login_flags_are_checked() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `-login` with a server that never asks for authorization: the bindings have no `auth` and
+/// no store is written. With one that refuses but has no OAuth (a static API key): the login
+/// fails with one line, and no store is left.
+#[test]
+fn mcp_tools_login_with_servers_that_do_not_take_oauth() {
+    let open = Demo::start(None);
+    let store = temp_path("login-open.json");
+    let store_text = store.to_str().unwrap();
+    let url = open.url();
+    let args = [
+        "-url",
+        &url,
+        "-login",
+        "-token-store",
+        store_text,
+        "-tenant",
+        "t",
+        "-tools",
+        "echo",
+    ];
+    let run = mcp_tools(&args, &[]);
+    assert_exit(&run, 0);
+    assert!(
+        run.stderr.contains("did not ask for authorization"),
+        "{}",
+        run.stderr
+    );
+    let bindings: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert!(bindings[0].get("auth").is_none(), "{bindings}");
+    assert!(!store.exists());
+
+    let keyed = Demo::start(Some(TOKEN));
+    let url = keyed.url();
+    let args = [
+        "-url",
+        &url,
+        "-login",
+        "-token-store",
+        store_text,
+        "-tenant",
+        "t",
+        "-tools",
+        "echo",
+    ];
+    let run = mcp_tools(&args, &[]);
+    assert_exit(&run, 1);
+    assert!(run.stderr.contains("unauthorized"), "{}", run.stderr);
+    assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
+    assert!(!store.exists(), "no store for a failed login");
+}

@@ -553,19 +553,11 @@ fn run(args: &[String]) -> Result<(), Failure> {
             );
             return Ok(bindings
                 .into_iter()
-                .map(|mut b| {
-                    if let Server::Http { url, .. } = &b.server {
-                        let mut plain =
-                            Server::http(url.clone()).with_header_env(options.headers.clone());
-                        if let Ok(Some(tls)) = tls_settings(&options) {
-                            plain = plain.with_tls(tls);
-                        }
-                        if let Some(proxy) = plain_proxy(&options) {
-                            plain = plain.with_proxy(proxy);
-                        }
-                        b.server = plain;
+                .map(|mut binding| {
+                    if let Server::Http { auth, .. } = &mut binding.server {
+                        *auth = None;
                     }
-                    b
+                    binding
                 })
                 .collect());
         }

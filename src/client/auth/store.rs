@@ -411,17 +411,19 @@ impl TokenStore {
     }
 
     /// Writes the store (a new file with mode 0600, synced, renamed over the old one) unless
-    /// it would not change.
+    /// it would not change, or it is a new store with no token yet (a login that failed or
+    /// was never asked for leaves no file).
     ///
     /// # Errors
     ///
     /// The file cannot be written or renamed.
     pub fn save(&self) -> Result<(), StoreError> {
-        let bytes = render(&self.contents());
+        let contents = self.contents();
+        let bytes = render(&contents);
         let Ok(mut written) = self.written.lock() else {
             return Ok(());
         };
-        if *written == bytes {
+        if *written == bytes || (written.is_empty() && contents.tokens.is_empty()) {
             return Ok(());
         }
         write_atomically(&self.path, &bytes).map_err(|error| StoreError::Io {
@@ -756,6 +758,15 @@ mod tests {
         }
         assert!(TokenStore::remove(&path).unwrap());
         assert!(!TokenStore::remove(&path).unwrap());
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    }
+
+    #[test]
+    fn a_new_store_without_tokens_is_not_written() {
+        let path = scratch("empty");
+        let store = TokenStore::create(&path, "http://127.0.0.1:1/mcp", "http://127.0.0.1:2/cb");
+        store.save().unwrap();
+        assert!(!path.exists());
         let _ = std::fs::remove_dir_all(path.parent().unwrap());
     }
 
