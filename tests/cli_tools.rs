@@ -1028,19 +1028,14 @@ fn mcp_tools_login_with_servers_that_do_not_take_oauth() {
     let open = Demo::start(None);
     let store = temp_path("login-open.json");
     let store_text = store.to_str().unwrap();
-    let url = open.url();
-    let args = [
-        "-url",
-        &url,
-        "-login",
-        "-token-store",
-        store_text,
-        "-tenant",
-        "t",
-        "-tools",
-        "echo",
-    ];
-    let run = mcp_tools(&args, &[]);
+    let login = |url: &str| {
+        let args = ["-url", url, "-login", "-token-store", store_text];
+        mcp_tools(
+            &[&args[..], &["-tenant", "t", "-tools", "echo"]].concat(),
+            &[],
+        )
+    };
+    let run = login(&open.url());
     assert_exit(&run, 0);
     assert!(
         run.stderr.contains("did not ask for authorization"),
@@ -1052,19 +1047,7 @@ fn mcp_tools_login_with_servers_that_do_not_take_oauth() {
     assert!(!store.exists());
 
     let keyed = Demo::start(Some(TOKEN));
-    let url = keyed.url();
-    let args = [
-        "-url",
-        &url,
-        "-login",
-        "-token-store",
-        store_text,
-        "-tenant",
-        "t",
-        "-tools",
-        "echo",
-    ];
-    let run = mcp_tools(&args, &[]);
+    let run = login(&keyed.url());
     assert_exit(&run, 1);
     assert!(run.stderr.contains("unauthorized"), "{}", run.stderr);
     assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
