@@ -914,3 +914,419 @@ async fn auth_a_host_token_provider_that_gives_up_fails_the_request_as_refused()
     assert!(!error.to_string().contains(HOST_OLD), "{error}");
     assert_eq!(mock.posts("initialize").len(), 1, "not sent again");
 }
+
+// ---- OAuth through the binding layer (a binding's `auth` block and the Caller) ----
+
+/// The variable the bindings below name for the client secret.
+const SECRET_ENV: &str = "MCPWIRE_TEST_CLIENT_SECRET";
+
+/// Hands out [`PRE_SECRET`] for [`SECRET_ENV`], and counts how often it was asked.
+#[derive(Default)]
+struct ClientSecretEnv(std::sync::atomic::AtomicUsize);
+
+impl mcpwire::binding::call::TokenSource for ClientSecretEnv {
+    fn token(&self, name: &str) -> Option<Secret> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        (name == SECRET_ENV).then(|| Secret::new(PRE_SECRET))
+    }
+}
+
+/// A Caller over `mock`'s tool `write` as binding `w`, with `auth`, its wire log in `lines`.
+fn auth_caller(
+    mock: &Mock,
+    auth: Value,
+    tokens: Arc<dyn mcpwire::binding::call::TokenSource>,
+    lines: &Lines,
+) -> mcpwire::binding::call::Caller {
+    let binding = json!([{
+        "name": "w", "description": "", "input_schema": {"type": "object"},
+        "url": mock.url(), "mcp_tool": "write", "tenants": ["acme"], "timeout_seconds": 20,
+        "auth": auth,
+    }]);
+    let bindings = mcpwire::binding::config::load_config(&binding.to_string()).unwrap();
+    let mut caller = mcpwire::binding::call::Caller::new(pool(), bindings, tokens).unwrap();
+    let sink = lines.clone();
+    caller.set_wire_log(Arc::new(move |line: &str| {
+        sink.lock().unwrap().push(line.to_owned());
+    }));
+    caller
+}
+
+async fn call_w(
+    caller: &mcpwire::binding::call::Caller,
+    n: usize,
+) -> mcpwire::binding::call::ToolResult {
+    let context = mcpwire::binding::call::CallContext::new("acme", "conv", format!("call-{n}"));
+    caller.call("w", &context, &json!({}), |_| {}, None).await
+}
+
+fn client_credentials(extra: Value) -> Value {
+    let mut auth = json!({"grant": "client_credentials", "client_id": "host-client",
+                          "client_secret_env": SECRET_ENV,
+                          "token_endpoint_auth_method": "client_secret_post"});
+    for (k, v) in extra.as_object().unwrap() {
+        if v.is_null() {
+            auth.as_object_mut().unwrap().remove(k);
+        } else {
+            auth[k] = v.clone();
+        }
+    }
+    auth
+}
+
+/// A client credentials binding: the grant runs on the first call (after the server's 401),
+/// with the secret from the binding's variable, the configured scope, and the token is kept
+/// for the Caller's later calls (one token request for three calls).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auth_binding_client_credentials_token_is_kept_across_calls() {
+    let mock = Mock::start(true, |s| s.methods = vec!["client_secret_post"]).await;
+    let lines = Lines::default();
+    let tokens = Arc::new(ClientSecretEnv::default());
+    let caller = auth_caller(
+        &mock,
+        client_credentials(json!({"scope": "files:read"})),
+        tokens.clone(),
+        &lines,
+    );
+    assert_eq!(
+        tokens.0.load(std::sync::atomic::Ordering::Relaxed),
+        0,
+        "read at call time"
+    );
+    for n in 0..3 {
+        let result = call_w(&caller, n).await;
+        assert!(!result.is_error(), "{result:?}");
+    }
+    let token_requests = mock.requests_to("/token");
+    assert_eq!(token_requests.len(), 1, "one grant for three calls");
+    let body = form(&token_requests[0].body_text());
+    assert_eq!(
+        param(&body, "grant_type").as_deref(),
+        Some("client_credentials")
+    );
+    assert_eq!(param(&body, "client_id").as_deref(), Some("host-client"));
+    assert_eq!(param(&body, "client_secret").as_deref(), Some(PRE_SECRET));
+    assert_eq!(param(&body, "scope").as_deref(), Some("files:read"));
+    assert_eq!(param(&body, "resource"), Some(mock.url()));
+    assert_eq!(mock.state().ran, 3);
+    let texts = format!("{caller:?} {:?}", lines.lock().unwrap());
+    for secret in [PRE_SECRET, ACCESS[0]] {
+        assert!(!texts.contains(secret), "{texts}");
+    }
+}
+
+/// Through the binding layer, SPEC.md's rule: a tools/call refused with 401 before the tool
+/// ran is sent again with a new token (and runs once); when the token the refresh brought
+/// is refused too, the call fails as `unauthorized` with `unknown_outcome: false`, sent
+/// once more and no more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auth_binding_a_refused_call_is_sent_again_and_a_401_after_a_refresh_fails_known() {
+    let mock = Mock::start(true, |s| {
+        s.methods = vec!["client_secret_post"];
+        s.refresh = true;
+    })
+    .await;
+    let lines = Lines::default();
+    let caller = auth_caller(
+        &mock,
+        client_credentials(json!({})),
+        Arc::new(ClientSecretEnv::default()),
+        &lines,
+    );
+    assert!(!call_w(&caller, 0).await.is_error());
+    mock.refuse_next_call(401, r#"Bearer error="invalid_token""#);
+    let result = call_w(&caller, 1).await;
+    assert!(
+        !result.is_error(),
+        "sent again with the new token: {result:?}"
+    );
+    assert_eq!(mock.state().ran, 2);
+    assert_eq!(mock.posts("tools/call").len(), 3, "the refused call twice");
+    let grants: Vec<Option<String>> = mock
+        .requests_to("/token")
+        .iter()
+        .map(|r| param(&form(&r.body_text()), "grant_type"))
+        .collect();
+    assert_eq!(
+        grants,
+        [
+            Some("client_credentials".to_owned()),
+            Some("refresh_token".to_owned())
+        ]
+    );
+
+    mock.refuse_next_call(401, r#"Bearer error="invalid_token""#);
+    mock.refuse_next_call(401, r#"Bearer error="invalid_token""#);
+    let result = call_w(&caller, 2).await;
+    assert_eq!(
+        result.error_kind(),
+        Some(ErrorKind::Unauthorized),
+        "{result:?}"
+    );
+    assert_eq!(
+        result.unknown_outcome(),
+        Some(false),
+        "nothing ran: {result:?}"
+    );
+    assert_eq!(mock.state().ran, 2, "the tool did not run");
+    assert_eq!(
+        mock.posts("tools/call").len(),
+        5,
+        "sent once more after the refresh"
+    );
+    let line = result.to_json_line();
+    let mut texts = vec![line, format!("{caller:?}")];
+    texts.extend(lines.lock().unwrap().iter().cloned());
+    for text in &texts {
+        for secret in [
+            PRE_SECRET, ACCESS[0], ACCESS[1], ACCESS[2], REFRESH[0], REFRESH[1],
+        ] {
+            assert!(!text.contains(secret), "{secret} in {text}");
+        }
+    }
+}
+
+/// The secret is read when a call is made: an unset variable or a missing file fails that
+/// call (`missing_token`, naming the member, nothing sent), and the next call reads again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auth_binding_secrets_are_read_at_call_time_and_missing_ones_fail_before_sending() {
+    let mock = Mock::start(true, |s| s.methods = vec!["client_secret_basic"]).await;
+    let lines = Lines::default();
+    struct Unset;
+    impl mcpwire::binding::call::TokenSource for Unset {
+        fn token(&self, _name: &str) -> Option<Secret> {
+            None
+        }
+    }
+    let caller = auth_caller(
+        &mock,
+        client_credentials(json!({})),
+        Arc::new(Unset),
+        &lines,
+    );
+    let result = call_w(&caller, 0).await;
+    assert_eq!(
+        result.error_kind(),
+        Some(ErrorKind::MissingToken),
+        "{result:?}"
+    );
+    assert_eq!(result.unknown_outcome(), Some(false));
+    let message = result.error_message().unwrap();
+    assert!(
+        message.contains(SECRET_ENV) && message.contains("auth.client_secret_env"),
+        "{message}"
+    );
+    assert!(mock.requests().is_empty(), "nothing was sent");
+
+    let dir = std::env::temp_dir().join(format!("mcpwire-auth-binding-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("secret");
+    let auth = client_credentials(json!({
+        "client_secret_env": null, "client_secret_file": file.to_str().unwrap(),
+        "token_endpoint_auth_method": "client_secret_basic",
+    }));
+    let caller = auth_caller(&mock, auth, Arc::new(Unset), &lines);
+    let result = call_w(&caller, 1).await;
+    assert_eq!(
+        result.error_kind(),
+        Some(ErrorKind::MissingToken),
+        "{result:?}"
+    );
+    assert!(
+        result
+            .error_message()
+            .unwrap()
+            .contains("auth.client_secret_file"),
+        "{result:?}"
+    );
+    std::fs::write(&file, format!("{PRE_SECRET}\n")).unwrap();
+    let result = call_w(&caller, 2).await;
+    assert!(
+        !result.is_error(),
+        "the file is read on the next call: {result:?}"
+    );
+    let token = &mock.requests_to("/token")[0];
+    let basic = token.header("authorization").unwrap_or_default();
+    assert!(basic.starts_with("Basic "), "client_secret_basic: {basic}");
+    assert!(param(&form(&token.body_text()), "client_secret").is_none());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Standard base64 with padding, for a PEM body.
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// A `private_key_env` binding: the PEM key from the variable signs an ES256 client
+/// assertion (`private_key_jwt`); a variable holding something else fails the call as a
+/// config error that names the member and quotes nothing of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auth_binding_private_key_jwt_from_a_pem_in_the_environment() {
+    let mock = Mock::start(false, |s| s.methods = vec!["private_key_jwt"]).await;
+    let (_key, der) = SigningKey::generate(None).unwrap();
+    let pem = format!(
+        "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",
+        base64(&der)
+    );
+    struct Key(String);
+    impl mcpwire::binding::call::TokenSource for Key {
+        fn token(&self, name: &str) -> Option<Secret> {
+            (name == "MCPWIRE_TEST_KEY").then(|| Secret::new(self.0.clone()))
+        }
+    }
+    let auth = client_credentials(json!({
+        "client_secret_env": null, "private_key_env": "MCPWIRE_TEST_KEY",
+        "token_endpoint_auth_method": "private_key_jwt",
+    }));
+    let lines = Lines::default();
+    let caller = auth_caller(&mock, auth.clone(), Arc::new(Key(pem.clone())), &lines);
+    let result = call_w(&caller, 0).await;
+    assert!(!result.is_error(), "{result:?}");
+    let body = form(&mock.requests_to("/token")[0].body_text());
+    assert_eq!(
+        param(&body, "client_assertion_type").as_deref(),
+        Some("urn:ietf:params:oauth:client-assertion-type:jwt-bearer")
+    );
+    let assertion = param(&body, "client_assertion").expect("an assertion");
+    assert!(param(&body, "client_secret").is_none());
+    let texts = format!("{caller:?} {result:?} {:?}", lines.lock().unwrap());
+    assert!(!texts.contains(&assertion), "{texts}");
+
+    let caller = auth_caller(&mock, auth, Arc::new(Key("not-a-key-5f1e".into())), &lines);
+    let result = call_w(&caller, 1).await;
+    assert_eq!(result.error_kind(), Some(ErrorKind::Config), "{result:?}");
+    let message = result.error_message().unwrap();
+    assert!(message.contains("auth.private_key_env"), "{message}");
+    assert!(!message.contains("not-a-key"), "{message}");
+}
+
+/// The authorization code grant through a token store: an operator's login (here headless)
+/// fills it; a Caller whose binding points at it calls with the stored token (no second
+/// registration or authorization), refreshes after a 401 and writes the rotated refresh
+/// token back; when the refresh token is refused too, the call fails as `unauthorized`,
+/// outcome known, saying to log in again. No secret (tokens, the registered client's secret,
+/// the code, the PKCE verifier) shows in any result, the wire log or `Debug`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auth_binding_token_store_is_used_refreshed_written_back_and_spent() {
+    use mcpwire::client::auth::store::TokenStore;
+    let mock = Mock::start(true, |s| s.refresh = true).await;
+    let dir = std::env::temp_dir().join(format!("mcpwire-auth-store-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("store.json");
+
+    // The login.
+    let pool = pool();
+    let store = Arc::new(TokenStore::create(&path, &mock.url(), REDIRECT));
+    let authorizer: Arc<dyn Authorizer> = Arc::new(Headless::new(&pool, Duration::from_secs(5)));
+    let oauth = Arc::new(store.oauth(authorizer).unwrap());
+    let lines = Lines::default();
+    let client = connect(&mock, &pool, &oauth, &lines).await.expect("login");
+    client.close().await;
+    let stored = |path: &std::path::Path| -> Value {
+        serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+    };
+    let first = stored(&path);
+    assert_eq!(first["client"]["client_id"], "client-7");
+    assert_eq!(first["client"]["client_secret"], REGISTERED_SECRET);
+    assert_eq!(first["tokens"][0]["refresh_token"], REFRESH[0]);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+
+    // The host, nobody present.
+    let auth = json!({"grant": "authorization_code", "token_store": path.to_str().unwrap()});
+    let caller = auth_caller(&mock, auth, Arc::new(ClientSecretEnv::default()), &lines);
+    let mut results = Vec::new();
+    let result = call_w(&caller, 0).await;
+    assert!(!result.is_error(), "{result:?}");
+    results.push(result);
+    assert_eq!(
+        mock.requests_to("/register").len(),
+        1,
+        "no second registration"
+    );
+    assert_eq!(
+        mock.requests_to("/authorize").len(),
+        1,
+        "no second authorization"
+    );
+    assert_eq!(
+        mock.requests_to("/token").len(),
+        1,
+        "the stored token served"
+    );
+
+    mock.state().valid.clear();
+    let result = call_w(&caller, 1).await;
+    assert!(!result.is_error(), "refreshed: {result:?}");
+    results.push(result);
+    let rotated = stored(&path);
+    assert_eq!(
+        rotated["tokens"][0]["refresh_token"], REFRESH[1],
+        "written back"
+    );
+    assert_eq!(rotated["tokens"][0]["access_token"], ACCESS[1]);
+
+    {
+        let mut state = mock.state();
+        state.valid.clear();
+        state.live_refresh.clear();
+    }
+    let result = call_w(&caller, 2).await;
+    assert_eq!(
+        result.error_kind(),
+        Some(ErrorKind::Unauthorized),
+        "{result:?}"
+    );
+    assert_eq!(result.unknown_outcome(), Some(false), "{result:?}");
+    let message = result.error_message().unwrap();
+    assert!(message.contains("log in again"), "{message}");
+    assert_eq!(mock.state().ran, 2, "the third call's tool never ran");
+    results.push(result);
+
+    let verifier = mock
+        .requests_to("/token")
+        .iter()
+        .find_map(|r| param(&form(&r.body_text()), "code_verifier"))
+        .expect("the code exchange");
+    let mut texts: Vec<String> = results
+        .iter()
+        .map(|r| format!("{} {r:?}", r.to_json_line()))
+        .collect();
+    texts.push(format!("{caller:?} {store:?} {oauth:?}"));
+    texts.extend(lines.lock().unwrap().iter().cloned());
+    let secrets = [
+        ACCESS[0],
+        ACCESS[1],
+        REFRESH[0],
+        REFRESH[1],
+        REGISTERED_SECRET,
+        CODE,
+        &verifier,
+    ];
+    for text in &texts {
+        for secret in secrets {
+            assert!(!text.contains(secret), "a secret in {text}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

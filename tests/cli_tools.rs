@@ -924,3 +924,132 @@ fn demo_server_refuses_unknown_options() {
     assert_exit(&run, 2);
     assert!(run.stderr.contains("--frobnicate"), "{run:#?}");
 }
+
+/// The login flags: what goes together, `-help` telling how to log in, refresh and log out,
+/// `-logout` of no store, and a store others may read refused.
+#[test]
+fn mcp_tools_login_flags_are_checked() {
+    let url = "http://127.0.0.1:9/mcp";
+    let usage = [
+        (
+            vec!["-url", url, "-login", "-tenant", "t", "-tools", "x"],
+            "-login needs -token-store",
+        ),
+        (
+            vec![
+                "-url",
+                url,
+                "-token-store",
+                "/tmp/s.json",
+                "-token-env",
+                "K",
+                "-tenant",
+                "t",
+                "-tools",
+                "x",
+            ],
+            "not both",
+        ),
+        (vec!["-refresh"], "-refresh needs -token-store"),
+        (
+            vec!["-token-store", "/tmp/s.json", "-refresh", "-url", url],
+            "takes only -token-store",
+        ),
+        (
+            vec!["-token-store", "/tmp/s.json", "-refresh", "-logout"],
+            "not both",
+        ),
+        (
+            vec!["-url", url, "-login=yes", "-token-store", "/tmp/s.json"],
+            "-login takes no value",
+        ),
+        (
+            vec![
+                "-command",
+                "srv",
+                "-token-store",
+                "/tmp/s.json",
+                "-tenant",
+                "t",
+                "-tools",
+                "x",
+            ],
+            "-token-store applies to -url servers",
+        ),
+        (
+            vec!["-url", url, "-redirect-port", "70000"],
+            "-redirect-port must be a port",
+        ),
+        (
+            vec!["-url", url, "-login-timeout", "0"],
+            "-login-timeout must be",
+        ),
+    ];
+    for (args, expected) in usage {
+        let run = mcp_tools(&args, &[]);
+        assert_exit(&run, 2);
+        assert!(run.stderr.contains(expected), "{args:?}: {}", run.stderr);
+    }
+    let help = mcp_tools(&["-help"], &[]);
+    assert_exit(&help, 0);
+    for flag in [
+        "-login",
+        "-token-store",
+        "-refresh",
+        "-logout",
+        "LOGGING IN, REFRESHING, LOGGING OUT",
+    ] {
+        assert!(help.stdout.contains(flag), "{flag}");
+    }
+    let dir = std::env::temp_dir().join(format!("mcpwire-cli-store-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let store = dir.join("tokens.json");
+    let store_text = store.to_str().unwrap();
+    let none = mcp_tools(&["-token-store", store_text, "-logout"], &[]);
+    assert_exit(&none, 0);
+    assert!(none.stderr.contains("no token store"), "{}", none.stderr);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::write(&store, "{}").unwrap();
+        std::fs::set_permissions(&store, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let refused = mcp_tools(&["-token-store", store_text, "-refresh"], &[]);
+        assert_exit(&refused, 1);
+        assert!(refused.stderr.contains("chmod 600"), "{}", refused.stderr);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `-login` with a server that never asks for authorization: the bindings have no `auth` and
+/// no store is written. With one that refuses but has no OAuth (a static API key): the login
+/// fails with one line, and no store is left.
+#[test]
+fn mcp_tools_login_with_servers_that_do_not_take_oauth() {
+    let open = Demo::start(None);
+    let store = temp_path("login-open.json");
+    let store_text = store.to_str().unwrap();
+    let login = |url: &str| {
+        let args = ["-url", url, "-login", "-token-store", store_text];
+        mcp_tools(
+            &[&args[..], &["-tenant", "t", "-tools", "echo"]].concat(),
+            &[],
+        )
+    };
+    let run = login(&open.url());
+    assert_exit(&run, 0);
+    assert!(
+        run.stderr.contains("did not ask for authorization"),
+        "{}",
+        run.stderr
+    );
+    let bindings: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert!(bindings[0].get("auth").is_none(), "{bindings}");
+    assert!(!store.exists());
+
+    let keyed = Demo::start(Some(TOKEN));
+    let run = login(&keyed.url());
+    assert_exit(&run, 1);
+    assert!(run.stderr.contains("unauthorized"), "{}", run.stderr);
+    assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
+    assert!(!store.exists(), "no store for a failed login");
+}

@@ -169,3 +169,303 @@ async fn py_auth_probe_reports_the_challenge_and_the_metadata() {
     assert_eq!(metadata.authorization_servers, [origin], "{text}");
     assert_eq!(metadata.scopes_supported, ["mcp:tools"], "{text}");
 }
+
+/// A scratch directory of this test process, removed by the test.
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("mcpwire-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
+/// A bounded `GET target` on 127.0.0.1:`port`: the status line and the body.
+fn loopback_get(port: u16, target: &str) -> (String, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    stream.set_read_timeout(Some(STEP)).unwrap();
+    write!(
+        stream,
+        "GET {target} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = Vec::new();
+    let _ = stream.take(64 * 1024).read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    let status = answer.lines().next().unwrap_or_default().to_owned();
+    let body = answer
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, body)
+}
+
+/// The secrets of a token store: access and refresh tokens, the client secret.
+fn store_secrets(store: &Value) -> Vec<(String, String)> {
+    let mut secrets = Vec::new();
+    if let Some(secret) = store["client"]["client_secret"].as_str() {
+        secrets.push(("client secret".to_owned(), secret.to_owned()));
+    }
+    for token in store["tokens"].as_array().into_iter().flatten() {
+        for member in ["access_token", "refresh_token"] {
+            if let Some(value) = token[member].as_str() {
+                secrets.push((member.to_owned(), value.to_owned()));
+            }
+        }
+    }
+    secrets
+}
+
+fn read_store(path: &std::path::Path) -> Value {
+    serde_json::from_slice(&std::fs::read(path).expect("the store")).expect("JSON")
+}
+
+/// The operator's path end to end with the real binaries: `mcp-tools -login` against the
+/// Python SDK's OAuth server (the test is the browser: it reads the authorization URL from
+/// stderr, requests it without following the redirect, then brings the redirect to the
+/// loopback listener, after a favicon request and a forged callback it must ignore), the 0600
+/// store and bindings that point at it; discovery again with the store; `mcpwire call` with
+/// the binding (nobody present), a refresh once the 3-second token expired with the rotated
+/// tokens written back, `-refresh`, `-logout`, and a call after it failing with the outcome
+/// known. No secret shows in any output.
+#[test]
+fn py_auth_mcp_tools_login_then_mcpwire_call_refresh_and_logout() {
+    use std::io::BufRead;
+    use std::process::{Command, Stdio};
+
+    use crate::cli_tools::{Run, mcp_tools, mcpwire};
+
+    if !peers::require(Peer::Python(Sdk::V2)) {
+        return;
+    }
+    let server = PeerServer::python_auth(&["--token-ttl", "3"]);
+    let dir = scratch("login");
+    let store = dir.join("tokens.json");
+    let store_text = store.to_str().unwrap().to_owned();
+
+    // 1. The login, with the test as the browser.
+    let mut login = Command::new(env!("CARGO_BIN_EXE_mcp-tools"))
+        .args(["-url", &server.url, "-login", "-token-store", &store_text])
+        .args(["-tenant", "ops", "-tools", "echo_text,auth_counts"])
+        .args(["-login-timeout", "30"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn mcp-tools");
+    let stderr = login.stderr.take().unwrap();
+    let (url_tx, url_rx) = std::sync::mpsc::channel();
+    let stderr_lines = std::thread::spawn(move || {
+        let mut lines = Vec::new();
+        for line in std::io::BufReader::new(stderr).lines() {
+            let line = line.unwrap_or_default();
+            if line.starts_with("http") {
+                let _ = url_tx.send(line.clone());
+            }
+            lines.push(line);
+        }
+        lines.join("\n")
+    });
+    let authorize = url_rx
+        .recv_timeout(STEP)
+        .expect("the authorization URL on stderr");
+    assert!(
+        authorize.starts_with(&format!("http://127.0.0.1:{}/authorize?", server.port)),
+        "{authorize}"
+    );
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let location = runtime
+        .block_on(async {
+            use mcpwire::client::auth::Authorizer;
+            let url = mcpwire::auth::Url::parse(&authorize).unwrap();
+            Headless::new(&pool(), STEP).authorize(&url).await
+        })
+        .expect("the authorization server redirects back");
+    let (host_port, target) = location
+        .strip_prefix("http://127.0.0.1:")
+        .and_then(|rest| rest.split_once('/'))
+        .expect("a loopback redirect");
+    let port: u16 = host_port.parse().unwrap();
+    let target = format!("/{target}");
+    assert!(target.starts_with("/callback?code="), "{target}");
+    let code = target
+        .split(['?', '&'])
+        .find_map(|p| p.strip_prefix("code="))
+        .unwrap()
+        .to_owned();
+    let (status, _) = loopback_get(port, "/favicon.ico");
+    assert!(status.contains(" 404 "), "{status}");
+    let (status, _) = loopback_get(port, "/callback?code=forged&state=another");
+    assert!(
+        status.contains(" 400 "),
+        "a callback for another state: {status}"
+    );
+    let (status, page) = loopback_get(port, &target);
+    assert!(status.contains(" 200 "), "{status}");
+    assert!(page.contains("You can close this window"), "{page}");
+    let output = login.wait_with_output().expect("mcp-tools ends");
+    let login_stderr = stderr_lines.join().unwrap();
+    assert!(output.status.success(), "{login_stderr}");
+    let login_stdout = String::from_utf8(output.stdout).unwrap();
+
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&store).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "the store is its user's alone");
+    }
+    let bindings: Value = serde_json::from_str(&login_stdout).expect("bindings");
+    for binding in bindings.as_array().unwrap() {
+        assert_eq!(
+            binding["auth"],
+            json!({"grant": "authorization_code", "token_store": store_text})
+        );
+        assert!(binding.get("token_env").is_none());
+    }
+    let bindings_file = dir.join("bindings.json");
+    std::fs::write(&bindings_file, &login_stdout).unwrap();
+    let bindings_text = bindings_file.to_str().unwrap().to_owned();
+    let after_login = read_store(&store);
+    let mut secrets = store_secrets(&after_login);
+    assert_eq!(secrets.len(), 3, "client secret, access and refresh tokens");
+    secrets.push(("authorization code".to_owned(), code));
+
+    // Discovery again with the store and nobody present: the stored token, no new login.
+    let again = mcp_tools(
+        &[
+            "-url",
+            &server.url,
+            "-token-store",
+            &store_text,
+            "-tenant",
+            "ops",
+            "-tools",
+            "echo_text",
+        ],
+        &[],
+    );
+    assert_eq!(again.code, Some(0), "{again:#?}");
+    let rediscovered: Value = serde_json::from_str(&again.stdout).expect("bindings");
+    assert_eq!(rediscovered[0]["auth"], bindings[0]["auth"]);
+
+    // 2. A host's call with the store, nobody present.
+    let call = |text: &str| -> Run {
+        let arguments = json!({"text": text}).to_string();
+        mcpwire(
+            &[
+                "call",
+                "--bindings",
+                &bindings_text,
+                "--tool",
+                "echo_text",
+                "--tenant",
+                "ops",
+                "--args",
+                &arguments,
+                "-v",
+            ],
+            &[],
+        )
+    };
+    let result = |run: &Run| -> Value {
+        serde_json::from_str(run.stdout.lines().last().unwrap_or_default())
+            .unwrap_or_else(|_| panic!("{run:#?}"))
+    };
+    let first = call("first");
+    assert_eq!(result(&first)["is_error"], false, "{first:#?}");
+    assert_eq!(result(&first)["content"][0]["text"], "first");
+
+    // 3. The token expires; the next call refreshes, and the rotated tokens are written back.
+    std::thread::sleep(Duration::from_millis(3500));
+    let before = read_store(&store);
+    let second = call("second");
+    assert_eq!(result(&second)["is_error"], false, "{second:#?}");
+    let after = read_store(&store);
+    assert_ne!(
+        before["tokens"][0]["refresh_token"], after["tokens"][0]["refresh_token"],
+        "the rotated refresh token is in the store"
+    );
+    assert_ne!(
+        before["tokens"][0]["access_token"],
+        after["tokens"][0]["access_token"]
+    );
+    assert_eq!(before["client"], after["client"], "the same client");
+    secrets.extend(store_secrets(&before));
+    secrets.extend(store_secrets(&after));
+
+    // 4. -refresh now, then -logout.
+    let refreshed = mcp_tools(&["-token-store", &store_text, "-refresh"], &[]);
+    assert_eq!(refreshed.code, Some(0), "{refreshed:#?}");
+    let rotated = read_store(&store);
+    assert_ne!(
+        after["tokens"][0]["refresh_token"],
+        rotated["tokens"][0]["refresh_token"]
+    );
+    secrets.extend(store_secrets(&rotated));
+    let counts = mcpwire(
+        &[
+            "call",
+            "--bindings",
+            &bindings_text,
+            "--tool",
+            "auth_counts",
+            "--tenant",
+            "ops",
+            "--args",
+            "{}",
+        ],
+        &[],
+    );
+    let seen = &result(&counts)["structured_content"];
+    assert_eq!(seen["authorized"], 1, "one login: {counts:#?}");
+    assert_eq!(seen["registered"], 1, "one registration: {counts:#?}");
+    assert!(seen["refreshes"].as_u64().unwrap() >= 2, "{seen}");
+    secrets.extend(store_secrets(&read_store(&store)));
+
+    let logout = mcp_tools(&["-token-store", &store_text, "-logout"], &[]);
+    assert_eq!(logout.code, Some(0), "{logout:#?}");
+    assert!(!store.exists(), "the store is gone");
+    let after_logout = call("after logout");
+    let failed = result(&after_logout);
+    assert_eq!(failed["is_error"], true);
+    assert_eq!(failed["unknown_outcome"], false);
+    assert_eq!(failed["error"]["kind"], "unauthorized");
+    let message = failed["error"]["message"].as_str().unwrap();
+    assert!(message.contains("mcp-tools -url URL -login"), "{message}");
+
+    // Nothing printed anywhere holds a secret.
+    let outputs = [
+        ("login stdout", login_stdout.clone()),
+        ("login stderr", login_stderr),
+        (
+            "discovery with the store",
+            format!("{}{}", again.stdout, again.stderr),
+        ),
+        ("first call", format!("{}{}", first.stdout, first.stderr)),
+        ("second call", format!("{}{}", second.stdout, second.stderr)),
+        (
+            "refresh",
+            format!("{}{}", refreshed.stdout, refreshed.stderr),
+        ),
+        ("counts", format!("{}{}", counts.stdout, counts.stderr)),
+        ("logout", format!("{}{}", logout.stdout, logout.stderr)),
+        (
+            "call after logout",
+            format!("{}{}", after_logout.stdout, after_logout.stderr),
+        ),
+    ];
+    assert!(
+        second.stderr.contains("> auth POST"),
+        "-v shows the refresh: {}",
+        second.stderr
+    );
+    for (what, text) in &outputs {
+        for (secret_name, secret) in &secrets {
+            assert!(secret.len() >= 8, "{secret_name}");
+            assert!(
+                !text.contains(secret.as_str()),
+                "the {secret_name} in the {what}"
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

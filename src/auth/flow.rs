@@ -87,6 +87,9 @@ pub struct Config {
     pub metadata_document: Option<Url>,
     /// How the client describes itself in a dynamic registration.
     pub client_metadata: ClientMetadata,
+    /// The scopes to ask for when the server's challenge names none, before the resource's
+    /// `scopes_supported` (a host's configured scope, for the client credentials grant).
+    pub scope: Option<Scopes>,
     /// Ask for `offline_access` (a refresh token) when the authorization server lists it.
     pub offline_access: bool,
     /// For a server with no protected-resource metadata, use the 2025-03-26 rules: its
@@ -142,6 +145,7 @@ impl Config {
                 client_uri: None,
                 application_type,
             },
+            scope: None,
             offline_access: true,
             legacy_fallback: true,
             limits: Limits::default(),
@@ -710,6 +714,22 @@ impl Flow {
             .as_ref()
             .filter(|(t, ..)| !t.is_expired(now))
             .map(|(t, ..)| t.access_token())
+    }
+
+    /// The client the flow uses with its authorization server, once one is chosen: the
+    /// pre-registered one, or the one a dynamic registration (or a Client ID Metadata
+    /// Document) gave, bound to that server's issuer. A token store keeps it so the next
+    /// process presents the same client (its tokens were issued to it) as a
+    /// [`Config::pre_registered`] client.
+    pub fn client(&self) -> Option<PreRegistered> {
+        let (identity, meta) = (self.client.as_ref()?, self.server_metadata.as_ref()?);
+        Some(PreRegistered {
+            client_id: identity.client_id.clone(),
+            client_secret: identity.secret.clone(),
+            signing_key: identity.key.clone(),
+            issuer: Some(meta.issuer.clone()),
+            auth_method: Some(identity.method),
+        })
     }
 
     /// Whether the flow is getting a token (requests, or the person's approval, under way).
@@ -1320,11 +1340,16 @@ impl Flow {
                     .map_err(Error::Scope)?,
             ),
             (_, Some(challenged)) => Some(challenged),
-            // Else the resource's scopes_supported, else no scope at all.
+            // Else the configured scope, else the resource's scopes_supported, else none.
             (_, None) => self
-                .resource_metadata
-                .as_ref()
-                .and_then(|m| m.scopes_supported.clone())
+                .config
+                .scope
+                .clone()
+                .or_else(|| {
+                    self.resource_metadata
+                        .as_ref()
+                        .and_then(|m| m.scopes_supported.clone())
+                })
                 .filter(|s| !s.is_empty()),
         };
         let code_grant = matches!(self.config.grant, GrantKind::AuthorizationCode { .. });

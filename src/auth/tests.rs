@@ -642,9 +642,8 @@ fn backcompat_default_endpoints() {
 
 // ---- scopes (auth/scope-*) and offline access ----
 
-#[test]
-fn scope_selection() {
-    // From the challenge.
+/// A world whose resource lists `mcp:profile` and whose challenge asks for `mcp:basic`.
+fn challenged_world() -> (World, HeaderMap) {
     let mut world = World::standard();
     world.prm(
         "https://mcp.example.com/.well-known/oauth-protected-resource/mcp",
@@ -659,6 +658,32 @@ fn scope_selection() {
     let headers = challenge(
         "Bearer scope=\"mcp:basic\", resource_metadata=\"https://mcp.example.com/.well-known/oauth-protected-resource/mcp\"",
     );
+    (world, headers)
+}
+
+/// A world whose resource lists `scopes` and whose challenge names none.
+fn supported_world(scopes: &[&str]) -> World {
+    let mut world = World::standard();
+    world.routes.clear();
+    world.prm(
+        "https://mcp.example.com/.well-known/oauth-protected-resource/mcp",
+        &[AS],
+        Some(scopes),
+    );
+    world.as_metadata(
+        &format!("{AS}/.well-known/oauth-authorization-server"),
+        AS,
+        json!({}),
+    );
+    world.registration(AS, "client-1", None, None);
+    world.token(AS, json!({}));
+    world
+}
+
+#[test]
+fn scope_selection() {
+    // From the challenge.
+    let (mut world, headers) = challenged_world();
     let (end, _, _) = refused(code_config(), &mut world, headers);
     let token = token_of(end);
     assert_eq!(
@@ -668,25 +693,31 @@ fn scope_selection() {
     assert_eq!(token.scope().unwrap().to_string(), "mcp:basic");
 
     // From the resource's scopes_supported.
-    let mut world = World::standard();
-    world.routes.clear();
-    world.prm(
-        "https://mcp.example.com/.well-known/oauth-protected-resource/mcp",
-        &[AS],
-        Some(&["mcp:basic", "mcp:read", "mcp:write"]),
-    );
-    world.as_metadata(
-        &format!("{AS}/.well-known/oauth-authorization-server"),
-        AS,
-        json!({}),
-    );
-    world.registration(AS, "client-1", None, None);
-    world.token(AS, json!({}));
+    let mut world = supported_world(&["mcp:basic", "mcp:read", "mcp:write"]);
     let (end, _, _) = refused(code_config(), &mut world, default_challenge());
     token_of(end);
     assert_eq!(
         query_param(&world.authorizations[0], "scope").as_deref(),
         Some("mcp:basic mcp:read mcp:write")
+    );
+
+    // A configured scope comes before the resource's scopes_supported...
+    let mut world = supported_world(&["mcp:basic", "mcp:read"]);
+    let mut config = code_config();
+    config.scope = Some(Scopes::parse("mcp:configured").unwrap());
+    let (end, _, _) = refused(config.clone(), &mut world, default_challenge());
+    token_of(end);
+    assert_eq!(
+        query_param(&world.authorizations[0], "scope").as_deref(),
+        Some("mcp:configured")
+    );
+    // ...and after the challenge's.
+    let (mut world, headers) = challenged_world();
+    let (end, _, _) = refused(config, &mut world, headers);
+    token_of(end);
+    assert_eq!(
+        query_param(&world.authorizations[0], "scope").as_deref(),
+        Some("mcp:basic")
     );
 
     // Neither: no scope parameter at all (checked in metadata_default_from_the_challenge).

@@ -337,6 +337,11 @@ impl TokenCache {
         self.entries.insert(key, token);
     }
 
+    /// Every token with its key, in no particular order (for a token store to write).
+    pub fn iter(&self) -> impl Iterator<Item = (&TokenKey, &Token)> {
+        self.entries.iter()
+    }
+
     /// Forgets the token for `key`.
     pub fn remove(&mut self, key: &TokenKey) -> Option<Token> {
         self.entries.remove(key)

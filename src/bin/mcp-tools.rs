@@ -6,8 +6,15 @@ use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use mcpwire::binding::config::{MAX_HEADER_ENV, ProxySetting, Server, TlsSettings};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use mcpwire::auth::{UnixTime, Url};
+use mcpwire::binding::config::{AuthSettings, MAX_HEADER_ENV, ProxySetting, Server, TlsSettings};
 use mcpwire::binding::discover::{Discovery, MAX_NAMED_TOOLS, discover};
+use mcpwire::client::auth::store::{TokenStore, Unattended};
+use mcpwire::client::auth::{Auth, AuthorizeFuture, Authorizer, OAuth};
+use mcpwire::client::{Client, ClientOptions};
 use mcpwire::mcp::ProtocolVersion;
 use mcpwire::transport::Secret;
 use mcpwire::transport::http::{
@@ -22,6 +29,10 @@ USAGE:
               [-timeout SECONDS] [-ca-file PEM | -roots webpki|platform]
               [-client-cert PEM -client-key PEM] [-proxy URL|none] [-era auto|2025|REVISION]
     mcp-tools -command \"PROGRAM ARGS...\" -tenant TENANT -tools NAME[,NAME...] [-timeout SECONDS]
+    mcp-tools -url URL -login -token-store PATH -tenant TENANT -tools NAME[,NAME...]
+              [-redirect-port PORT] [-login-timeout SECONDS] [the -url flags above]
+    mcp-tools -token-store PATH -refresh
+    mcp-tools -token-store PATH -logout
 
 FLAGS (a single or a double dash; `-flag value` or `-flag=value`):
     -url URL          the server's Streamable HTTP endpoint (http:// or https://)
@@ -46,7 +57,32 @@ FLAGS (a single or a double dash; `-flag value` or `-flag=value`):
     -era ERA          with -url: auto (the default) probes with server/discover and falls
                       back to initialize; 2025 opens with initialize at once; a stateless
                       revision such as 2026-07-28 is spoken at once (as mcpwire call --era)
+    -login            with -url and -token-store: log in with OAuth (the authorization code
+                      grant with PKCE) when the server asks for it (a 401): print the
+                      authorization URL on stderr, wait for the browser to come back to
+                      http://127.0.0.1:PORT/callback, keep the tokens in the token store,
+                      then discover with them; the bindings get an `auth` block that points
+                      at the store
+    -token-store PATH the token store file (written with mode 0600, refused when others may
+                      read it). Without -login: discover with its tokens (refreshed if due)
+    -redirect-port N  the loopback port to listen on for the redirect (default: any free one)
+    -login-timeout S  how long to wait for the browser to come back (default 300)
+    -refresh          use the store's refresh token now and write the new tokens back
+    -logout           delete the token store (local only: the server is not told, and its
+                      tokens stay valid there until they expire)
     -h, -help         this text
+
+LOGGING IN, REFRESHING, LOGGING OUT:
+    mcp-tools -url https://mcp.example.com/mcp -login -token-store ~/.mcp/example.json \\
+              -tenant local -tools search
+        prints the authorization URL: open it in a browser on this machine and approve;
+        the browser comes back to the loopback listener, the tokens go in the store, and
+        the bindings printed name it (\"auth\": {\"grant\": \"authorization_code\",
+        \"token_store\": \"/abs/path\"}). A host (mcpwire call) then uses and refreshes the
+        tokens with nobody present, writing rotated ones back; when they are spent, calls
+        fail (unauthorized) saying to log in again.
+    mcp-tools -token-store ~/.mcp/example.json -refresh     refresh now
+    mcp-tools -token-store ~/.mcp/example.json -logout      forget the tokens
 
 The TLS and -proxy flags are used to connect and are written into the bindings (`tls`,
 `proxy`), file paths made absolute.
@@ -78,6 +114,12 @@ struct Options {
     /// `-era`: `None` probes; `Some(None)` is a 2025-era server; `Some(Some(v))` a stateless
     /// revision.
     era: Option<Option<ProtocolVersion>>,
+    login: bool,
+    refresh: bool,
+    logout: bool,
+    token_store: Option<String>,
+    redirect_port: u16,
+    login_timeout: Duration,
 }
 
 enum Failure {
@@ -100,6 +142,12 @@ fn parse(args: &[String]) -> Result<Option<Options>, Failure> {
         client_key: None,
         proxy: None,
         era: None,
+        login: false,
+        refresh: false,
+        logout: false,
+        token_store: None,
+        redirect_port: 0,
+        login_timeout: Duration::from_secs(300),
     };
     let mut tools_given = false;
     let mut args = args.iter();
@@ -113,6 +161,17 @@ fn parse(args: &[String]) -> Result<Option<Options>, Failure> {
         };
         if matches!(flag, "h" | "help") {
             return Ok(None);
+        }
+        if matches!(flag, "login" | "refresh" | "logout") {
+            if inline.is_some() {
+                return Err(Failure::Usage(format!("-{flag} takes no value")));
+            }
+            match flag {
+                "login" => options.login = true,
+                "refresh" => options.refresh = true,
+                _ => options.logout = true,
+            }
+            continue;
         }
         let value = match inline {
             Some(value) => value,
@@ -158,6 +217,26 @@ fn parse(args: &[String]) -> Result<Option<Options>, Failure> {
             "client-cert" => options.client_cert = Some(value),
             "client-key" => options.client_key = Some(value),
             "proxy" => options.proxy = Some(value),
+            "token-store" => options.token_store = Some(value),
+            "redirect-port" => {
+                options.redirect_port = value.parse().map_err(|_| {
+                    Failure::Usage(format!(
+                        "-redirect-port must be a port (0 to 65535), not {value:?}"
+                    ))
+                })?;
+            }
+            "login-timeout" => {
+                let seconds: u64 = value
+                    .parse()
+                    .ok()
+                    .filter(|s| (1..=3600).contains(s))
+                    .ok_or_else(|| {
+                        Failure::Usage(format!(
+                            "-login-timeout must be 1 to 3600 seconds, not {value:?}"
+                        ))
+                    })?;
+                options.login_timeout = Duration::from_secs(seconds);
+            }
             "era" => {
                 options.era = match value.as_str() {
                     "auto" => None,
@@ -175,6 +254,40 @@ fn parse(args: &[String]) -> Result<Option<Options>, Failure> {
             }
             other => return Err(Failure::Usage(format!("unknown flag -{other}"))),
         }
+    }
+    if options.refresh || options.logout {
+        if options.refresh && options.logout {
+            return Err(Failure::Usage(
+                "give -refresh or -logout, not both".to_owned(),
+            ));
+        }
+        let what = if options.refresh { "refresh" } else { "logout" };
+        if options.token_store.is_none() {
+            return Err(Failure::Usage(format!("-{what} needs -token-store PATH")));
+        }
+        if options.login || options.url.is_some() || options.command.is_some() || tools_given {
+            return Err(Failure::Usage(format!(
+                "-{what} takes only -token-store (the store names its server)"
+            )));
+        }
+        return Ok(Some(options));
+    }
+    if options.login && options.token_store.is_none() {
+        return Err(Failure::Usage(
+            "-login needs -token-store PATH (where the tokens are kept)".to_owned(),
+        ));
+    }
+    if options.token_store.is_some() && options.url.is_none() {
+        return Err(Failure::Usage(
+            "-token-store applies to -url servers".to_owned(),
+        ));
+    }
+    if options.token_store.is_some() && options.token_env.is_some() {
+        return Err(Failure::Usage(
+            "give -token-env (a static API key) or -token-store (OAuth), not both: both would \
+             set the Authorization header"
+                .to_owned(),
+        ));
     }
     match (&options.url, &options.command) {
         (None, None) => return Err(Failure::Usage("give -url or -command".to_owned())),
@@ -325,6 +438,14 @@ fn run(args: &[String]) -> Result<(), Failure> {
         print!("{USAGE}");
         return Ok(());
     };
+    if options.refresh || options.logout {
+        let path = store_path(&options)?.unwrap_or_default();
+        return if options.refresh {
+            refresh(&path, options.timeout)
+        } else {
+            logout(&path)
+        };
+    }
     let token = match &options.token_env {
         Some(variable) => Some(Secret::new(std::env::var(variable).map_err(|_| {
             Failure::Failed(format!("the environment variable {variable} is not set"))
@@ -347,11 +468,7 @@ fn run(args: &[String]) -> Result<(), Failure> {
     let server = match (&options.url, &options.command) {
         (Some(url), _) => {
             HttpConfig::new(url).map_err(|e| Failure::Usage(e.to_string()))?;
-            let proxy = match options.proxy.as_deref() {
-                None => None,
-                Some("none") => Some(ProxySetting::Direct),
-                Some(proxy) => Some(ProxySetting::Url(proxy.to_owned())),
-            };
+            let proxy = plain_proxy(&options);
             let mut server = Server::http(url.clone()).with_header_env(options.headers.clone());
             if let Some(name) = &options.token_env {
                 server = server.with_token_env(name.clone());
@@ -361,6 +478,9 @@ fn run(args: &[String]) -> Result<(), Failure> {
             }
             if let Some(proxy) = proxy {
                 server = server.with_proxy(proxy);
+            }
+            if let Some(path) = store_path(&options)? {
+                server = server.with_auth(AuthSettings::authorization_code(path));
             }
             server
         }
@@ -400,19 +520,324 @@ fn run(args: &[String]) -> Result<(), Failure> {
         Failure::Usage(format!("{field}: {}", e.message))
     })?;
     let proxy = ProxyConfig::from_env().map_err(|e| Failure::Usage(e.to_string()))?;
+    let mut discovery = discovery;
     let bindings = runtime.block_on(async {
         let pool = HttpPool::with_proxy(&TlsOptions::default(), proxy)
             .map_err(|e| Failure::Failed(e.to_string()))?;
         if let (Some(era), Server::Http { url, .. }) = (options.era, &discovery.server) {
             pool.era_cache().remember(url, era);
         }
-        discover(&pool, &discovery)
-            .await
-            .map_err(|e| Failure::Failed(format!("{} ({})", e, e.kind())))
+        let login = match (&options.url, store_path(&options)?) {
+            (Some(url), Some(path)) => Some(start_login(&options, url, &path).await?),
+            _ => None,
+        };
+        if let Some(login) = &login {
+            discovery.auth = Some(Auth::oauth(login.oauth.clone()));
+            // The person's approval happens inside discovery.
+            if options.login {
+                discovery.timeout += options.login_timeout;
+            }
+        }
+        let found = discover(&pool, &discovery).await;
+        let Some(login) = login else {
+            return found.map_err(|e| Failure::Failed(discovery_failure(&e, &options)));
+        };
+        let written = login.store.save_from(&login.oauth);
+        let bindings = found.map_err(|e| Failure::Failed(discovery_failure(&e, &options)))?;
+        written.map_err(|e| Failure::Failed(e.to_string()))?;
+        if login.store.token_count() == 0 {
+            // Nothing asked for a token: bindings that point at an empty store would fail.
+            eprintln!(
+                "mcp-tools: the server did not ask for authorization; no token store written, \
+                 and the bindings have no `auth`"
+            );
+            return Ok(bindings
+                .into_iter()
+                .map(|mut binding| {
+                    if let Server::Http { auth, .. } = &mut binding.server {
+                        *auth = None;
+                    }
+                    binding
+                })
+                .collect());
+        }
+        if options.login {
+            eprintln!(
+                "mcp-tools: logged in; the tokens are in {} (mode 0600)",
+                login.store.path().display()
+            );
+        }
+        Ok(bindings)
     })?;
     // Serializing the bindings themselves keeps the documented key order.
     let text = serde_json::to_string_pretty(&bindings)
         .map_err(|e| Failure::Failed(format!("cannot print the bindings: {e}")))?;
     println!("{text}");
     Ok(())
+}
+
+/// The `proxy` of the bindings, from `-proxy`.
+fn plain_proxy(options: &Options) -> Option<ProxySetting> {
+    match options.proxy.as_deref() {
+        None => None,
+        Some("none") => Some(ProxySetting::Direct),
+        Some(proxy) => Some(ProxySetting::Url(proxy.to_owned())),
+    }
+}
+
+/// A failed discovery's line; a refusal without a token store says how to log in.
+fn discovery_failure(error: &mcpwire::Error, options: &Options) -> String {
+    let mut line = format!("{} ({})", error, error.kind());
+    if error.kind() == mcpwire::ErrorKind::Unauthorized && options.token_store.is_none() {
+        line.push_str(
+            "; if the server takes OAuth, log in with -login -token-store PATH (see -help)",
+        );
+    }
+    line
+}
+
+/// `-token-store`, made absolute (the bindings name it wherever the host runs).
+fn store_path(options: &Options) -> Result<Option<PathBuf>, Failure> {
+    options
+        .token_store
+        .as_deref()
+        .map(|path| {
+            if path.is_empty() {
+                return Err(Failure::Usage("-token-store is empty".to_owned()));
+            }
+            std::path::absolute(path)
+                .map_err(|e| Failure::Usage(format!("-token-store {path:?}: {e}")))
+        })
+        .transpose()
+}
+
+/// The OAuth of a discovery with a token store, and the store it writes to.
+struct Login {
+    store: Arc<TokenStore>,
+    oauth: Arc<OAuth>,
+}
+
+/// With `-login`: a new store and the loopback listener for the person's approval. Without:
+/// the existing store, used with nobody present.
+async fn start_login(options: &Options, url: &str, path: &Path) -> Result<Login, Failure> {
+    if !options.login {
+        let store = Arc::new(
+            TokenStore::load(path)
+                .map_err(|e| Failure::Failed(format!("{e} (log in first with -login)")))?,
+        );
+        if store.server() != url {
+            return Err(Failure::Failed(format!(
+                "the token store {} holds tokens for another server than -url",
+                path.display()
+            )));
+        }
+        let oauth = store
+            .oauth(Arc::new(Unattended::new(path)))
+            .map_err(|e| Failure::Failed(e.to_string()))?;
+        return Ok(Login {
+            store,
+            oauth: Arc::new(oauth),
+        });
+    }
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", options.redirect_port))
+        .await
+        .map_err(|e| {
+            Failure::Failed(format!(
+                "cannot listen on 127.0.0.1:{} for the redirect: {e}",
+                options.redirect_port
+            ))
+        })?;
+    let port = listener
+        .local_addr()
+        .map_err(|e| Failure::Failed(e.to_string()))?
+        .port();
+    let redirect = format!("http://127.0.0.1:{port}/callback");
+    let store = Arc::new(TokenStore::create(path, url, &redirect));
+    let mut config = store
+        .config()
+        .map_err(|e| Failure::Usage(format!("-url: {e}")))?;
+    config.limits.authorize_timeout_secs = options.login_timeout.as_secs();
+    let authorizer = Arc::new(Loopback {
+        listener: Arc::new(listener),
+    });
+    let oauth = store
+        .oauth_with(config, authorizer)
+        .map_err(|e| Failure::Failed(e.to_string()))?;
+    Ok(Login {
+        store,
+        oauth: Arc::new(oauth),
+    })
+}
+
+/// The person's part of a login: the authorization URL on stderr, then the browser's
+/// request to the loopback redirect URI.
+struct Loopback {
+    listener: Arc<tokio::net::TcpListener>,
+}
+
+/// The most bytes of a request to the loopback listener read (its head is all it needs).
+const MAX_CALLBACK_REQUEST_BYTES: usize = 8 * 1024;
+/// How long one connection to the loopback listener may take to send its request.
+const CALLBACK_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+impl Authorizer for Loopback {
+    fn authorize(&self, url: &Url) -> AuthorizeFuture {
+        // The URL holds no secret: the state and the PKCE challenge.
+        eprintln!(
+            "mcp-tools: to log in, open this URL in a browser on this machine and approve:\n{url}"
+        );
+        let listener = self.listener.clone();
+        let state = query_param(url.query().unwrap_or_default(), "state").map(str::to_owned);
+        // The flow's own deadline (-login-timeout) bounds the wait.
+        Box::pin(async move {
+            loop {
+                let (stream, _) = listener.accept().await?;
+                // Another request (a favicon, a callback for another state), a broken or slow
+                // one: wait for the next, so a stray request cannot end the login.
+                if let Ok(Ok(Some(target))) =
+                    tokio::time::timeout(CALLBACK_READ_TIMEOUT, callback(stream, state.as_deref()))
+                        .await
+                {
+                    return Ok(target);
+                }
+            }
+        })
+    }
+}
+
+/// The raw value of the query parameter `name` (the `state` mcpwire makes is base64url, which
+/// needs no decoding).
+fn query_param<'a>(query: &'a str, name: &str) -> Option<&'a str> {
+    query
+        .split('&')
+        .find_map(|pair| pair.strip_prefix(name)?.strip_prefix('='))
+}
+
+/// Reads one request (at most [`MAX_CALLBACK_REQUEST_BYTES`] of its head) and answers it:
+/// `GET /callback?...` carrying `state` with a page saying to go back to the terminal (its
+/// target returned), a callback with another state with 400, anything else with 404.
+async fn callback(
+    mut stream: tokio::net::TcpStream,
+    state: Option<&str>,
+) -> std::io::Result<Option<String>> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut head = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        if head.len() >= MAX_CALLBACK_REQUEST_BYTES {
+            stream
+                .write_all(b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                .await?;
+            return Ok(None);
+        }
+        let n = stream.read(&mut buf).await?;
+        if n == 0 {
+            return Ok(None);
+        }
+        head.extend_from_slice(&buf[..n]);
+    }
+    let line = head.split(|&b| b == b'\r').next().unwrap_or_default();
+    let line = String::from_utf8_lossy(line);
+    let mut parts = line.split(' ');
+    let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    let is_callback = target == "/callback" || target.starts_with("/callback?");
+    if method != "GET" || !is_callback {
+        stream
+            .write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+            .await?;
+        return Ok(None);
+    }
+    let query = target.split_once('?').map_or("", |(_, q)| q);
+    if state.is_some() && query_param(query, "state") != state {
+        stream
+            .write_all(
+                b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+            )
+            .await?;
+        return Ok(None);
+    }
+    let page = "<!doctype html><meta charset=\"utf-8\"><title>mcp-tools</title>\
+                <p>mcp-tools has the authorization server's answer. You can close this \
+                window and go back to the terminal.</p>";
+    let answer = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {}\r\n\
+         cache-control: no-store\r\nconnection: close\r\n\r\n{page}",
+        page.len()
+    );
+    stream.write_all(answer.as_bytes()).await?;
+    let _ = stream.shutdown().await;
+    Ok(Some(target.to_owned()))
+}
+
+/// `-refresh`: the store's refresh token used now (a session opened with the new token
+/// checks it), the rotated tokens written back.
+fn refresh(path: &Path, timeout: Duration) -> Result<(), Failure> {
+    let store = Arc::new(TokenStore::load(path).map_err(|e| Failure::Failed(e.to_string()))?);
+    if store.expire_for_refresh(now()) == 0 {
+        return Err(Failure::Failed(format!(
+            "the token store {} holds no refresh token: log in again with -login",
+            path.display()
+        )));
+    }
+    let server = store.server();
+    let oauth = Arc::new(
+        store
+            .oauth(Arc::new(Unattended::new(path)))
+            .map_err(|e| Failure::Failed(e.to_string()))?,
+    );
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::Failed(format!("cannot start the runtime: {e}")))?;
+    runtime.block_on(async {
+        let proxy = ProxyConfig::from_env().map_err(|e| Failure::Usage(e.to_string()))?;
+        let pool = HttpPool::with_proxy(&TlsOptions::default(), proxy)
+            .map_err(|e| Failure::Failed(e.to_string()))?;
+        let config = HttpConfig::new(&server).map_err(|e| Failure::Failed(e.to_string()))?;
+        let mut options = ClientOptions::default();
+        options.request_timeout = timeout;
+        options.auth = Some(Auth::oauth(oauth.clone()));
+        let client = tokio::time::timeout(timeout, Client::connect_http(&pool, config, options))
+            .await
+            .map_err(|_| Failure::Failed(format!("no answer within {} s", timeout.as_secs())))?
+            .map_err(|e| Failure::Failed(format!("{e} ({})", e.kind())))?;
+        client.close().await;
+        Ok::<(), Failure>(())
+    })?;
+    store
+        .save_from(&oauth)
+        .map_err(|e| Failure::Failed(e.to_string()))?;
+    let left = store
+        .expires_at()
+        .map(|at| format!(" (it expires in {} s)", at.0.saturating_sub(now().0)))
+        .unwrap_or_default();
+    eprintln!(
+        "mcp-tools: refreshed; {} holds the new token{left}",
+        path.display()
+    );
+    Ok(())
+}
+
+/// `-logout`: the store deleted.
+fn logout(path: &Path) -> Result<(), Failure> {
+    let removed = TokenStore::remove(path).map_err(|e| Failure::Failed(e.to_string()))?;
+    if removed {
+        eprintln!(
+            "mcp-tools: logged out: {} deleted (local only: the server was not told, and its \
+             tokens stay valid there until they expire)",
+            path.display()
+        );
+    } else {
+        eprintln!("mcp-tools: no token store at {}", path.display());
+    }
+    Ok(())
+}
+
+#[allow(clippy::disallowed_methods, reason = "the CLI owns the wall clock")]
+fn now() -> UnixTime {
+    UnixTime(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+    )
 }

@@ -63,7 +63,11 @@ COMMANDS:
             terminal a live progress line is drawn there. -v logs the wire conversation to
             stderr, with tokens and header values redacted. A binding's token_env and
             header_env variables are read from the environment at each call; one that is
-            unset fails the call before anything is sent. Call ids default to a fresh unique id; the session
+            unset fails the call before anything is sent. A binding's `auth` gets the token
+            by OAuth: client credentials (its secret or key read at the call), or the token
+            store `mcp-tools -login` wrote (refreshed when due, rotated tokens written back;
+            when spent, the call fails as unauthorized saying to log in again). Call ids
+            default to a fresh unique id; the session
             id (the caller's, sent in _meta) defaults to \"cli\". HTTPS_PROXY, HTTP_PROXY
             and NO_PROXY apply to bindings without a `proxy` of their own (CONNECT tunnels;
             the bearer token never goes to the proxy); a binding's `tls` names its CA file

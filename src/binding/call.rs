@@ -9,10 +9,14 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use super::config::{Binding, ConfigError, ProxySetting, Server, TlsSettings};
+use super::config::{
+    AuthSettings, Binding, ClientCredential, ConfigError, ProxySetting, Server, TlsSettings,
+};
 use super::discover::connect;
 use super::mapping::{ToolOutput, map_result};
 use super::schema::{CompiledSchema, compile};
+use crate::client::auth::store::{StoreError, TokenStore, Unattended};
+use crate::client::auth::{Auth, OAuth};
 use crate::client::{CallOptions, CancelToken, Client, ClientOptions};
 use crate::error::{Error, ErrorKind};
 use crate::mcp::{CallToolResult, ProgressToken};
@@ -366,7 +370,13 @@ pub struct Caller {
     tokens: Arc<dyn TokenSource>,
     wire_log: Option<WireLog>,
     scope_key: String,
+    /// One OAuth per distinct server URL and `auth` object, made on its first call and kept
+    /// so its tokens serve every later call.
+    oauth: Mutex<HashMap<String, Arc<OAuth>>>,
 }
+
+/// The most bytes read from a binding's `client_secret_file` or `private_key_file`.
+const MAX_CREDENTIAL_FILE_BYTES: u64 = 64 * 1024;
 
 /// A `_meta` key refused by [`Caller::set_scope_key`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -482,6 +492,7 @@ impl Caller {
             tokens,
             wire_log: None,
             scope_key: DEFAULT_SCOPE_KEY.to_owned(),
+            oauth: Mutex::new(HashMap::new()),
         })
     }
 
@@ -642,12 +653,16 @@ impl Caller {
             Ok(headers) => headers,
             Err((kind, message)) => return ToolResult::failure(call_id, kind, message, false),
         };
+        let auth = match self.auth(binding) {
+            Ok(auth) => auth,
+            Err((kind, message)) => return ToolResult::failure(call_id, kind, message, false),
+        };
         let timeout = Duration::from_secs(binding.timeout_seconds);
         let started = now();
         // Step 2: a session for this call alone (at a stateless revision, the client kept
         // from the binding's last call: there is no session to share).
         let client = match self
-            .client_for(prepared, token, headers, timeout, started)
+            .client_for(prepared, token, headers, auth, timeout, started)
             .await
         {
             Ok(client) => client,
@@ -721,6 +736,7 @@ impl Caller {
         prepared: &Prepared,
         token: Option<Secret>,
         headers: ExtraHeaders,
+        auth: Option<Auth>,
         timeout: Duration,
         started: tokio::time::Instant,
     ) -> Result<Arc<Client>, (ErrorKind, String)> {
@@ -772,13 +788,15 @@ impl Caller {
         {
             making = None;
         }
-        let options = ClientOptions {
+        let mut options = ClientOptions {
             session: crate::session::Config {
                 initialize_timeout: timeout.min(Duration::from_secs(30)),
                 ..crate::session::Config::default()
             },
             ..ClientOptions::default()
         };
+        // The binding's one OAuth (kept by the caller): a kept client holds the same.
+        options.auth = auth;
         let credentials = (token.clone(), headers.clone());
         let connected = connect(
             &prepared.pool,
@@ -818,6 +836,118 @@ impl Caller {
         }
     }
 
+    /// The OAuth of a binding with `auth` (see [OAuth](super::config#oauth)): the one kept for
+    /// its server and `auth` object, or a new one whose secret, key or token store is read
+    /// now. A failure is the call's kind and message (naming the member, never a secret); it
+    /// is not kept, so the next call reads again.
+    fn auth(&self, binding: &Binding) -> Result<Option<Auth>, (ErrorKind, String)> {
+        let Server::Http {
+            url,
+            auth: Some(settings),
+            ..
+        } = &binding.server
+        else {
+            return Ok(None);
+        };
+        let key = format!("{url}\n{}", settings.to_json());
+        if let Some(oauth) = self.oauth.lock().ok().and_then(|m| m.get(&key).cloned()) {
+            return Ok(Some(Auth::oauth(oauth)));
+        }
+        let oauth = Arc::new(self.new_oauth(url, settings)?);
+        if let Ok(mut kept) = self.oauth.lock() {
+            // Another call may have made one meanwhile: the first one kept serves both.
+            let oauth = kept.entry(key).or_insert(oauth).clone();
+            return Ok(Some(Auth::oauth(oauth)));
+        }
+        Ok(Some(Auth::oauth(oauth)))
+    }
+
+    fn new_oauth(&self, url: &str, settings: &AuthSettings) -> Result<OAuth, (ErrorKind, String)> {
+        let config_error = |message: String| (ErrorKind::Config, message);
+        match settings {
+            AuthSettings::ClientCredentials {
+                client_id,
+                credential,
+                scope,
+                token_endpoint_auth_method,
+            } => {
+                let mut client = crate::auth::PreRegistered::new(client_id.clone());
+                let (member, _) = credential.member();
+                let text = match credential {
+                    ClientCredential::SecretEnv(variable)
+                    | ClientCredential::PrivateKeyEnv(variable) => {
+                        self.tokens.token(variable).ok_or_else(|| {
+                            (
+                                ErrorKind::MissingToken,
+                                format!(
+                                    "the environment variable {variable} (auth.{member}) is \
+                                     not set"
+                                ),
+                            )
+                        })?
+                    }
+                    ClientCredential::SecretFile(path) | ClientCredential::PrivateKeyFile(path) => {
+                        read_credential_file(path).map_err(|why| {
+                            (
+                                ErrorKind::MissingToken,
+                                format!("auth.{member} {}: {why}", path.display()),
+                            )
+                        })?
+                    }
+                };
+                match credential {
+                    ClientCredential::SecretEnv(_) | ClientCredential::SecretFile(_) => {
+                        client.client_secret = Some(Secret::new(text.expose().trim()));
+                    }
+                    _ => {
+                        let key = crate::auth::SigningKey::from_pkcs8_pem(text.expose(), None)
+                            .map_err(|_| {
+                                config_error(format!(
+                                    "auth.{member}: not an unencrypted PEM PKCS#8 P-256 key \
+                                     (-----BEGIN PRIVATE KEY-----)"
+                                ))
+                            })?;
+                        client.signing_key = Some(Arc::new(key));
+                    }
+                }
+                client.auth_method = token_endpoint_auth_method
+                    .as_deref()
+                    .and_then(crate::auth::AuthMethod::from_name);
+                let mut config = crate::auth::Config::client_credentials(url, client)
+                    .map_err(|e| config_error(format!("auth: {e}")))?;
+                config.scope = scope
+                    .as_deref()
+                    .and_then(|s| crate::auth::Scopes::parse(s).ok());
+                OAuth::new(config, None).map_err(|e| config_error(format!("auth: {e}")))
+            }
+            AuthSettings::AuthorizationCode { token_store } => {
+                let store = TokenStore::load(token_store).map_err(|e| match &e {
+                    StoreError::Io { error, .. } if error.kind() == std::io::ErrorKind::NotFound => (
+                        ErrorKind::Unauthorized,
+                        format!(
+                            "{e}: log in first with `mcp-tools -url URL -login -token-store {}`",
+                            token_store.display()
+                        ),
+                    ),
+                    _ => config_error(format!("auth.token_store: {e}")),
+                })?;
+                if store.server() != url {
+                    return Err(config_error(format!(
+                        "auth.token_store: {} holds tokens for another server than this \
+                         binding's url",
+                        token_store.display()
+                    )));
+                }
+                if let Some(log) = &self.wire_log {
+                    store.set_error_sink(log.clone());
+                }
+                Arc::new(store)
+                    .oauth(Arc::new(Unattended::new(token_store)))
+                    .map_err(|e| config_error(format!("auth.token_store: {e}")))
+            }
+        }
+    }
+
     /// The extra headers of an HTTP binding, their values read through the token source; a
     /// variable that is not set, or holds what cannot be sent as a header, is the failure's
     /// kind and message (which name the header and the variable, never the value).
@@ -845,6 +975,22 @@ impl Caller {
         }
         Ok(headers)
     }
+}
+
+/// A client secret or key from a file: at most [`MAX_CREDENTIAL_FILE_BYTES`], UTF-8.
+fn read_credential_file(path: &std::path::Path) -> Result<Secret, String> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let mut bytes = Vec::new();
+    file.take(MAX_CREDENTIAL_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > MAX_CREDENTIAL_FILE_BYTES {
+        return Err(format!("larger than {MAX_CREDENTIAL_FILE_BYTES} bytes"));
+    }
+    String::from_utf8(bytes)
+        .map(Secret::new)
+        .map_err(|_| "not UTF-8 text".to_owned())
 }
 
 /// Where a server is, for a span: an HTTP server's scheme, host and port (never its path or

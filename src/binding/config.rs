@@ -17,6 +17,7 @@
 //! | `output_schema` | no | a JSON object that [`compile`] accepts |
 //! | `url` | one of `url` / `command` | an absolute `http` or `https` URL with a host, no user info (`user:password@`: credentials go in `token_env`), no fragment, no spaces or control characters |
 //! | `token_env` | no, only with `url` | an environment variable name: `[A-Za-z_][A-Za-z0-9_]*` |
+//! | `auth` | no, only with `url`, not with `token_env` (both would set `Authorization`) | an object: OAuth instead of a static token, see [OAuth](#oauth) |
 //! | `tls` | no, only with an `https` `url` (default: the webpki roots, no client certificate) | an object, see [TLS](#tls) |
 //! | `proxy` | no, only with `url` (default: the environment's proxies) | `"none"` (connect directly) or an `http://host[:port]` URL without user info, see [Proxies](#proxies) |
 //! | `header_env` | no, only with `url` (default `{}`) | an object of at most [`MAX_HEADER_ENV`] members, each a header name (an HTTP token, no two equal ignoring case, none of the headers the transport sets itself: `Accept`, `Content-Type`, `Content-Length`, `Host`, `Authorization` (the token goes in `token_env`), `Mcp-Session-Id`, `MCP-Protocol-Version`, `Last-Event-ID`, any `Mcp-*`, `Connection`, `Transfer-Encoding` and the other hop-by-hop headers) mapped to the name of the environment variable holding its value; sent on every request of every call, values treated as credentials |
@@ -49,6 +50,35 @@
 //! | `client_key_file` | the PEM private key of that certificate (PKCS#8, PKCS#1 or SEC1; not encrypted); only with `client_cert_file` |
 //!
 //! `{}` means the defaults. Any other member is refused as ``tls.NAME``.
+//!
+//! ## OAuth
+//!
+//! `auth` gets the bearer token by OAuth (the MCP authorization spec) instead of from
+//! `token_env`; the call pipeline keeps one OAuth per distinct server URL and `auth` object
+//! for the [`Caller`](super::call::Caller)'s life, so tokens are cached (by issuer, client,
+//! resource and scope) across calls and refreshed before they expire. A call refused with 401
+//! or 403 before the tool ran is sent again with the new token; a 401 for a refreshed or new
+//! token fails the call as `unauthorized` with `unknown_outcome: false`. Two grants:
+//!
+//! | member | rule |
+//! | --- | --- |
+//! | `grant` | required: `"client_credentials"` (a host with its own client, no person) or `"authorization_code"` (an operator logged in once with `mcp-tools -login`) |
+//! | `client_id` | `client_credentials` only, required: a non-empty string without control characters |
+//! | `client_secret_env` | `client_credentials`: the environment variable holding the client secret |
+//! | `client_secret_file` | `client_credentials`: an absolute path to a file holding the client secret (surrounding whitespace is dropped) |
+//! | `private_key_env` | `client_credentials`: the environment variable holding a PEM PKCS#8 P-256 key, for `private_key_jwt` (ES256) |
+//! | `private_key_file` | `client_credentials`: an absolute path to that PEM key |
+//! | `scope` | `client_credentials` only, optional: the scopes to ask for (space-separated) when the server's challenge names none |
+//! | `token_endpoint_auth_method` | `client_credentials` only, optional: `client_secret_basic` or `client_secret_post` (with a secret), `private_key_jwt` (with a key); by default chosen from the server's metadata |
+//! | `token_store` | `authorization_code` only, required: the absolute path of the token store `mcp-tools -login` wrote |
+//!
+//! A `client_credentials` block names exactly one of the four secret sources. Secrets and
+//! keys are read when the first call is made, never when the config is loaded, and never
+//! appear in errors or logs. With `authorization_code` the store holds the client and its
+//! tokens: the refresh token is used with nobody present and rotated tokens are written back
+//! (a new file, mode 0600, renamed over the store); when no usable token or refresh token is
+//! left, the call fails (`unauthorized`, `unknown_outcome: false`) saying to run
+//! `mcp-tools -login` again. Any other member is refused as ``auth.NAME``.
 //!
 //! ## Proxies
 //!
@@ -177,6 +207,10 @@ impl Binding {
 /// How a binding reaches its MCP server.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "a host holds a handful of bindings; boxing `auth` would only complicate matching"
+)]
 pub enum Server {
     /// A Streamable HTTP endpoint ([`Server::http`] makes one).
     #[non_exhaustive]
@@ -192,6 +226,8 @@ pub enum Server {
         /// Extra headers sent on every request: each header's name (as written in the
         /// config) and the name of the environment variable holding its value.
         header_env: BTreeMap<String, String>,
+        /// The binding's `auth`: OAuth instead of a static token.
+        auth: Option<AuthSettings>,
     },
     /// An installed stdio server ([`Server::stdio`] makes one).
     #[non_exhaustive]
@@ -215,6 +251,7 @@ impl Server {
             tls: None,
             proxy: None,
             header_env: BTreeMap::new(),
+            auth: None,
         }
     }
 
@@ -249,6 +286,14 @@ impl Server {
     pub fn with_tls(mut self, settings: TlsSettings) -> Server {
         if let Server::Http { tls, .. } = &mut self {
             *tls = Some(settings);
+        }
+        self
+    }
+
+    /// With OAuth settings (HTTP only).
+    pub fn with_auth(mut self, settings: AuthSettings) -> Server {
+        if let Server::Http { auth, .. } = &mut self {
+            *auth = Some(settings);
         }
         self
     }
@@ -330,6 +375,110 @@ impl TlsSettings {
             object.insert("client_key_file".to_owned(), path(&client.key_file));
         }
         Value::Object(object)
+    }
+}
+
+/// A binding's `auth` member (see [OAuth](self#oauth)).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum AuthSettings {
+    /// `"grant": "client_credentials"`: the host's own client, no person.
+    #[non_exhaustive]
+    ClientCredentials {
+        /// `client_id`.
+        client_id: String,
+        /// Where its secret or key is.
+        credential: ClientCredential,
+        /// `scope`, as written.
+        scope: Option<String>,
+        /// `token_endpoint_auth_method`, as written.
+        token_endpoint_auth_method: Option<String>,
+    },
+    /// `"grant": "authorization_code"`: tokens an operator's login left in a store.
+    #[non_exhaustive]
+    AuthorizationCode {
+        /// `token_store`.
+        token_store: PathBuf,
+    },
+}
+
+impl AuthSettings {
+    /// The client credentials grant for `client_id` with its secret or key at `credential`.
+    pub fn client_credentials(client_id: impl Into<String>, credential: ClientCredential) -> Self {
+        AuthSettings::ClientCredentials {
+            client_id: client_id.into(),
+            credential,
+            scope: None,
+            token_endpoint_auth_method: None,
+        }
+    }
+
+    /// The authorization code grant with the tokens of the store at `token_store`.
+    pub fn authorization_code(token_store: impl Into<PathBuf>) -> Self {
+        AuthSettings::AuthorizationCode {
+            token_store: token_store.into(),
+        }
+    }
+
+    /// The `auth` object as the config has it.
+    pub fn to_json(&self) -> Value {
+        let mut object = Map::new();
+        let mut put = |key: &str, value: Value| {
+            object.insert(key.to_owned(), value);
+        };
+        match self {
+            AuthSettings::ClientCredentials {
+                client_id,
+                credential,
+                scope,
+                token_endpoint_auth_method,
+            } => {
+                put("grant", Value::from("client_credentials"));
+                put("client_id", Value::from(client_id.as_str()));
+                let (member, value) = credential.member();
+                put(member, Value::from(value));
+                if let Some(scope) = scope {
+                    put("scope", Value::from(scope.as_str()));
+                }
+                if let Some(method) = token_endpoint_auth_method {
+                    put("token_endpoint_auth_method", Value::from(method.as_str()));
+                }
+            }
+            AuthSettings::AuthorizationCode { token_store } => {
+                put("grant", Value::from("authorization_code"));
+                put(
+                    "token_store",
+                    Value::from(token_store.display().to_string()),
+                );
+            }
+        }
+        Value::Object(object)
+    }
+}
+
+/// Where a client credentials grant's secret or key is (named, never inlined).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ClientCredential {
+    /// `client_secret_env`: the variable holding the client secret.
+    SecretEnv(String),
+    /// `client_secret_file`: the file holding the client secret.
+    SecretFile(PathBuf),
+    /// `private_key_env`: the variable holding the PEM key.
+    PrivateKeyEnv(String),
+    /// `private_key_file`: the PEM key file.
+    PrivateKeyFile(PathBuf),
+}
+
+impl ClientCredential {
+    /// The `auth` member that names it, and what it holds (a variable name or a path).
+    pub fn member(&self) -> (&'static str, String) {
+        match self {
+            ClientCredential::SecretEnv(v) => ("client_secret_env", v.clone()),
+            ClientCredential::SecretFile(p) => ("client_secret_file", p.display().to_string()),
+            ClientCredential::PrivateKeyEnv(v) => ("private_key_env", v.clone()),
+            ClientCredential::PrivateKeyFile(p) => ("private_key_file", p.display().to_string()),
+        }
     }
 }
 
@@ -525,9 +674,10 @@ impl Binding {
                 header_env,
                 tls,
                 proxy,
+                auth,
             } => {
                 member("url", Value::from(url.as_str()));
-                Some((token_env, header_env, tls, proxy))
+                Some((token_env, header_env, tls, proxy, auth))
             }
             Server::Stdio { command, args, env } => {
                 member("command", Value::from(command.as_str()));
@@ -537,9 +687,12 @@ impl Binding {
             }
         };
         member("mcp_tool", Value::from(self.mcp_tool.as_str()));
-        if let Some((token_env, header_env, tls, proxy)) = http {
+        if let Some((token_env, header_env, tls, proxy, auth)) = http {
             if let Some(token_env) = token_env {
                 member("token_env", Value::from(token_env.as_str()));
+            }
+            if let Some(auth) = auth {
+                member("auth", auth.to_json());
             }
             if !header_env.is_empty() {
                 let headers = header_env
@@ -580,13 +733,14 @@ impl Serialize for Binding {
 }
 
 /// Every member a binding may have.
-const KNOWN_FIELDS: [&str; 16] = [
+const KNOWN_FIELDS: [&str; 17] = [
     "name",
     "description",
     "input_schema",
     "output_schema",
     "url",
     "token_env",
+    "auth",
     "tls",
     "proxy",
     "header_env",
@@ -695,6 +849,17 @@ fn parse_binding(value: &Value, index: usize) -> Result<Binding, ConfigError> {
             if let Some(token_env) = &token_env {
                 check_env_name(token_env).map_err(|m| fields.error("token_env", m))?;
             }
+            let auth = match object.get("auth") {
+                None => None,
+                Some(_) if token_env.is_some() => {
+                    return Err(fields.error(
+                        "auth",
+                        "not with `token_env`: both would set the Authorization header (use \
+                         `token_env` for a static API key, `auth` for OAuth)",
+                    ));
+                }
+                Some(value) => Some(parse_auth(&fields, value)?),
+            };
             let header_env = fields.header_env()?;
             let tls = match object.get("tls") {
                 None => None,
@@ -721,6 +886,7 @@ fn parse_binding(value: &Value, index: usize) -> Result<Binding, ConfigError> {
                 header_env,
                 tls,
                 proxy,
+                auth,
             }
         }
         (None, Some(_)) => {
@@ -733,7 +899,7 @@ fn parse_binding(value: &Value, index: usize) -> Result<Binding, ConfigError> {
                     ));
                 }
             }
-            for http_only in ["tls", "proxy"] {
+            for http_only in ["tls", "proxy", "auth"] {
                 if object.contains_key(http_only) {
                     return Err(fields.error(
                         http_only,
@@ -975,6 +1141,67 @@ impl Fields<'_> {
     }
 }
 
+/// A member that is an object of its own (`tls`, `auth`): its members, named
+/// ``parent.member`` in errors.
+struct Nested<'a> {
+    fields: &'a Fields<'a>,
+    parent: &'static str,
+    object: &'a Map<String, Value>,
+}
+
+impl<'a> Nested<'a> {
+    /// `value` as the object `parent`, refusing members not in `known`.
+    fn new(
+        fields: &'a Fields<'a>,
+        parent: &'static str,
+        value: &'a Value,
+        known: &[&str],
+    ) -> Result<Self, ConfigError> {
+        let Value::Object(object) = value else {
+            return Err(fields.error(
+                parent,
+                format!("must be an object, not {}", json_type(value)),
+            ));
+        };
+        if let Some(key) = object.keys().find(|k| !known.contains(&k.as_str())) {
+            return Err(ConfigError {
+                binding: Some(fields.label.clone()),
+                field: Some(format!(
+                    "{parent}.{}",
+                    truncate(&key.escape_debug().to_string(), MAX_NAME_CHARS)
+                )),
+                message: format!("unknown field (`{parent}` has only: {})", known.join(", ")),
+            });
+        }
+        Ok(Nested {
+            fields,
+            parent,
+            object,
+        })
+    }
+
+    /// A string member, `None` when absent.
+    fn string(&self, member: &str) -> Result<Option<&'a str>, ConfigError> {
+        match self.object.get(member) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s)),
+            Some(other) => Err(self.fields.error(
+                &format!("{}.{member}", self.parent),
+                format!("must be a string, not {}", json_type(other)),
+            )),
+        }
+    }
+
+    /// An absolute path member (see [`check_path`]), `None` when absent.
+    fn path(&self, member: &str) -> Result<Option<PathBuf>, ConfigError> {
+        let Some(text) = self.string(member)? else {
+            return Ok(None);
+        };
+        check_path(text).map_err(|m| self.fields.error(&format!("{}.{member}", self.parent), m))?;
+        Ok(Some(PathBuf::from(text)))
+    }
+}
+
 /// Every member a `tls` object may have.
 const TLS_FIELDS: [&str; 5] = [
     "roots",
@@ -986,39 +1213,9 @@ const TLS_FIELDS: [&str; 5] = [
 
 /// Reads a binding's `tls` object, as [TLS](self#tls) says.
 fn parse_tls(fields: &Fields<'_>, value: &Value) -> Result<TlsSettings, ConfigError> {
-    let Value::Object(tls) = value else {
-        return Err(fields.error(
-            "tls",
-            format!("must be an object, not {}", json_type(value)),
-        ));
-    };
-    if let Some(key) = tls.keys().find(|k| !TLS_FIELDS.contains(&k.as_str())) {
-        return Err(ConfigError {
-            binding: Some(fields.label.clone()),
-            field: Some(format!(
-                "tls.{}",
-                truncate(&key.escape_debug().to_string(), MAX_NAME_CHARS)
-            )),
-            message: format!("unknown field (`tls` has only: {})", TLS_FIELDS.join(", ")),
-        });
-    }
-    let string = |member: &str| -> Result<Option<&str>, ConfigError> {
-        match tls.get(member) {
-            None => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s)),
-            Some(other) => Err(fields.error(
-                &format!("tls.{member}"),
-                format!("must be a string, not {}", json_type(other)),
-            )),
-        }
-    };
-    let path = |member: &str| -> Result<Option<PathBuf>, ConfigError> {
-        let Some(text) = string(member)? else {
-            return Ok(None);
-        };
-        check_path(text).map_err(|m| fields.error(&format!("tls.{member}"), m))?;
-        Ok(Some(PathBuf::from(text)))
-    };
+    let tls = Nested::new(fields, "tls", value, &TLS_FIELDS)?;
+    let string = |member: &str| tls.string(member);
+    let path = |member: &str| tls.path(member);
     let roots = match (string("roots")?, path("ca_file")?) {
         (Some(_), Some(_)) => {
             return Err(fields.error(
@@ -1069,6 +1266,167 @@ fn parse_tls(fields: &Fields<'_>, value: &Value) -> Result<TlsSettings, ConfigEr
         extra_ca_file,
         client_cert,
     })
+}
+
+/// Every member an `auth` object may have.
+const AUTH_FIELDS: [&str; 9] = [
+    "grant",
+    "client_id",
+    "client_secret_env",
+    "client_secret_file",
+    "private_key_env",
+    "private_key_file",
+    "scope",
+    "token_endpoint_auth_method",
+    "token_store",
+];
+
+/// Reads a binding's `auth` object, as [OAuth](self#oauth) says.
+fn parse_auth(fields: &Fields<'_>, value: &Value) -> Result<AuthSettings, ConfigError> {
+    let nested = Nested::new(fields, "auth", value, &AUTH_FIELDS)?;
+    let auth = nested.object;
+    let error = |member: &str, message: String| fields.error(&format!("auth.{member}"), message);
+    let string = |member: &str| nested.string(member);
+    let path = |member: &str| nested.path(member);
+    let env = |member: &str| -> Result<Option<String>, ConfigError> {
+        let Some(name) = string(member)? else {
+            return Ok(None);
+        };
+        // Not quoted: it may be the secret itself, pasted in by mistake.
+        if check_env_name(name).is_err() {
+            return Err(error(
+                member,
+                "must be the name of an environment variable (a letter or `_`, then letters, \
+                 digits or `_`); secrets never go in the config"
+                    .to_owned(),
+            ));
+        }
+        Ok(Some(name.to_owned()))
+    };
+    let only = |members: &[&str], grant: &str| -> Result<(), ConfigError> {
+        match members.iter().find(|m| auth.contains_key(**m)) {
+            Some(member) => Err(error(member, format!("not with \"grant\": \"{grant}\""))),
+            None => Ok(()),
+        }
+    };
+    const CLIENT_MEMBERS: [&str; 7] = [
+        "client_id",
+        "client_secret_env",
+        "client_secret_file",
+        "private_key_env",
+        "private_key_file",
+        "scope",
+        "token_endpoint_auth_method",
+    ];
+    match string("grant")? {
+        Some("authorization_code") => {
+            only(&CLIENT_MEMBERS, "authorization_code")?;
+            let token_store = path("token_store")?.ok_or_else(|| {
+                error(
+                    "token_store",
+                    "missing: the absolute path of the token store `mcp-tools -login` wrote"
+                        .to_owned(),
+                )
+            })?;
+            Ok(AuthSettings::AuthorizationCode { token_store })
+        }
+        Some("client_credentials") => {
+            only(&["token_store"], "client_credentials")?;
+            let client_id = string("client_id")?
+                .ok_or_else(|| error("client_id", "missing (the client's id)".to_owned()))?;
+            if client_id.is_empty() || client_id.chars().any(char::is_control) {
+                return Err(error(
+                    "client_id",
+                    "must be a non-empty string without control characters".to_owned(),
+                ));
+            }
+            let mut sources = Vec::new();
+            if let Some(v) = env("client_secret_env")? {
+                sources.push(("client_secret_env", ClientCredential::SecretEnv(v)));
+            }
+            if let Some(p) = path("client_secret_file")? {
+                sources.push(("client_secret_file", ClientCredential::SecretFile(p)));
+            }
+            if let Some(v) = env("private_key_env")? {
+                sources.push(("private_key_env", ClientCredential::PrivateKeyEnv(v)));
+            }
+            if let Some(p) = path("private_key_file")? {
+                sources.push(("private_key_file", ClientCredential::PrivateKeyFile(p)));
+            }
+            let credential = match sources.len() {
+                0 => {
+                    return Err(error(
+                        "client_secret_env",
+                        "missing: name the client's secret or key with one of \
+                         client_secret_env, client_secret_file, private_key_env, \
+                         private_key_file"
+                            .to_owned(),
+                    ));
+                }
+                1 => sources.remove(0).1,
+                _ => {
+                    let named: Vec<&str> = sources.iter().map(|(m, _)| *m).collect();
+                    return Err(error(
+                        named[1],
+                        format!(
+                            "give one secret source, not {} ({})",
+                            named.len(),
+                            named.join(", ")
+                        ),
+                    ));
+                }
+            };
+            let scope = string("scope")?.map(str::to_owned);
+            if let Some(scope) = &scope
+                && crate::auth::Scopes::parse(scope).is_err()
+            {
+                return Err(error(
+                    "scope",
+                    "must be scope tokens separated by spaces (printable ASCII, no `\"` or `\\`)"
+                        .to_owned(),
+                ));
+            }
+            let method = string("token_endpoint_auth_method")?.map(str::to_owned);
+            if let Some(method) = &method {
+                let key = matches!(
+                    credential,
+                    ClientCredential::PrivateKeyEnv(_) | ClientCredential::PrivateKeyFile(_)
+                );
+                let fits = match method.as_str() {
+                    "client_secret_basic" | "client_secret_post" => !key,
+                    "private_key_jwt" => key,
+                    _ => {
+                        return Err(error(
+                            "token_endpoint_auth_method",
+                            "must be client_secret_basic, client_secret_post or \
+                             private_key_jwt"
+                                .to_owned(),
+                        ));
+                    }
+                };
+                if !fits {
+                    return Err(error(
+                        "token_endpoint_auth_method",
+                        format!("{method} does not go with {}", credential.member().0),
+                    ));
+                }
+            }
+            Ok(AuthSettings::ClientCredentials {
+                client_id: client_id.to_owned(),
+                credential,
+                scope,
+                token_endpoint_auth_method: method,
+            })
+        }
+        Some(_) => Err(error(
+            "grant",
+            "must be \"client_credentials\" or \"authorization_code\"".to_owned(),
+        )),
+        None => Err(error(
+            "grant",
+            "missing: \"client_credentials\" or \"authorization_code\"".to_owned(),
+        )),
+    }
 }
 
 /// Checks a file path: non-empty, absolute, without NUL. Paths are quoted in messages (they

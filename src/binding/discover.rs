@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use super::call::Pools;
 use super::config::{Binding, Server};
+use crate::client::auth::Auth;
 use crate::client::{Client, ClientOptions};
 use crate::error::{Error, ErrorKind};
 use crate::mcp::Tool;
@@ -27,6 +28,8 @@ pub struct Discovery {
     pub server: Server,
     /// The token used to connect (read by the caller from `token_env`).
     pub token: Option<Secret>,
+    /// OAuth used to connect instead of a token (an operator's login).
+    pub auth: Option<Auth>,
     /// The extra headers sent while discovering (their values read by the caller from the
     /// variables the server's `header_env` names).
     pub headers: ExtraHeaders,
@@ -45,6 +48,7 @@ impl Discovery {
         Discovery {
             server,
             token: None,
+            auth: None,
             headers: ExtraHeaders::new(),
             tenant: tenant.into(),
             tools,
@@ -55,6 +59,12 @@ impl Discovery {
     /// Connects with `token` as the bearer token.
     pub fn with_token(mut self, token: Secret) -> Self {
         self.token = Some(token);
+        self
+    }
+
+    /// Connects with OAuth: a 401 runs its flow, and the refused request is sent again.
+    pub fn with_auth(mut self, auth: Auth) -> Self {
+        self.auth = Some(auth);
         self
     }
 
@@ -133,10 +143,11 @@ pub async fn discover(pool: &HttpPool, discovery: &Discovery) -> Result<Vec<Bind
 }
 
 async fn list_all(pool: &HttpPool, discovery: &Discovery) -> Result<Vec<Tool>, Error> {
-    let options = ClientOptions {
+    let mut options = ClientOptions {
         request_timeout: discovery.timeout,
         ..ClientOptions::default()
     };
+    options.auth = discovery.auth.clone();
     let client = connect(
         pool,
         &discovery.server,

@@ -575,6 +575,7 @@ fn spec_example_loads_and_prints_back() {
                 tls: None,
                 proxy: None,
                 header_env: BTreeMap::new(),
+                auth: None,
             },
             mcp_tool: "search".to_owned(),
             tenants: vec!["local".to_owned()],
@@ -906,6 +907,7 @@ fn validate_checks_bindings_built_in_code() {
         tls: None,
         proxy: None,
         header_env: BTreeMap::new(),
+        auth: None,
     };
     assert_eq!(
         binding.validate().map_err(|e| e.field),
@@ -917,6 +919,7 @@ fn validate_checks_bindings_built_in_code() {
         tls: None,
         proxy: None,
         header_env: BTreeMap::from([("Mcp-Session-Id".to_owned(), "SID".to_owned())]),
+        auth: None,
     };
     assert_eq!(
         binding.validate().map_err(|e| e.field),
@@ -928,6 +931,7 @@ fn validate_checks_bindings_built_in_code() {
         tls: None,
         proxy: None,
         header_env: BTreeMap::new(),
+        auth: None,
     };
     assert_eq!(
         binding.validate().map_err(|e| e.field),
@@ -977,4 +981,240 @@ fn peer_capture_tool_schemas_make_valid_bindings() {
                 "additionalProperties": false}
         }),
     ));
+}
+
+/// An HTTP binding with `auth` instead of `token_env`.
+fn auth_binding(auth: Value) -> Value {
+    with(http_binding(), json!({"token_env": null, "auth": auth}))
+}
+
+#[test]
+fn auth_blocks_load_and_round_trip() {
+    use super::{AuthSettings, ClientCredential};
+    let cases = [
+        (
+            json!({"grant": "client_credentials", "client_id": "host-1",
+                   "client_secret_env": "MCP_CLIENT_SECRET", "scope": "mcp:tools other",
+                   "token_endpoint_auth_method": "client_secret_post"}),
+            AuthSettings::ClientCredentials {
+                client_id: "host-1".into(),
+                credential: ClientCredential::SecretEnv("MCP_CLIENT_SECRET".into()),
+                scope: Some("mcp:tools other".into()),
+                token_endpoint_auth_method: Some("client_secret_post".into()),
+            },
+        ),
+        (
+            json!({"grant": "client_credentials", "client_id": "host-1",
+                   "client_secret_file": "/run/secrets/mcp"}),
+            AuthSettings::client_credentials(
+                "host-1",
+                ClientCredential::SecretFile("/run/secrets/mcp".into()),
+            ),
+        ),
+        (
+            json!({"grant": "client_credentials", "client_id": "host-1",
+                   "private_key_file": "/etc/mcp/key.pem",
+                   "token_endpoint_auth_method": "private_key_jwt"}),
+            AuthSettings::ClientCredentials {
+                client_id: "host-1".into(),
+                credential: ClientCredential::PrivateKeyFile("/etc/mcp/key.pem".into()),
+                scope: None,
+                token_endpoint_auth_method: Some("private_key_jwt".into()),
+            },
+        ),
+        (
+            json!({"grant": "client_credentials", "client_id": "host-1",
+                   "private_key_env": "MCP_KEY_PEM"}),
+            AuthSettings::client_credentials(
+                "host-1",
+                ClientCredential::PrivateKeyEnv("MCP_KEY_PEM".into()),
+            ),
+        ),
+        (
+            json!({"grant": "authorization_code", "token_store": "/home/op/.mcp/tokens.json"}),
+            AuthSettings::authorization_code("/home/op/.mcp/tokens.json"),
+        ),
+    ];
+    for (auth, expected) in cases {
+        let binding = accepted(auth_binding(auth.clone()));
+        let Server::Http {
+            auth: Some(loaded),
+            token_env: None,
+            ..
+        } = &binding.server
+        else {
+            panic!("{:?}", binding.server);
+        };
+        assert_eq!(loaded, &expected);
+        assert_eq!(binding.to_json()["auth"], auth);
+        let printed = serde_json::to_string(&binding).unwrap();
+        assert!(
+            printed.contains(r#""mcp_tool":"search","auth":{"#),
+            "auth comes after mcp_tool: {printed}"
+        );
+        let again = load_config(&format!("[{printed}]")).unwrap();
+        assert_eq!(again, vec![binding.clone()]);
+        binding.validate().unwrap();
+    }
+}
+
+#[test]
+fn auth_refusals_name_the_binding_and_the_member() {
+    let cc = |extra: Value| {
+        let mut auth = json!({"grant": "client_credentials", "client_id": "host-1",
+                              "client_secret_env": "MCP_CLIENT_SECRET"});
+        if let (Value::Object(auth), Value::Object(extra)) = (&mut auth, extra) {
+            for (k, v) in extra {
+                if v.is_null() {
+                    auth.remove(&k);
+                } else {
+                    auth.insert(k, v);
+                }
+            }
+        }
+        auth
+    };
+    let cases: Vec<(Value, &str, &str)> = vec![
+        (
+            with(
+                http_binding(),
+                json!({"auth": {"grant": "authorization_code", "token_store": "/t.json"}}),
+            ),
+            "auth",
+            "not with `token_env`: both would set the Authorization header",
+        ),
+        (
+            with(
+                stdio_binding(),
+                json!({"auth": {"grant": "authorization_code", "token_store": "/t.json"}}),
+            ),
+            "auth",
+            "only allowed with `url`",
+        ),
+        (
+            auth_binding(json!("client_credentials")),
+            "auth",
+            "must be an object, not a string",
+        ),
+        (
+            auth_binding(cc(json!({"grant": null}))),
+            "auth.grant",
+            "missing",
+        ),
+        (
+            auth_binding(cc(json!({"grant": "password"}))),
+            "auth.grant",
+            "must be \"client_credentials\" or",
+        ),
+        (
+            auth_binding(cc(json!({"grant": 1}))),
+            "auth.grant",
+            "must be a string, not a number",
+        ),
+        (
+            auth_binding(cc(json!({"issuer": "x"}))),
+            "auth.issuer",
+            "unknown field",
+        ),
+        (
+            auth_binding(cc(json!({"client_id": null}))),
+            "auth.client_id",
+            "missing",
+        ),
+        (
+            auth_binding(cc(json!({"client_id": ""}))),
+            "auth.client_id",
+            "non-empty",
+        ),
+        (
+            auth_binding(cc(json!({"client_id": 7}))),
+            "auth.client_id",
+            "must be a string",
+        ),
+        (
+            auth_binding(cc(json!({"client_secret_env": null}))),
+            "auth.client_secret_env",
+            "missing: name the client's secret or key",
+        ),
+        (
+            auth_binding(cc(json!({"client_secret_file": "/run/s"}))),
+            "auth.client_secret_file",
+            "give one secret source, not 2 (client_secret_env, client_secret_file)",
+        ),
+        (
+            auth_binding(cc(json!({"private_key_env": "KEY"}))),
+            "auth.private_key_env",
+            "give one secret source, not 2",
+        ),
+        (
+            auth_binding(cc(json!({"client_secret_env": "s3cr3t value!"}))),
+            "auth.client_secret_env",
+            "must be the name of an environment variable",
+        ),
+        (
+            auth_binding(cc(
+                json!({"client_secret_env": null, "client_secret_file": "run/s"}),
+            )),
+            "auth.client_secret_file",
+            "must be an absolute path",
+        ),
+        (
+            auth_binding(cc(
+                json!({"client_secret_env": null, "private_key_file": "key.pem"}),
+            )),
+            "auth.private_key_file",
+            "must be an absolute path",
+        ),
+        (
+            auth_binding(cc(json!({"scope": "a\tb"}))),
+            "auth.scope",
+            "scope tokens",
+        ),
+        (
+            auth_binding(cc(json!({"scope": ["a"]}))),
+            "auth.scope",
+            "must be a string, not an array",
+        ),
+        (
+            auth_binding(cc(json!({"token_endpoint_auth_method": "none"}))),
+            "auth.token_endpoint_auth_method",
+            "must be client_secret_basic, client_secret_post or private_key_jwt",
+        ),
+        (
+            auth_binding(cc(json!({"token_endpoint_auth_method": "private_key_jwt"}))),
+            "auth.token_endpoint_auth_method",
+            "private_key_jwt does not go with client_secret_env",
+        ),
+        (
+            auth_binding(cc(json!({"token_store": "/t.json"}))),
+            "auth.token_store",
+            "not with \"grant\": \"client_credentials\"",
+        ),
+        (
+            auth_binding(json!({"grant": "authorization_code"})),
+            "auth.token_store",
+            "missing",
+        ),
+        (
+            auth_binding(json!({"grant": "authorization_code", "token_store": "tokens.json"})),
+            "auth.token_store",
+            "must be an absolute path",
+        ),
+        (
+            auth_binding(
+                json!({"grant": "authorization_code", "token_store": "/t.json",
+                                "client_id": "x"}),
+            ),
+            "auth.client_id",
+            "not with \"grant\": \"authorization_code\"",
+        ),
+    ];
+    for (config, field, message) in cases {
+        let error = refused(&json!([config]));
+        let name = config["name"].as_str().unwrap();
+        assert_eq!(error.binding.as_deref(), Some(name), "{error}");
+        assert_eq!(error.field.as_deref(), Some(field), "{error}");
+        assert!(error.message.contains(message), "{error}");
+        assert!(!error.to_string().contains("s3cr3t"), "{error}");
+    }
 }

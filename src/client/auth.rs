@@ -48,6 +48,8 @@
 //! # Ok(()) }
 //! ```
 
+pub mod store;
+
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -305,7 +307,12 @@ pub struct OAuth {
     authorizer: Option<Arc<dyn Authorizer>>,
     request_timeout: Duration,
     authorize_timeout: Duration,
+    /// Told after each run of the flow (a grant, a refresh, a failure): a token store's hook.
+    on_change: Option<ChangeHook>,
 }
+
+/// What [`OAuth::on_change`] calls: with the `OAuth` whose flow just ran.
+pub type ChangeHook = Arc<dyn Fn(&OAuth) + Send + Sync>;
 
 impl std::fmt::Debug for OAuth {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -366,7 +373,23 @@ impl OAuth {
             authorizer,
             request_timeout: Duration::from_secs(limits.request_timeout_secs.max(1)),
             authorize_timeout: Duration::from_secs(limits.authorize_timeout_secs.max(1)),
+            on_change: None,
         })
+    }
+
+    /// With `hook` called after each run of the flow (a grant, a refresh, in the background
+    /// or not, a failure), outside its lock: a token store reads [`cache`](OAuth::cache) and
+    /// [`client`](OAuth::client) there and writes what changed. It runs on the runtime's
+    /// thread, so it must be quick (a small file write is).
+    pub fn on_change(mut self, hook: ChangeHook) -> OAuth {
+        self.on_change = Some(hook);
+        self
+    }
+
+    /// The client in use with the authorization server, once one is chosen (see
+    /// [`Flow::client`]).
+    pub fn client(&self) -> Option<crate::auth::PreRegistered> {
+        self.with_flow(|flow| flow.client()).flatten()
     }
 
     /// The MCP endpoint the tokens are for.
@@ -457,8 +480,21 @@ impl OAuth {
         }
     }
 
-    /// Runs the flow's outputs until it yields a token, fails, or has nothing left to do.
+    /// Runs the flow (see [`drive_flow`](OAuth::drive_flow)), then tells the hook.
     async fn drive(
+        &self,
+        pool: &HttpPool,
+        log: Option<&WireLog>,
+    ) -> Result<Option<Secret>, String> {
+        let result = self.drive_flow(pool, log).await;
+        if let Some(hook) = &self.on_change {
+            hook(self);
+        }
+        result
+    }
+
+    /// Runs the flow's outputs until it yields a token, fails, or has nothing left to do.
+    async fn drive_flow(
         &self,
         pool: &HttpPool,
         log: Option<&WireLog>,

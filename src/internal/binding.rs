@@ -295,7 +295,10 @@ fn check_binding_rules(binding: &Binding) {
             tls,
             proxy,
             header_env,
+            auth,
+            ..
         } => {
+            assert!(token_env.is_none() || auth.is_none(), "token_env and auth");
             // Schemes are case-insensitive (RFC 3986, section 3.1).
             let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
             assert!(
