@@ -357,8 +357,14 @@ impl Kept {
 }
 
 /// Calls tools through a set of bindings. Build once, call many times: schemas are compiled
-/// when it is built, connections are pooled across calls, and every call gets a fresh MCP
-/// session of its own.
+/// when it is built, connections are pooled across calls, and every call to a 2025-era
+/// server gets a fresh MCP session of its own. A stateless revision (2026-07-28) has no
+/// session: each call is one request of its own, carried by a client each binding keeps for
+/// its calls (with the credentials read for each call; see the module's source, `Kept`).
+/// A burst of calls to one origin shares at most [`DEFAULT_ORIGIN_LIMIT`] connections for
+/// as long as [`HttpPool::with_origin_limit`] says.
+///
+/// [`DEFAULT_ORIGIN_LIMIT`]: crate::transport::http::DEFAULT_ORIGIN_LIMIT
 ///
 /// Bindings share the pool given to [`new`](Self::new) when their TLS and proxy settings
 /// are the pool's; bindings whose `tls` or `proxy` (or the environment's proxies) differ get
