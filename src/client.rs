@@ -794,6 +794,7 @@ impl Client {
 
     /// Whether the client can still carry requests: its driver runs (a client whose link
     /// has gone is made again rather than kept).
+    #[cfg(feature = "bindings")]
     pub(crate) fn is_usable(&self) -> bool {
         !self.commands.is_closed()
     }
