@@ -312,6 +312,9 @@ struct Prepared {
     /// `binding.input_schema`, shared with every call's options (for its `Mcp-Param-*`
     /// headers) rather than copied into each.
     input_schema: Arc<Value>,
+    /// What tells this binding's OAuth from another's (its server URL and `auth` object),
+    /// for [`Caller::auth`]; `None` without `auth`.
+    auth_key: Option<String>,
     /// The client of the binding's last call, kept when the server speaks a stateless
     /// revision (see [`Kept`]), and how the last tries to make one ended.
     kept: Mutex<Slot>,
@@ -483,6 +486,14 @@ impl Caller {
                 binding.name.clone(),
                 Prepared {
                     input_schema: Arc::new(binding.input_schema.clone()),
+                    auth_key: match &binding.server {
+                        Server::Http {
+                            url,
+                            auth: Some(settings),
+                            ..
+                        } => Some(format!("{url}\n{}", settings.to_json())),
+                        _ => None,
+                    },
                     binding,
                     input,
                     output,
@@ -659,7 +670,7 @@ impl Caller {
             Ok(headers) => headers,
             Err((kind, message)) => return ToolResult::failure(call_id, kind, message, false),
         };
-        let auth = match self.auth(binding) {
+        let auth = match self.auth(prepared) {
             Ok(auth) => auth,
             Err((kind, message)) => return ToolResult::failure(call_id, kind, message, false),
         };
@@ -758,27 +769,27 @@ impl Caller {
         if let Some(client) = kept {
             return Ok(client);
         }
-        // One maker at a time, for as long as the binding may be a stateless one.
-        let legacy =
-            http_url.is_none_or(|url| matches!(prepared.pool.era_cache().verdict(url), Some(None)));
-        let mut making = match legacy {
-            true => None,
-            false => {
-                match tokio::time::timeout_at(started + timeout, prepared.making.lock()).await {
-                    Ok(guard) => Some(guard),
-                    Err(_) => {
-                        return Err((
-                            ErrorKind::Timeout,
-                            format!(
-                                "no connection to the server within the binding's timeout of \
-                                 {} s (the tool was not called)",
-                                timeout.as_secs()
-                            ),
-                        ));
-                    }
-                }
-            }
+        // A session per call: a stdio server, or one known to speak a 2025-era revision.
+        let sessions = || {
+            http_url.is_none_or(|url| matches!(prepared.pool.era_cache().verdict(url), Some(None)))
         };
+        // One maker at a time, for as long as the binding may be a stateless one.
+        let mut making = None;
+        if !sessions() {
+            let Ok(guard) =
+                tokio::time::timeout_at(started + timeout, prepared.making.lock()).await
+            else {
+                return Err((
+                    ErrorKind::Timeout,
+                    format!(
+                        "no connection to the server within the binding's timeout of {} s \
+                         (the tool was not called)",
+                        timeout.as_secs()
+                    ),
+                ));
+            };
+            making = Some(guard);
+        }
         if let Ok(slot) = prepared.kept.lock() {
             if let Some(client) = slot.client_for(&token, &headers) {
                 return Ok(client);
@@ -790,8 +801,7 @@ impl Caller {
             }
         }
         // The first maker found a 2025-era server: sessions are made side by side.
-        if http_url.is_some_and(|url| matches!(prepared.pool.era_cache().verdict(url), Some(None)))
-        {
+        if sessions() {
             making = None;
         }
         let mut options = ClientOptions {
@@ -846,23 +856,25 @@ impl Caller {
     /// its server and `auth` object, or a new one whose secret, key or token store is read
     /// now. A failure is the call's kind and message (naming the member, never a secret); it
     /// is not kept, so the next call reads again.
-    fn auth(&self, binding: &Binding) -> Result<Option<Auth>, (ErrorKind, String)> {
-        let Server::Http {
-            url,
-            auth: Some(settings),
-            ..
-        } = &binding.server
+    fn auth(&self, prepared: &Prepared) -> Result<Option<Auth>, (ErrorKind, String)> {
+        let (
+            Some(key),
+            Server::Http {
+                url,
+                auth: Some(settings),
+                ..
+            },
+        ) = (&prepared.auth_key, &prepared.binding.server)
         else {
             return Ok(None);
         };
-        let key = format!("{url}\n{}", settings.to_json());
-        if let Some(oauth) = self.oauth.lock().ok().and_then(|m| m.get(&key).cloned()) {
+        if let Some(oauth) = self.oauth.lock().ok().and_then(|m| m.get(key).cloned()) {
             return Ok(Some(Auth::oauth(oauth)));
         }
         let oauth = Arc::new(self.new_oauth(url, settings)?);
         if let Ok(mut kept) = self.oauth.lock() {
             // Another call may have made one meanwhile: the first one kept serves both.
-            let oauth = kept.entry(key).or_insert(oauth).clone();
+            let oauth = kept.entry(key.clone()).or_insert(oauth).clone();
             return Ok(Some(Auth::oauth(oauth)));
         }
         Ok(Some(Auth::oauth(oauth)))
