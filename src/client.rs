@@ -1501,7 +1501,7 @@ enum CallWake<A> {
 
 /// What woke the driver.
 enum DriverWake {
-    Http(Option<(StreamId, Frame)>),
+    Http((StreamId, Frame)),
     Stdio(Option<LinkEvent>),
     Command(Option<Command>),
     Deadline,
@@ -1769,7 +1769,7 @@ impl Driver {
             .await;
             let now = now();
             match wake {
-                DriverWake::Http(Some((stream, frame))) => {
+                DriverWake::Http((stream, frame)) => {
                     if let Link::Http(link) = &mut self.link {
                         #[cfg(feature = "tracing")]
                         let _span = link
@@ -1780,8 +1780,6 @@ impl Driver {
                         link.handle_frame(stream, frame, now);
                     }
                 }
-                // The link holds a sender of its own: never closed.
-                DriverWake::Http(None) => {}
                 DriverWake::Stdio(event) => match event {
                     Some(event) => self.on_stdio_event(event, now),
                     None => {

@@ -2,33 +2,34 @@
 //! under the sans-IO [`Exchange`], which decides everything the protocol says (what to send,
 //! how to read each reply, resumption, the legacy fallback).
 //!
-//! The driver only moves bytes: each [`Output::Send`] becomes a hyper request on a task of its
-//! own, whose response head, body chunks and end come back as frames on one bounded channel
-//! (so a server that floods is slowed by backpressure instead of filling memory); an
-//! [`Output::Abort`] drops the task, and with it the response. The client driver owns the
-//! clock and passes the time in.
+//! The driver only moves bytes: each [`Output::Send`] becomes a hyper request, polled by the
+//! session's own driver task, whose response head, body chunks and end go to the machine as
+//! frames, one at a time and only when the driver asks (so a server that floods waits in its
+//! socket buffers instead of filling memory); an [`Output::Abort`] drops the request, and with
+//! it the response. The client driver owns the clock and passes the time in.
 //!
 //! A pool's TLS settings ([`TlsOptions`]: roots, client certificate) and proxy
 //! ([`ProxyConfig`]: CONNECT tunnels) are fixed when it is made; the types are defined in the
 //! private `transport::tls` and `transport::proxy` modules and exported here.
 
 use crate::idmap::IdMap;
+use std::future::Future;
 use std::hash::{BuildHasher, Hasher};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http::{HeaderMap, Request, Response, StatusCode, Uri};
+use http::{HeaderMap, Request, StatusCode, Uri};
 use http_body_util::{BodyExt, Full};
+use hyper::body::Body;
 use hyper::body::Incoming;
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::client::legacy::connect::{Connected, Connection, HttpConnector};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::net::TcpStream;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
-use tokio::task::JoinHandle;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::exchange::{Exchange, HttpRequest, Output, SendOptions, StreamId, TransportError};
 pub use crate::exchange::{ExtraHeaders, HeaderError, HttpConfig, HttpLimits};
@@ -178,10 +179,10 @@ const MAX_LANE_ORIGINS: usize = 256;
 struct Lanes {
     limit: usize,
     patience: Duration,
-    origins: std::sync::Mutex<
-        std::collections::HashMap<(http::uri::Scheme, http::uri::Authority), Arc<Lane>>,
-    >,
+    origins: std::sync::Mutex<std::collections::HashMap<Origin, Arc<Lane>>>,
 }
+
+type Origin = (http::uri::Scheme, http::uri::Authority);
 
 /// One origin's lane: a permit per request in flight, until the origin is seen to speak
 /// HTTP/2.
@@ -199,12 +200,30 @@ impl Lanes {
         }
     }
 
-    /// The lane of `uri`'s origin, when requests to it are counted.
-    fn lane(&self, uri: &Uri) -> Option<Arc<Lane>> {
+    /// The lane of `uri`'s origin, when requests to it are counted: `known`, when it is the
+    /// lane of that origin (a session's requests go to one endpoint), else the pool's.
+    fn lane(&self, uri: &Uri, known: &mut Option<(Origin, Arc<Lane>)>) -> Option<Arc<Lane>> {
         if self.limit == 0 {
             return None;
         }
-        let key = (uri.scheme()?.clone(), uri.authority()?.clone());
+        let (scheme, authority) = (uri.scheme()?, uri.authority()?);
+        let lane = match known {
+            Some(((known_scheme, known_authority), lane))
+                if known_scheme == scheme && known_authority == authority =>
+            {
+                lane.clone()
+            }
+            _ => {
+                let key = (scheme.clone(), authority.clone());
+                let lane = self.shared_lane(key.clone())?;
+                *known = Some((key, lane.clone()));
+                lane
+            }
+        };
+        (!lane.multiplexed.load(Ordering::Relaxed)).then_some(lane)
+    }
+
+    fn shared_lane(&self, key: Origin) -> Option<Arc<Lane>> {
         let mut origins = self.origins.lock().ok()?;
         if origins.len() >= MAX_LANE_ORIGINS && !origins.contains_key(&key) {
             let limit = self.limit;
@@ -221,19 +240,22 @@ impl Lanes {
                 })
             })
             .clone();
-        (!lane.multiplexed.load(Ordering::Relaxed)).then_some(lane)
+        Some(lane)
     }
 
-    /// A place in `lane`: at once, or within the patience; `None` when it ran out (the
-    /// request goes anyway).
-    async fn enter(&self, lane: &Lane) -> Option<OwnedSemaphorePermit> {
+    /// A place in `lane` when one is free; otherwise the wait for one, within the patience,
+    /// which gives `None` when it ran out (the request goes anyway).
+    fn enter(&self, lane: &Lane) -> Result<OwnedSemaphorePermit, Entering> {
         if let Ok(permit) = lane.permits.clone().try_acquire_owned() {
-            return Some(permit);
+            return Ok(permit);
         }
-        tokio::time::timeout(self.patience, lane.permits.clone().acquire_owned())
-            .await
-            .ok()?
-            .ok()
+        let (permits, patience) = (lane.permits.clone(), self.patience);
+        Err(Box::pin(async move {
+            tokio::time::timeout(patience, permits.acquire_owned())
+                .await
+                .ok()?
+                .ok()
+        }))
     }
 }
 
@@ -394,32 +416,30 @@ impl tower_service::Service<Uri> for RoutingConnector {
     }
 }
 
-/// What a request's task reports about its response.
+/// What a request in flight reports about its response.
 #[derive(Debug)]
 pub(crate) enum Frame {
     Head(StatusCode, HeaderMap),
-    /// A body chunk, and the task's leave to read another once the driver is done with it.
-    Data(Bytes, OwnedSemaphorePermit),
+    Data(Bytes),
     End,
     Failed(TransportError),
 }
 
-/// How many frames may wait for the driver, across every request of the session.
-const FRAME_QUEUE: usize = 256;
-
-/// How many body chunks of one response may be read ahead of the driver: a fast server waits
-/// for a slow client here (in its socket buffers), and a response the machine refuses has at
-/// most this many chunks read past the refusal.
-const READ_AHEAD_CHUNKS: usize = 2;
-
-/// One session's Streamable HTTP link: the exchange machine and the tasks that carry its
-/// requests.
+/// One session's Streamable HTTP link: the exchange machine and the requests it has in
+/// flight.
+///
+/// The requests are polled by the session's own driver task, through
+/// [`poll_frame`](Self::poll_frame): no task per request and no channel between them. Each
+/// request has a waker of its own that marks it ready, so a wake polls only the requests that
+/// have something to report. A response body is read only when the driver asks for its next
+/// frame, so a server that floods waits in its socket buffers instead of filling memory.
 pub(crate) struct HttpLink {
     pool: HttpPool,
     exchange: Exchange,
-    tasks: IdMap<StreamId, JoinHandle<()>>,
-    frames_tx: mpsc::Sender<(StreamId, Frame)>,
-    frames: mpsc::Receiver<(StreamId, Frame)>,
+    carriers: IdMap<StreamId, Carrier>,
+    ready: Arc<Ready>,
+    /// The lane of the origin the last request went to.
+    lane: Option<(Origin, Arc<Lane>)>,
 }
 
 impl HttpLink {
@@ -429,13 +449,12 @@ impl HttpLink {
         let seed = std::collections::hash_map::RandomState::new()
             .build_hasher()
             .finish();
-        let (frames_tx, frames) = mpsc::channel(FRAME_QUEUE);
         HttpLink {
             pool,
             exchange: Exchange::new(config, seed),
-            tasks: IdMap::default(),
-            frames_tx,
-            frames,
+            carriers: IdMap::default(),
+            ready: Arc::new(Ready::default()),
+            lane: None,
         }
     }
 
@@ -463,8 +482,31 @@ impl HttpLink {
         self.exchange.send(message, limits, barrier, now);
     }
 
-    pub(crate) fn poll_frame(&mut self, cx: &mut Context<'_>) -> Poll<Option<(StreamId, Frame)>> {
-        self.frames.poll_recv(cx)
+    /// The next frame of a request in flight that has one; otherwise `cx` is woken when one
+    /// of them has something to report.
+    pub(crate) fn poll_frame(&mut self, cx: &mut Context<'_>) -> Poll<(StreamId, Frame)> {
+        loop {
+            let Some(stream) = self.ready.next(cx) else {
+                return Poll::Pending;
+            };
+            // A request aborted after its waker fired.
+            let Some(carrier) = self.carriers.get_mut(&stream) else {
+                continue;
+            };
+            carrier.marker.queued.store(false, Ordering::Release);
+            let mut context = Context::from_waker(&carrier.waker);
+            let Poll::Ready(frame) = carrier.flight.poll_frame(&self.pool, &mut context) else {
+                continue;
+            };
+            if matches!(frame, Frame::Data(_) | Frame::Head(..)) {
+                // It may have more at once: polled again after the others that are ready.
+                carrier.marker.requeue();
+            } else {
+                // Its place in the origin's lane goes with it.
+                self.carriers.remove(&stream);
+            }
+            return Poll::Ready((stream, frame));
+        }
     }
 
     /// Hands a frame to the machine.
@@ -473,18 +515,9 @@ impl HttpLink {
             Frame::Head(status, headers) => {
                 self.exchange.handle_head(stream, status, &headers, now);
             }
-            Frame::Data(chunk, permit) => {
-                self.exchange.handle_body(stream, &chunk, now);
-                drop(permit);
-            }
-            Frame::End => {
-                self.tasks.remove(&stream);
-                self.exchange.handle_end(stream, now);
-            }
-            Frame::Failed(error) => {
-                self.tasks.remove(&stream);
-                self.exchange.handle_error(stream, error, now);
-            }
+            Frame::Data(chunk) => self.exchange.handle_body(stream, &chunk, now),
+            Frame::End => self.exchange.handle_end(stream, now),
+            Frame::Failed(error) => self.exchange.handle_error(stream, error, now),
         }
     }
 
@@ -494,111 +527,245 @@ impl HttpLink {
         loop {
             match self.exchange.poll_output()? {
                 Output::Send { stream, request } => {
-                    let task = tokio::spawn(carry(
-                        self.pool.clone(),
-                        stream,
-                        request,
-                        self.frames_tx.clone(),
-                    ));
-                    self.tasks.insert(stream, task);
+                    let lane = match stays_open(&request) {
+                        true => None,
+                        false => self.pool.lanes.lane(&request.uri, &mut self.lane),
+                    };
+                    let carrier = Carrier::new(&self.pool, stream, request, lane, &self.ready);
+                    // Polled first by the driver's next look at its link.
+                    carrier.marker.requeue();
+                    self.carriers.insert(stream, carrier);
                 }
+                // Dropping the request drops its response, and hyper closes its connection
+                // when the response had not ended.
                 Output::Abort(stream) => {
-                    if let Some(task) = self.tasks.remove(&stream) {
-                        task.abort();
-                    }
+                    self.carriers.remove(&stream);
                 }
                 output => return Some(output),
             }
         }
     }
+}
 
-    /// Stops every request still in flight (the session is over).
-    pub(crate) fn abort_all(&mut self) {
-        for (_, task) in self.tasks.drain() {
-            task.abort();
+/// The requests in flight that have something to report, in the order their wakers fired,
+/// and the driver task to wake for them.
+#[derive(Default)]
+struct Ready {
+    state: std::sync::Mutex<ReadyState>,
+}
+
+#[derive(Default)]
+struct ReadyState {
+    streams: std::collections::VecDeque<StreamId>,
+    driver: Option<Waker>,
+}
+
+impl Ready {
+    fn lock(&self) -> std::sync::MutexGuard<'_, ReadyState> {
+        // Nothing panics while holding it; a poisoned queue is still a queue.
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The next ready request; with none, the driver is woken by the next one.
+    fn next(&self, cx: &Context<'_>) -> Option<StreamId> {
+        let mut state = self.lock();
+        let next = state.streams.pop_front();
+        if next.is_none()
+            && !state
+                .driver
+                .as_ref()
+                .is_some_and(|w| w.will_wake(cx.waker()))
+        {
+            state.driver = Some(cx.waker().clone());
+        }
+        next
+    }
+}
+
+/// A request's waker: it puts the request in the ready queue (once until polled) and wakes
+/// the driver.
+struct Marker {
+    stream: StreamId,
+    queued: AtomicBool,
+    ready: Arc<Ready>,
+}
+
+impl Marker {
+    fn requeue(&self) {
+        if self.queued.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let driver = {
+            let mut state = self.ready.lock();
+            state.streams.push_back(self.stream);
+            state.driver.take()
+        };
+        if let Some(driver) = driver {
+            driver.wake();
         }
     }
 }
 
-impl Drop for HttpLink {
-    fn drop(&mut self) {
-        self.abort_all();
+impl std::task::Wake for Marker {
+    fn wake(self: Arc<Self>) {
+        self.requeue();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.requeue();
     }
 }
 
-/// Issues one request and reports its response, frame by frame: the one frame loop.
-async fn carry(
-    pool: HttpPool,
-    stream: StreamId,
-    request: HttpRequest,
-    frames: mpsc::Sender<(StreamId, Frame)>,
-) {
-    // Held until the response has been read to its end, when its connection is free.
-    let lane = match stays_open(&request) {
-        true => None,
-        false => pool.lanes.lane(&request.uri),
-    };
-    let _place = match &lane {
-        Some(lane) => pool.lanes.enter(lane).await,
-        None => None,
-    };
+/// One request in flight, and its waker.
+struct Carrier {
+    marker: Arc<Marker>,
+    waker: Waker,
+    flight: Flight,
+}
+
+/// A request's place in its origin's lane, the request, then its response.
+struct Flight {
+    lane: Option<Arc<Lane>>,
+    /// Held until the response has been read to its end, when its connection is free.
+    place: Option<OwnedSemaphorePermit>,
+    state: Carrying,
+}
+
+/// How far a [`Flight`] has got.
+enum Carrying {
+    /// Waiting, at most the origin's patience, for a place in its lane.
+    Waiting(Entering, Option<HttpRequest>),
+    /// Sent (or about to be); the response head has not come.
+    Requesting(ResponseFuture),
+    Reading(Incoming),
+    /// hyper refused the request's parts: reported as a failure to connect (nothing was sent).
+    Unbuilt,
+    /// Reported its last frame.
+    Over,
+}
+
+type Entering = std::pin::Pin<Box<dyn Future<Output = Option<OwnedSemaphorePermit>> + Send>>;
+type ResponseFuture = hyper_util::client::legacy::ResponseFuture;
+
+impl Carrier {
+    fn new(
+        pool: &HttpPool,
+        stream: StreamId,
+        request: HttpRequest,
+        lane: Option<Arc<Lane>>,
+        ready: &Arc<Ready>,
+    ) -> Self {
+        let marker = Arc::new(Marker {
+            stream,
+            queued: AtomicBool::new(false),
+            ready: ready.clone(),
+        });
+        let (place, state) = match lane.as_ref().map(|lane| pool.lanes.enter(lane)) {
+            Some(Err(entering)) => (None, Carrying::Waiting(entering, Some(request))),
+            Some(Ok(place)) => (Some(place), issue(pool, request)),
+            None => (None, issue(pool, request)),
+        };
+        Carrier {
+            waker: Waker::from(marker.clone()),
+            marker,
+            flight: Flight { lane, place, state },
+        }
+    }
+}
+
+impl Flight {
+    /// The response's next frame, when it has one.
+    fn poll_frame(&mut self, pool: &HttpPool, cx: &mut Context<'_>) -> Poll<Frame> {
+        loop {
+            match &mut self.state {
+                Carrying::Waiting(entering, request) => {
+                    let Poll::Ready(place) = entering.as_mut().poll(cx) else {
+                        return Poll::Pending;
+                    };
+                    self.place = place;
+                    self.state = match request.take() {
+                        Some(request) => issue(pool, request),
+                        None => Carrying::Over,
+                    };
+                }
+                Carrying::Requesting(response) => {
+                    let Poll::Ready(response) = std::pin::Pin::new(response).poll(cx) else {
+                        return Poll::Pending;
+                    };
+                    let response = match response {
+                        Ok(response) => response,
+                        Err(error) => {
+                            self.end();
+                            return Poll::Ready(Frame::Failed(transport_error(&error)));
+                        }
+                    };
+                    if response.version() == http::Version::HTTP_2
+                        && let Some(lane) = &self.lane
+                    {
+                        lane.multiplexed.store(true, Ordering::Relaxed);
+                    }
+                    let (parts, body) = response.into_parts();
+                    self.state = Carrying::Reading(body);
+                    return Poll::Ready(Frame::Head(parts.status, parts.headers));
+                }
+                Carrying::Reading(body) => {
+                    let Poll::Ready(frame) = std::pin::Pin::new(body).poll_frame(cx) else {
+                        return Poll::Pending;
+                    };
+                    let frame = match frame {
+                        None => Frame::End,
+                        Some(Err(error)) => Frame::Failed(TransportError::Lost(error.to_string())),
+                        Some(Ok(frame)) => match frame.into_data() {
+                            Ok(data) => return Poll::Ready(Frame::Data(data)),
+                            // Trailers: nothing the exchange reads.
+                            Err(_) => continue,
+                        },
+                    };
+                    self.end();
+                    return Poll::Ready(frame);
+                }
+                Carrying::Unbuilt => {
+                    self.end();
+                    let error = "the request could not be built".to_owned();
+                    return Poll::Ready(Frame::Failed(TransportError::Connect(error)));
+                }
+                Carrying::Over => return Poll::Pending,
+            }
+        }
+    }
+
+    fn end(&mut self) {
+        self.state = Carrying::Over;
+        self.place = None;
+    }
+}
+
+/// Hands the request to hyper; the response is awaited by polling what this returns.
+fn issue(pool: &HttpPool, request: HttpRequest) -> Carrying {
     let mut builder = Request::builder().method(request.method).uri(request.uri);
     if let Some(headers) = builder.headers_mut() {
         *headers = request.headers;
     }
-    let Ok(request) = builder.body(Full::new(Bytes::from(request.body))) else {
-        let error = TransportError::Connect("the request could not be built".to_owned());
-        let _ = frames.send((stream, Frame::Failed(error))).await;
-        return;
-    };
-    let response: Response<Incoming> = match pool.client.request(request).await {
-        Ok(response) => response,
-        Err(error) => {
-            let detail = error_chain(&error);
-            let error = if error.is_connect() {
-                TransportError::Connect(detail)
-            } else if let Some(alert) = handshake_refusal(&error) {
-                TransportError::Connect(format!(
-                    "the server refused the TLS handshake ({alert:?}; it may require a client \
-                     certificate it trusts): {detail}"
-                ))
-            } else {
-                TransportError::Lost(detail)
-            };
-            let _ = frames.send((stream, Frame::Failed(error))).await;
-            return;
-        }
-    };
-    if response.version() == http::Version::HTTP_2
-        && let Some(lane) = &lane
-    {
-        lane.multiplexed.store(true, Ordering::Relaxed);
+    match builder.body(Full::new(Bytes::from(request.body))) {
+        Ok(request) => Carrying::Requesting(pool.client.request(request)),
+        Err(_) => Carrying::Unbuilt,
     }
-    let (parts, mut body) = response.into_parts();
-    if frames
-        .send((stream, Frame::Head(parts.status, parts.headers)))
-        .await
-        .is_err()
-    {
-        return;
-    }
-    let credit = Arc::new(Semaphore::new(READ_AHEAD_CHUNKS));
-    loop {
-        let Ok(permit) = credit.clone().acquire_owned().await else {
-            return;
-        };
-        let frame = match body.frame().await {
-            None => Frame::End,
-            Some(Err(error)) => Frame::Failed(TransportError::Lost(error.to_string())),
-            Some(Ok(frame)) => match frame.into_data() {
-                Ok(data) => Frame::Data(data, permit),
-                Err(_) => continue,
-            },
-        };
-        let last = !matches!(frame, Frame::Data(..));
-        if frames.send((stream, frame)).await.is_err() || last {
-            return;
-        }
+}
+
+/// What a request's failure means for its delivery.
+fn transport_error(error: &hyper_util::client::legacy::Error) -> TransportError {
+    let detail = error_chain(error);
+    if error.is_connect() {
+        TransportError::Connect(detail)
+    } else if let Some(alert) = handshake_refusal(error) {
+        TransportError::Connect(format!(
+            "the server refused the TLS handshake ({alert:?}; it may require a client \
+             certificate it trusts): {detail}"
+        ))
+    } else {
+        TransportError::Lost(detail)
     }
 }
 
