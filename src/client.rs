@@ -27,6 +27,7 @@
 //! ```
 
 pub mod auth;
+mod reply;
 
 use crate::idmap::IdMap;
 use std::borrow::Cow;
@@ -553,7 +554,7 @@ enum CallError {
     Failed(Failure),
 }
 
-type Reply = oneshot::Sender<Result<Payload, CallError>>;
+type Reply = reply::ReplySender<Result<Payload, CallError>>;
 
 /// The handshake's outcome for `connect`: the server's answer and the session id.
 type ConnectReply = oneshot::Sender<Result<(Ready, Option<String>), CallError>>;
@@ -568,7 +569,7 @@ enum Command {
         params: Option<Box<RawValue>>,
         options: RequestOptions,
         limits: SendOptions,
-        progress: Option<mpsc::Sender<ProgressNotificationParams>>,
+        /// Where its progress and answer go.
         reply: Reply,
         #[cfg(feature = "tracing")]
         span: tracing::Span,
@@ -1385,14 +1386,7 @@ impl Client {
         cancel: Option<CancelToken>,
     ) -> Result<Payload, Error> {
         let key = self.next_key.fetch_add(1, Ordering::Relaxed);
-        let (reply, mut answer) = oneshot::channel();
-        let (progress_tx, mut progress_rx) = match on_progress {
-            Some(_) => {
-                let (tx, rx) = mpsc::channel(1024);
-                (Some(tx), Some(rx))
-            }
-            None => (None, None),
-        };
+        let (reply, mut answer) = reply::slot(on_progress.is_some());
         self.commands
             .send(Command::Request {
                 key,
@@ -1400,7 +1394,6 @@ impl Client {
                 params,
                 options,
                 limits,
-                progress: progress_tx,
                 reply,
                 #[cfg(feature = "tracing")]
                 span: tracing::Span::current(),
@@ -1416,16 +1409,9 @@ impl Client {
         let cancel = cancel.unwrap_or_default();
         let mut cancelled = std::pin::pin!(cancel.cancelled());
         let outcome = loop {
-            // Polled in this order: progress first, so that all of it is delivered before the
-            // answer that follows it.
             let wake = std::future::poll_fn(|cx| {
-                if let Some(rx) = progress_rx.as_mut()
-                    && let Poll::Ready(progress) = rx.poll_recv(cx)
-                {
-                    return Poll::Ready(CallWake::Progress(progress));
-                }
-                if let Poll::Ready(answer) = Pin::new(&mut answer).poll(cx) {
-                    return Poll::Ready(CallWake::Answer(answer));
+                if let Poll::Ready(delivered) = answer.poll_next(cx) {
+                    return Poll::Ready(CallWake::Delivered(delivered));
                 }
                 if cancelled.as_mut().poll(cx).is_ready() {
                     return Poll::Ready(CallWake::Cancelled);
@@ -1434,13 +1420,12 @@ impl Client {
             })
             .await;
             match wake {
-                CallWake::Progress(progress) => match (progress, on_progress.as_mut()) {
-                    (Some(params), Some(sink)) => sink(&redact_progress(params, &self.secrets())),
-                    // The driver dropped its sender: the answer is about to arrive; stop
-                    // polling a closed channel (it would be ready forever).
-                    _ => progress_rx = None,
-                },
-                CallWake::Answer(answer) => break answer,
+                CallWake::Delivered(reply::Delivered::Progress(params)) => {
+                    if let Some(sink) = on_progress.as_mut() {
+                        sink(&redact_progress(params, &self.secrets()));
+                    }
+                }
+                CallWake::Delivered(reply::Delivered::Answer(answer)) => break answer,
                 CallWake::Cancelled => {
                     let _ = self
                         .commands
@@ -1450,17 +1435,18 @@ impl Client {
                         })
                         .await;
                     // The session settles the request at once; keep waiting for that answer.
-                    break (&mut answer).await;
+                    break answer.answer().await;
                 }
             }
         };
         guard.armed = false;
         // Progress that arrived before the answer is delivered before the result.
-        if let (Some(rx), Some(sink)) = (progress_rx.as_mut(), on_progress.as_mut()) {
-            while let Ok(params) = rx.try_recv() {
+        if let Some(sink) = on_progress.as_mut() {
+            while let Some(params) = answer.try_progress() {
                 sink(&redact_progress(params, &self.secrets()));
             }
         }
+        let outcome = outcome.ok_or(());
         match outcome {
             Ok(Ok(Payload::Raw(raw))) => redact_result(raw, &self.secrets()).map(Payload::Raw),
             // Decoded only when the reply echoed no credential (the exchange checks).
@@ -1494,8 +1480,7 @@ impl Drop for Client {
 /// What woke a waiting call. (Hand-written polling rather than `tokio::select!`, which would
 /// pull tokio's proc-macro crates into the client's dependency tree for two loops.)
 enum CallWake<A> {
-    Progress(Option<ProgressNotificationParams>),
-    Answer(A),
+    Delivered(reply::Delivered<A>),
     Cancelled,
 }
 
@@ -1672,7 +1657,6 @@ impl Drop for CancelOnDrop {
 struct Entry {
     key: u64,
     reply: Reply,
-    progress: Option<mpsc::Sender<ProgressNotificationParams>>,
     limits: SendOptions,
     /// The span the request was made in: what happens on its stream is reported there, not
     /// in the span the client was made in (a client may outlive the call that made it).
@@ -1841,7 +1825,6 @@ impl Driver {
                 params,
                 options,
                 limits,
-                progress,
                 reply,
                 #[cfg(feature = "tracing")]
                 span,
@@ -1853,16 +1836,13 @@ impl Driver {
                         Entry {
                             key,
                             reply,
-                            progress,
                             limits,
                             #[cfg(feature = "tracing")]
                             span,
                         },
                     );
                 }
-                Err(refused) => {
-                    let _ = reply.send(Err(CallError::Refused(refused)));
-                }
+                Err(refused) => reply.send(Err(CallError::Refused(refused))),
             },
             Command::Cancel { key, reason } => {
                 if let Some(id) = self.keys.get(&key).cloned() {
@@ -2106,13 +2086,12 @@ impl Driver {
                 }
                 if let Some(entry) = self.entries.remove(&settled.id) {
                     self.keys.remove(&entry.key);
-                    let _ = entry.reply.send(settled.outcome.map_err(CallError::Failed));
+                    entry.reply.send(settled.outcome.map_err(CallError::Failed));
                 }
             }
             Output::Progress { id, params } => {
-                if let Some(progress) = self.entries.get(&id).and_then(|e| e.progress.as_ref()) {
-                    // A full buffer means the caller is slow; later progress supersedes.
-                    let _ = progress.try_send(params);
+                if let Some(entry) = self.entries.get(&id) {
+                    entry.reply.progress(params);
                 }
             }
             Output::Notification(notification) => {

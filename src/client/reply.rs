@@ -1,0 +1,228 @@
+//! One request's way back from the client's driver to the call waiting for it: the progress
+//! reported on the request, in order, then its answer.
+//!
+//! One shared slot per request, where a channel for the progress and another for the answer
+//! would each allocate and synchronize on their own: a call makes one of these, and the
+//! driver fills it.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll, Waker};
+
+use crate::mcp::ProgressNotificationParams;
+
+/// How many progress notifications may wait for a slow caller; past it the newest are
+/// dropped (later progress supersedes earlier anyway).
+const MAX_WAITING_PROGRESS: usize = 1024;
+
+/// A new slot: the driver's end and the caller's. `progress`: whether the caller reads
+/// progress (when not, the driver's progress is dropped at once).
+pub(super) fn slot<A>(progress: bool) -> (ReplySender<A>, ReplyReceiver<A>) {
+    let slot = Arc::new(Slot {
+        state: Mutex::new(State {
+            progress: VecDeque::new(),
+            answer: None,
+            closed: false,
+            waker: None,
+        }),
+        progress,
+    });
+    (ReplySender { slot: slot.clone() }, ReplyReceiver { slot })
+}
+
+struct Slot<A> {
+    state: Mutex<State<A>>,
+    progress: bool,
+}
+
+struct State<A> {
+    progress: VecDeque<ProgressNotificationParams>,
+    answer: Option<A>,
+    /// The sender is gone: no answer will come unless one is there.
+    closed: bool,
+    waker: Option<Waker>,
+}
+
+impl<A> Slot<A> {
+    fn lock(&self) -> MutexGuard<'_, State<A>> {
+        // Nothing panics while holding it; a poisoned slot is still a slot.
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// The driver's end of a slot. Dropped without an answer, the caller sees the slot closed.
+pub(super) struct ReplySender<A> {
+    slot: Arc<Slot<A>>,
+}
+
+impl<A> ReplySender<A> {
+    /// Leaves a progress notification for the caller, if it reads them and has room.
+    pub(super) fn progress(&self, params: ProgressNotificationParams) {
+        if !self.slot.progress {
+            return;
+        }
+        let waker = {
+            let mut state = self.slot.lock();
+            if state.progress.len() >= MAX_WAITING_PROGRESS {
+                return;
+            }
+            state.progress.push_back(params);
+            state.waker.take()
+        };
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
+
+    /// Leaves the answer and wakes the caller.
+    pub(super) fn send(self, answer: A) {
+        let waker = {
+            let mut state = self.slot.lock();
+            state.answer = Some(answer);
+            state.waker.take()
+        };
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+        // `Drop` finds the answer there and changes nothing.
+    }
+}
+
+impl<A> Drop for ReplySender<A> {
+    fn drop(&mut self) {
+        let waker = {
+            let mut state = self.slot.lock();
+            state.closed = true;
+            state.waker.take()
+        };
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
+}
+
+/// What a caller finds in its slot.
+pub(super) enum Delivered<A> {
+    Progress(ProgressNotificationParams),
+    /// The answer, or `None` when the driver dropped the request without one.
+    Answer(Option<A>),
+}
+
+/// The caller's end of a slot.
+pub(super) struct ReplyReceiver<A> {
+    slot: Arc<Slot<A>>,
+}
+
+impl<A> ReplyReceiver<A> {
+    /// The next progress notification, or, once none is waiting, the answer. Progress first,
+    /// so all of it is delivered before the answer that follows it.
+    pub(super) fn poll_next(&mut self, cx: &Context<'_>) -> Poll<Delivered<A>> {
+        let mut state = self.slot.lock();
+        if let Some(progress) = state.progress.pop_front() {
+            return Poll::Ready(Delivered::Progress(progress));
+        }
+        Self::poll_answer_locked(&mut state, cx).map(Delivered::Answer)
+    }
+
+    /// The answer, leaving any progress for [`try_progress`](Self::try_progress).
+    pub(super) fn poll_answer(&mut self, cx: &Context<'_>) -> Poll<Option<A>> {
+        Self::poll_answer_locked(&mut self.slot.lock(), cx)
+    }
+
+    /// The answer, when it comes (see [`poll_answer`](Self::poll_answer)).
+    pub(super) async fn answer(&mut self) -> Option<A> {
+        std::future::poll_fn(|cx| self.poll_answer(cx)).await
+    }
+
+    fn poll_answer_locked(state: &mut State<A>, cx: &Context<'_>) -> Poll<Option<A>> {
+        if let Some(answer) = state.answer.take() {
+            return Poll::Ready(Some(answer));
+        }
+        if state.closed {
+            return Poll::Ready(None);
+        }
+        if !state
+            .waker
+            .as_ref()
+            .is_some_and(|w| w.will_wake(cx.waker()))
+        {
+            state.waker = Some(cx.waker().clone());
+        }
+        Poll::Pending
+    }
+
+    /// A progress notification still waiting, if any.
+    pub(super) fn try_progress(&mut self) -> Option<ProgressNotificationParams> {
+        self.slot.lock().progress.pop_front()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    struct Count(AtomicUsize);
+    impl std::task::Wake for Count {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    fn progress(n: f64) -> ProgressNotificationParams {
+        serde_json::from_value(serde_json::json!({"progressToken": 1, "progress": n})).unwrap()
+    }
+
+    #[test]
+    fn progress_comes_before_the_answer_and_wakes_the_caller() {
+        let count = Arc::new(Count(AtomicUsize::new(0)));
+        let waker = Waker::from(count.clone());
+        let cx = Context::from_waker(&waker);
+        let (tx, mut rx) = slot::<u32>(true);
+        assert!(rx.poll_next(&cx).is_pending());
+        tx.progress(progress(1.0));
+        tx.progress(progress(2.0));
+        tx.send(7);
+        assert_eq!(count.0.load(Ordering::SeqCst), 1);
+        for expected in [1.0, 2.0] {
+            match rx.poll_next(&cx) {
+                Poll::Ready(Delivered::Progress(p)) => assert_eq!(p.progress, expected),
+                _ => panic!("progress {expected} first"),
+            }
+        }
+        assert!(matches!(
+            rx.poll_next(&cx),
+            Poll::Ready(Delivered::Answer(Some(7)))
+        ));
+    }
+
+    #[test]
+    fn a_dropped_sender_closes_the_slot_and_unread_progress_is_dropped() {
+        let count = Arc::new(Count(AtomicUsize::new(0)));
+        let waker = Waker::from(count.clone());
+        let cx = Context::from_waker(&waker);
+        let (tx, mut rx) = slot::<u32>(false);
+        tx.progress(progress(1.0));
+        assert!(rx.poll_answer(&cx).is_pending());
+        drop(tx);
+        assert_eq!(count.0.load(Ordering::SeqCst), 1);
+        assert!(rx.try_progress().is_none());
+        assert!(matches!(rx.poll_answer(&cx), Poll::Ready(None)));
+    }
+
+    #[test]
+    fn a_slow_caller_keeps_at_most_the_limit() {
+        let (tx, mut rx) = slot::<u32>(true);
+        for n in 0..MAX_WAITING_PROGRESS + 10 {
+            tx.progress(progress(n as f64));
+        }
+        let mut kept = 0;
+        while let Some(p) = rx.try_progress() {
+            assert_eq!(p.progress, kept as f64);
+            kept += 1;
+        }
+        assert_eq!(kept, MAX_WAITING_PROGRESS);
+    }
+}
