@@ -2380,7 +2380,11 @@ pub fn decode_reply(
     out: &mut Vec<Output>,
 ) -> Result<(), jsonrpc::DecodeError> {
     let batch = data.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[');
-    if !batch && data.len() <= SMALL_MESSAGE_BYTES {
+    // Which reader goes first is a guess at what the message is, and only saves a pass:
+    // either reader gives what it does not take to the next. A reply that names no method
+    // near its start is most likely the response, read straight into its type.
+    let response_first = decode_result.is_some() && !names_method_early(data);
+    if !batch && !response_first && data.len() <= SMALL_MESSAGE_BYTES {
         match jsonrpc::decode_notification_as::<ProgressNotificationParams>(data) {
             Ok(notification) if notification.method == methods::PROGRESS => {
                 // Progress without params names no request: nothing to route.
@@ -2433,6 +2437,16 @@ pub fn decode_reply(
             .map(|message| Output::Message(message.into_owned())),
     );
     Ok(())
+}
+
+/// How far into a message [`names_method_early`] looks: past `{"jsonrpc":"2.0",` and a
+/// typical id.
+const METHOD_SNIFF_BYTES: usize = 64;
+
+/// Whether a `"method"` key (or string) appears in the first bytes of a message, as it does
+/// in the notifications and requests servers send and rarely in a response.
+fn names_method_early(data: &[u8]) -> bool {
+    memchr::memmem::find(&data[..data.len().min(METHOD_SNIFF_BYTES)], b"\"method\"").is_some()
 }
 
 fn lost(detail: String) -> Failure {

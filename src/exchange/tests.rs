@@ -1159,6 +1159,33 @@ fn progress_on_a_request_stream_is_handed_over_decoded() {
 }
 
 #[test]
+fn a_wrong_guess_at_what_a_reply_is_costs_a_pass_and_changes_nothing() {
+    let options = || SendOptions {
+        decode_result: Some(decode_result_as::<Value>),
+        ..SendOptions::default()
+    };
+    // A notification whose method comes late is read as a response first, and a response
+    // whose result names a method early as progress first: both still arrive as they are.
+    let late_method = format!(
+        r#"{{"params":{{"progressToken":"t","progress":2,"message":"{}"}},"jsonrpc":"2.0","method":"notifications/progress"}}"#,
+        "x".repeat(80)
+    );
+    let early_method = r#"{"jsonrpc":"2.0","id":1,"result":{"method":"tools/call"}}"#;
+    let mut h = Harness::new();
+    let post = h.send(request(1, "tools/call"), options(), false).unwrap();
+    h.head(post, 200, SSE);
+    h.body(post, data(&late_method));
+    h.body(post, data(early_method));
+    assert_eq!(
+        h.delivered(),
+        [
+            Got::Progress(2.0),
+            Got::Decoded(Id::Number(1), Some(json!({"method": "tools/call"})))
+        ]
+    );
+}
+
+#[test]
 fn a_response_is_decoded_with_the_requests_decoder() {
     let options = || SendOptions {
         decode_result: Some(decode_result_as::<Value>),
