@@ -95,6 +95,40 @@ impl Envelope {
     /// `params` with the envelope's members set in `_meta` (keeping every other member of
     /// both, in order and byte for byte; the envelope's keys replace any the caller set).
     pub fn stamp(&self, params: Option<&RawValue>) -> Result<Box<RawValue>, ParamsError> {
+        self.stamp_with(params, &self.members())
+    }
+
+    /// The envelope's members as they go into `_meta`, without the braces: the text that
+    /// [`Stamp`] keeps so a session serializes them once.
+    fn members(&self) -> String {
+        let object = serde_json::to_string(&StampedMeta(&Stamped {
+            members: &[],
+            meta: &[],
+            envelope: self,
+        }))
+        .unwrap_or_default();
+        object
+            .strip_prefix('{')
+            .and_then(|inner| inner.strip_suffix('}'))
+            .unwrap_or_default()
+            .to_owned()
+    }
+
+    fn stamp_with(
+        &self,
+        params: Option<&RawValue>,
+        members: &str,
+    ) -> Result<Box<RawValue>, ParamsError> {
+        if let Some(stamped) = splice(params.map_or("{}", RawValue::get), members)
+            .and_then(|text| RawValue::from_string(text).ok())
+        {
+            return Ok(stamped);
+        }
+        self.stamp_members(params)
+    }
+
+    /// The general path of [`stamp`](Self::stamp): the params read member by member.
+    fn stamp_members(&self, params: Option<&RawValue>) -> Result<Box<RawValue>, ParamsError> {
         let mut members = match params {
             Some(raw) => RawMembers::parse(raw)?,
             None => RawMembers::default(),
@@ -120,6 +154,204 @@ impl Envelope {
             envelope: self,
         })
         .map_err(|_| ParamsError::NotAnObject)
+    }
+}
+
+/// An envelope with its members serialized once, for the many requests of a session.
+#[derive(Clone, Debug)]
+pub(crate) struct Stamp {
+    envelope: Envelope,
+    members: String,
+}
+
+impl Stamp {
+    pub(crate) fn new(envelope: Envelope) -> Stamp {
+        let members = envelope.members();
+        Stamp { envelope, members }
+    }
+
+    pub(crate) fn envelope(&self) -> &Envelope {
+        &self.envelope
+    }
+
+    /// As [`Envelope::stamp`].
+    pub(crate) fn stamp(&self, params: Option<&RawValue>) -> Result<Box<RawValue>, ParamsError> {
+        self.envelope.stamp_with(params, &self.members)
+    }
+}
+
+/// The common case of [`Envelope::stamp`] done on the text: `params` (valid JSON) with its
+/// `_meta` moved last and the envelope's `members` appended to it, every other member copied
+/// as it is. `None` for anything else, which the general path reads: params that are not an
+/// object, a key with an escape in it (it may spell `_meta` or an envelope key), `_meta`
+/// twice or not an object, envelope keys already in `_meta`, or too many members.
+fn splice(params: &str, members: &str) -> Option<String> {
+    let text = params.as_bytes();
+    let mut at = skip_space(text, 0);
+    if text.get(at) != Some(&b'{') {
+        return None;
+    }
+    at += 1;
+    let mut out = String::with_capacity(params.len() + members.len() + 16);
+    out.push('{');
+    let mut meta: Option<&str> = None;
+    let mut count = 0;
+    at = skip_space(text, at);
+    if text.get(at) == Some(&b'}') {
+        at += 1;
+    } else {
+        loop {
+            let (key, start, value, end) = next_member(params, at)?;
+            count += 1;
+            if count > MAX_PARAMS_MEMBERS {
+                return None;
+            }
+            if key == "_meta" {
+                if meta.is_some() || !value.starts_with('{') {
+                    return None;
+                }
+                meta = Some(&value[1..value.len() - 1]);
+            } else {
+                if out.len() > 1 {
+                    out.push(',');
+                }
+                out.push_str(&params[start..end]);
+            }
+            at = skip_space(text, end);
+            match text.get(at)? {
+                b',' => at = skip_space(text, at + 1),
+                b'}' => {
+                    at += 1;
+                    break;
+                }
+                _ => return None,
+            }
+        }
+    }
+    if skip_space(text, at) != text.len() {
+        return None;
+    }
+    let inner = meta
+        .unwrap_or_default()
+        .trim_matches(|c| " \t\r\n".contains(c));
+    if !inner.is_empty() {
+        let (mut at, mut count) = (0, 0);
+        loop {
+            let (key, _, _, end) = next_member(inner, at)?;
+            count += 1;
+            if count > MAX_PARAMS_MEMBERS
+                || [
+                    PROTOCOL_VERSION_KEY,
+                    CLIENT_CAPABILITIES_KEY,
+                    CLIENT_INFO_KEY,
+                ]
+                .contains(&key)
+            {
+                return None;
+            }
+            at = skip_space(inner.as_bytes(), end);
+            match inner.as_bytes().get(at) {
+                Some(b',') => at = skip_space(inner.as_bytes(), at + 1),
+                None => break,
+                Some(_) => return None,
+            }
+        }
+    }
+    if out.len() > 1 {
+        out.push(',');
+    }
+    out.push_str("\"_meta\":{");
+    if !inner.is_empty() {
+        out.push_str(inner);
+        out.push(',');
+    }
+    out.push_str(members);
+    out.push_str("}}");
+    Some(out)
+}
+
+/// The member of an object's text that starts at `at` (its key): the key, where the member
+/// starts, its value's text, and where it ends. `None` when the key holds an escape.
+fn next_member(text: &str, at: usize) -> Option<(&str, usize, &str, usize)> {
+    let bytes = text.as_bytes();
+    if bytes.get(at) != Some(&b'"') {
+        return None;
+    }
+    let key_end = skip_string(bytes, at)?;
+    let key = text.get(at + 1..key_end - 1)?;
+    if key.contains('\\') {
+        return None;
+    }
+    let colon = skip_space(bytes, key_end);
+    if bytes.get(colon) != Some(&b':') {
+        return None;
+    }
+    let value_start = skip_space(bytes, colon + 1);
+    let value_end = skip_value(bytes, value_start)?;
+    Some((key, at, text.get(value_start..value_end)?, value_end))
+}
+
+fn skip_space(text: &[u8], mut at: usize) -> usize {
+    while text
+        .get(at)
+        .is_some_and(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
+    {
+        at += 1;
+    }
+    at
+}
+
+/// Past the string that starts at `at` (its opening quote).
+fn skip_string(text: &[u8], at: usize) -> Option<usize> {
+    let mut at = at + 1;
+    loop {
+        match text.get(at)? {
+            b'"' => return Some(at + 1),
+            b'\\' => at += 2,
+            _ => at += 1,
+        }
+    }
+}
+
+/// Past the value that starts at `at`, in text known to be valid JSON.
+fn skip_value(text: &[u8], at: usize) -> Option<usize> {
+    match text.get(at)? {
+        b'"' => skip_string(text, at),
+        b'{' | b'[' => {
+            let (mut depth, mut at) = (0usize, at);
+            loop {
+                // Only quotes and brackets matter; a closing bracket of either kind ends a
+                // level, the text being valid.
+                at += text
+                    .get(at..)?
+                    .iter()
+                    .position(|b| matches!(b, b'"' | b'{' | b'[' | b'}' | b']'))?;
+                match text[at] {
+                    b'"' => {
+                        at = skip_string(text, at)?;
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    _ => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(at + 1);
+                        }
+                    }
+                }
+                at += 1;
+            }
+        }
+        _ => {
+            let mut end = at;
+            while text
+                .get(end)
+                .is_some_and(|b| !matches!(b, b',' | b'}' | b']' | b' ' | b'\t' | b'\r' | b'\n'))
+            {
+                end += 1;
+            }
+            (end > at).then_some(end)
+        }
     }
 }
 
@@ -727,6 +959,70 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn the_text_splice_agrees_with_the_member_by_member_stamp() {
+        let envelope = envelope();
+        let members = envelope.members();
+        let spliced = [
+            "{}",
+            " { } ",
+            r#"{"name":"echo"}"#,
+            r#"{"name":"echo","arguments":{"message":"hi \" } ]"},"_meta":{"progressToken":"t"}}"#,
+            r#"{"_meta":{"progressToken":7,"brain.dev/scope":{"tenant":"a"}},"name":"x"}"#,
+            r#"{ "a" : [1, {"b": "}"}, true, null, -1.5e3] , "_meta" : { } , "c":"\u00e9" }"#,
+            r#"{"_meta":{}}"#,
+            r#"{"x":"\\","_meta":{"k":"\\\""}}"#,
+        ];
+        for params in spliced {
+            let text = splice(params, &members).unwrap_or_else(|| panic!("spliced: {params}"));
+            let fast: Value = serde_json::from_str(&text).unwrap();
+            let general = envelope.stamp_members(Some(&raw(params))).unwrap();
+            assert_eq!(
+                fast,
+                serde_json::from_str::<Value>(general.get()).unwrap(),
+                "{params}"
+            );
+            assert!(
+                text.ends_with("}}") && text.matches("\"_meta\"").count() == 1,
+                "{text}"
+            );
+        }
+        // Left to the general path, which gives the same answer as before.
+        let general = [
+            r#"{"\u005fmeta":{"progressToken":1}}"#,
+            r#"{"_meta":{"progressToken":1},"_meta":{"x":2}}"#,
+            r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"1999-01-01"}}"#,
+            r#"{"_meta":{"io.modelcontextprotocol\/clientInfo":{}}}"#,
+            r#"{"_meta":[]}"#,
+            "[1]",
+            "null",
+        ];
+        for params in general {
+            assert_eq!(splice(params, &members), None, "{params}");
+            assert_eq!(
+                envelope
+                    .stamp(Some(&raw(params)))
+                    .map(|r| r.get().to_owned()),
+                envelope
+                    .stamp_members(Some(&raw(params)))
+                    .map(|r| r.get().to_owned()),
+                "{params}"
+            );
+        }
+        let many = format!(
+            "{{{}}}",
+            (0..=MAX_PARAMS_MEMBERS)
+                .map(|i| format!("\"k{i}\":{i}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        assert_eq!(splice(&many, &members), None);
+        assert_eq!(
+            envelope.stamp(Some(&raw(&many))).unwrap_err(),
+            ParamsError::TooLarge
+        );
     }
 
     #[test]

@@ -385,7 +385,7 @@ pub struct Session {
     /// The revision the probe in flight names, and whether it is the corrected second try.
     probe: Option<(ProtocolVersion, bool)>,
     /// The `_meta` envelope of every request, once a stateless revision is spoken.
-    envelope: Option<modern::Envelope>,
+    envelope: Option<modern::Stamp>,
     /// The latest time an input carried: the deadline of a request the session queues in
     /// answer to an input that carries no time (a corrected probe after a transport failure).
     last_now: Option<Instant>,
@@ -496,7 +496,7 @@ impl Session {
 
     fn become_modern(&mut self, version: ProtocolVersion, server: Option<InitializeResult>) {
         self.probe = None;
-        self.envelope = Some(self.envelope_at(version));
+        self.envelope = Some(modern::Stamp::new(self.envelope_at(version)));
         self.phase = Phase::Ready { version };
         self.server.clone_from(&server);
         self.outputs
@@ -740,7 +740,7 @@ impl Session {
             Some(envelope) => {
                 let not_in_revision = || RequestError::NotInRevision {
                     method: method.to_owned(),
-                    version: envelope.version,
+                    version: envelope.envelope().version,
                 };
                 // 2026-07-28 removed these: a stateless server answers them -32601.
                 if matches!(
@@ -769,10 +769,11 @@ impl Session {
     /// `-32022` answer (the caller retries the rejected request once). Ignored unless the
     /// session is ready at a stateless revision.
     pub fn switch_version(&mut self, version: ProtocolVersion) {
-        if let (Some(envelope), Phase::Ready { .. }) = (&mut self.envelope, &self.phase)
+        if self.envelope.is_some()
+            && matches!(self.phase, Phase::Ready { .. })
             && version.is_modern()
         {
-            envelope.version = version;
+            self.envelope = Some(modern::Stamp::new(self.envelope_at(version)));
             self.phase = Phase::Ready { version };
         }
     }
