@@ -50,9 +50,9 @@ use crate::jsonrpc::{Id, Notification};
 use crate::mcp::headers::{self as mcp_headers, ParamHeader};
 use crate::mcp::modern::{self, InputRequest, ResultEnvelope, ResultType};
 use crate::mcp::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, InitializeResult, JsonObject,
-    ListToolsRequestParams, ListToolsResult, ProgressNotificationParams, ProgressToken,
-    ProtocolVersion, Tool, error_code, methods,
+    CallToolResult, ClientCapabilities, InitializeResult, JsonObject, ListToolsRequestParams,
+    ListToolsResult, ProgressNotificationParams, ProgressToken, ProtocolVersion, Tool, error_code,
+    methods,
 };
 use crate::session::{
     self, Delivery, EraPolicy, Failure, FailureKind, Output, Payload, Ready, RequestError,
@@ -1045,6 +1045,17 @@ impl Client {
         &self,
         name: &str,
         arguments: Option<JsonObject>,
+        options: CallOptions,
+    ) -> Result<CallToolResult, Error> {
+        self.call_tool_with(name, arguments.as_ref(), options).await
+    }
+
+    /// [`call_tool`](Self::call_tool) with borrowed arguments (the binding layer's, which
+    /// it keeps).
+    pub(crate) async fn call_tool_with(
+        &self,
+        name: &str,
+        arguments: Option<&JsonObject>,
         mut options: CallOptions,
     ) -> Result<CallToolResult, Error> {
         let token = options.progress_token.take().unwrap_or_else(|| {
@@ -1056,18 +1067,20 @@ impl Client {
         });
         let modern = self.is_modern();
         let mut headers = match modern {
-            true => self.call_headers(name, arguments.as_ref(), options.input_schema.as_ref())?,
+            true => self.call_headers(name, arguments, options.input_schema.as_ref())?,
             false => Vec::new(),
         };
-        let mut params = CallToolRequestParams::new(name, arguments);
-        if let Some(meta) = options.meta.take() {
-            for (key, value) in meta {
-                params.set_meta(key, value);
-            }
-        }
-        params.set_progress_token(&token);
-        let original = serde_json::value::to_raw_value(&params).map_err(Error::internal)?;
-        drop(params);
+        let meta = options.meta.take();
+        let original = serde_json::value::to_raw_value(&CallParams {
+            name,
+            arguments,
+            meta: CallMeta {
+                meta: meta.as_ref(),
+                token: &token,
+            },
+        })
+        .map_err(Error::internal)?;
+        drop(meta);
         let started = now();
         let mut on_progress = options.on_progress.take();
         let cancel = options.cancel.take();
@@ -1474,6 +1487,37 @@ impl Drop for Client {
                 driver.abort();
             }
         }
+    }
+}
+
+/// The params of `tools/call` as [`CallToolRequestParams`](crate::mcp::CallToolRequestParams) writes them, over the caller's
+/// arguments and `_meta` rather than copies of them.
+#[derive(serde::Serialize)]
+struct CallParams<'a> {
+    name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    arguments: Option<&'a JsonObject>,
+    #[serde(rename = "_meta")]
+    meta: CallMeta<'a>,
+}
+
+/// A call's `_meta`: the caller's members, then the progress token (which replaces one the
+/// caller set).
+struct CallMeta<'a> {
+    meta: Option<&'a JsonObject>,
+    token: &'a ProgressToken,
+}
+
+impl serde::Serialize for CallMeta<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let members = self.meta.into_iter().flatten();
+        let mut map = serializer.serialize_map(None)?;
+        for (key, value) in members.filter(|(key, _)| *key != crate::mcp::PROGRESS_TOKEN_KEY) {
+            map.serialize_entry(key, value)?;
+        }
+        map.serialize_entry(crate::mcp::PROGRESS_TOKEN_KEY, self.token)?;
+        map.end()
     }
 }
 

@@ -641,7 +641,7 @@ impl Caller {
                 false,
             );
         }
-        let Value::Object(arguments) = arguments.clone() else {
+        let Value::Object(arguments) = arguments else {
             return ToolResult::failure(
                 call_id,
                 ErrorKind::InvalidArguments,
@@ -718,7 +718,7 @@ impl Caller {
             })),
         };
         let outcome = client
-            .call_tool(&binding.mcp_tool, Some(arguments), options)
+            .call_tool_with(&binding.mcp_tool, Some(arguments), options)
             .await;
         // Step 5: close the session (DELETE), then report. A kept client that failed is
         // not used again.
