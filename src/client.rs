@@ -319,6 +319,9 @@ pub struct Client {
     /// a copy.
     server: Option<Arc<InitializeResult>>,
     version: std::sync::Mutex<ProtocolVersion>,
+    /// The session's stamp at a stateless revision, for the params this client builds
+    /// itself (until the revision changes).
+    stamp: std::sync::Mutex<Option<Arc<modern::Stamp>>>,
     session_id: Option<String>,
     options: ClientOptions,
     /// Over HTTP at a stateless revision: the `Mcp-Param-*` headers each listed tool's
@@ -556,8 +559,10 @@ enum CallError {
 
 type Reply = reply::ReplySender<Result<Payload, CallError>>;
 
-/// The handshake's outcome for `connect`: the server's answer and the session id.
-type ConnectReply = oneshot::Sender<Result<(Ready, Option<String>), CallError>>;
+/// The handshake's outcome for `connect`: the server's answer, the session id, and the
+/// session's stamp at a stateless revision.
+type ConnectReply = oneshot::Sender<Result<Connected, CallError>>;
+type Connected = (Ready, Option<String>, Option<Arc<modern::Stamp>>);
 
 enum Command {
     Start {
@@ -569,6 +574,8 @@ enum Command {
         params: Option<Box<RawValue>>,
         options: RequestOptions,
         limits: SendOptions,
+        /// The stamp the params were built with, if any.
+        stamped: Option<Arc<modern::Stamp>>,
         /// Where its progress and answer go.
         reply: Reply,
         #[cfg(feature = "tracing")]
@@ -768,7 +775,7 @@ impl Client {
         let driver = tokio::spawn(driver.run());
         let (reply, answer) = oneshot::channel();
         let _ = commands.send(Command::Start { reply }).await;
-        let (ready, session_id) = match answer.await {
+        let (ready, session_id, stamp) = match answer.await {
             Ok(Ok(ready)) => ready,
             Ok(Err(error)) => {
                 let all = all_secrets(&secrets, client_dynamic.as_ref());
@@ -784,6 +791,7 @@ impl Client {
             next_key: AtomicU64::new(0),
             server: ready.server.map(Arc::new),
             version: std::sync::Mutex::new(ready.version),
+            stamp: std::sync::Mutex::new(stamp),
             session_id,
             options,
             tool_headers: std::sync::Mutex::new(HashMap::new()),
@@ -1071,12 +1079,19 @@ impl Client {
             false => Vec::new(),
         };
         let meta = options.meta.take();
+        // At a stateless revision the envelope is written here, with the rest, and the
+        // session takes the params as they are while it still speaks that revision.
+        let stamp = match modern {
+            true => self.stamp.lock().ok().and_then(|stamp| stamp.clone()),
+            false => None,
+        };
         let original = serde_json::value::to_raw_value(&CallParams {
             name,
             arguments,
             meta: CallMeta {
                 meta: meta.as_ref(),
                 token: &token,
+                stamp: stamp.as_deref(),
             },
         })
         .map_err(Error::internal)?;
@@ -1085,6 +1100,8 @@ impl Client {
         let mut on_progress = options.on_progress.take();
         let cancel = options.cancel.take();
         let mut current = original.clone();
+        // Whether `current` is `original`, which carries `stamp`.
+        let mut as_built = true;
         let (mut rounds, mut relisted, mut switched) = (0, false, false);
         loop {
             let elapsed = now().saturating_duration_since(started);
@@ -1096,10 +1113,14 @@ impl Client {
             let send = SendOptions::decoding::<CallToolResult>()
                 .with_max_response_bytes(options.max_response_bytes)
                 .with_headers(headers.clone());
+            let params = Params {
+                raw: Some(current.clone()),
+                stamped: stamp.clone().filter(|_| as_built),
+            };
             let outcome = self
-                .request(
+                .request_stamped(
                     methods::TOOLS_CALL,
-                    Some(current.clone()),
+                    params,
                     request_options,
                     send,
                     &mut on_progress,
@@ -1190,6 +1211,7 @@ impl Client {
                 envelope.request_state.as_deref(),
             )
             .map_err(Error::internal)?;
+            as_built = false;
         }
     }
 
@@ -1247,6 +1269,9 @@ impl Client {
             .map_err(|_| Error::closed())?;
         if let Ok(mut current) = self.version.lock() {
             *current = version;
+        }
+        if let Ok(mut stamp) = self.stamp.lock() {
+            *stamp = None;
         }
         if let Some((cache, url)) = &self.era_cache {
             cache.put(
@@ -1398,15 +1423,34 @@ impl Client {
         on_progress: &mut Option<ProgressSink>,
         cancel: Option<CancelToken>,
     ) -> Result<Payload, Error> {
+        let params = Params {
+            raw: params,
+            stamped: None,
+        };
+        self.request_stamped(method, params, options, limits, on_progress, cancel)
+            .await
+    }
+
+    /// [`request`](Self::request), with params that may carry the session's stamp already.
+    async fn request_stamped(
+        &self,
+        method: impl Into<std::borrow::Cow<'static, str>>,
+        params: Params,
+        options: RequestOptions,
+        limits: SendOptions,
+        on_progress: &mut Option<ProgressSink>,
+        cancel: Option<CancelToken>,
+    ) -> Result<Payload, Error> {
         let key = self.next_key.fetch_add(1, Ordering::Relaxed);
         let (reply, mut answer) = reply::slot(on_progress.is_some());
         self.commands
             .send(Command::Request {
                 key,
                 method: method.into(),
-                params,
+                params: params.raw,
                 options,
                 limits,
+                stamped: params.stamped,
                 reply,
                 #[cfg(feature = "tracing")]
                 span: tracing::Span::current(),
@@ -1502,10 +1546,12 @@ struct CallParams<'a> {
 }
 
 /// A call's `_meta`: the caller's members, then the progress token (which replaces one the
-/// caller set).
+/// caller set), then the envelope of the session's stamp, if given (which replaces any
+/// envelope key the caller set).
 struct CallMeta<'a> {
     meta: Option<&'a JsonObject>,
     token: &'a ProgressToken,
+    stamp: Option<&'a modern::Stamp>,
 }
 
 impl serde::Serialize for CallMeta<'_> {
@@ -1513,12 +1559,25 @@ impl serde::Serialize for CallMeta<'_> {
         use serde::ser::SerializeMap;
         let members = self.meta.into_iter().flatten();
         let mut map = serializer.serialize_map(None)?;
-        for (key, value) in members.filter(|(key, _)| *key != crate::mcp::PROGRESS_TOKEN_KEY) {
+        let replaced = |key: &str| {
+            key == crate::mcp::PROGRESS_TOKEN_KEY
+                || (self.stamp.is_some() && modern::Stamp::is_envelope_key(key))
+        };
+        for (key, value) in members.filter(|(key, _)| !replaced(key)) {
             map.serialize_entry(key, value)?;
         }
         map.serialize_entry(crate::mcp::PROGRESS_TOKEN_KEY, self.token)?;
+        if let Some(stamp) = self.stamp {
+            stamp.write_members(&mut map)?;
+        }
         map.end()
     }
+}
+
+/// A request's params, and the stamp they were built with, if any.
+struct Params {
+    raw: Option<Box<RawValue>>,
+    stamped: Option<Arc<modern::Stamp>>,
 }
 
 /// What woke a waiting call. (Hand-written polling rather than `tokio::select!`, which would
@@ -1869,10 +1928,14 @@ impl Driver {
                 params,
                 options,
                 limits,
+                stamped,
                 reply,
                 #[cfg(feature = "tracing")]
                 span,
-            } => match self.session.request(&method, params, options, now) {
+            } => match self
+                .session
+                .request_stamped(&method, params, options, stamped.as_ref(), now)
+            {
                 Ok(id) => {
                     self.keys.insert(key, id.clone());
                     self.entries.insert(
@@ -2082,7 +2145,8 @@ impl Driver {
                     }
                 };
                 if let Some(connect) = self.connect.take() {
-                    let _ = connect.send(Ok((*ready, session_id)));
+                    let stamp = self.session.stamp().cloned();
+                    let _ = connect.send(Ok((*ready, session_id, stamp)));
                 }
             }
             Output::Transmit(transmit) => {

@@ -161,13 +161,61 @@ impl Envelope {
 #[derive(Clone, Debug)]
 pub(crate) struct Stamp {
     envelope: Envelope,
+    /// The members as text, for [`splice`].
     members: String,
+    /// Each member's value, for [`write_members`](Self::write_members).
+    #[cfg(feature = "client")]
+    values: [Box<RawValue>; 3],
 }
 
 impl Stamp {
     pub(crate) fn new(envelope: Envelope) -> Stamp {
         let members = envelope.members();
-        Stamp { envelope, members }
+        #[cfg(feature = "client")]
+        let raw = |value: Result<Box<RawValue>, serde_json::Error>| {
+            value.unwrap_or_else(|_| RawValue::NULL.to_owned())
+        };
+        #[cfg(feature = "client")]
+        let values = [
+            raw(serde_json::value::to_raw_value(envelope.version.as_str())),
+            raw(serde_json::value::to_raw_value(&envelope.capabilities)),
+            raw(serde_json::value::to_raw_value(&envelope.client_info)),
+        ];
+        Stamp {
+            envelope,
+            members,
+            #[cfg(feature = "client")]
+            values,
+        }
+    }
+
+    /// Whether `key` is one of the envelope's (a `_meta` member it replaces).
+    pub(crate) fn is_envelope_key(key: &str) -> bool {
+        [
+            PROTOCOL_VERSION_KEY,
+            CLIENT_CAPABILITIES_KEY,
+            CLIENT_INFO_KEY,
+        ]
+        .contains(&key)
+    }
+
+    /// Writes the envelope's members into a `_meta` being serialized, for params built with
+    /// it (which must hold no other member of those names: see
+    /// [`is_envelope_key`](Self::is_envelope_key)).
+    #[cfg(feature = "client")]
+    pub(crate) fn write_members<M: serde::ser::SerializeMap>(
+        &self,
+        map: &mut M,
+    ) -> Result<(), M::Error> {
+        let keys = [
+            PROTOCOL_VERSION_KEY,
+            CLIENT_CAPABILITIES_KEY,
+            CLIENT_INFO_KEY,
+        ];
+        for (key, value) in keys.into_iter().zip(&self.values) {
+            map.serialize_entry(key, value)?;
+        }
+        Ok(())
     }
 
     pub(crate) fn envelope(&self) -> &Envelope {
@@ -239,14 +287,7 @@ fn splice(params: &str, members: &str) -> Option<String> {
         loop {
             let (key, _, _, end) = next_member(inner, at)?;
             count += 1;
-            if count > MAX_PARAMS_MEMBERS
-                || [
-                    PROTOCOL_VERSION_KEY,
-                    CLIENT_CAPABILITIES_KEY,
-                    CLIENT_INFO_KEY,
-                ]
-                .contains(&key)
-            {
+            if count > MAX_PARAMS_MEMBERS || Stamp::is_envelope_key(key) {
                 return None;
             }
             at = skip_space(inner.as_bytes(), end);

@@ -43,6 +43,7 @@ mod tests;
 use crate::idmap::IdMap;
 use std::any::Any;
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::value::RawValue;
@@ -385,7 +386,7 @@ pub struct Session {
     /// The revision the probe in flight names, and whether it is the corrected second try.
     probe: Option<(ProtocolVersion, bool)>,
     /// The `_meta` envelope of every request, once a stateless revision is spoken.
-    envelope: Option<modern::Stamp>,
+    envelope: Option<Arc<modern::Stamp>>,
     /// The latest time an input carried: the deadline of a request the session queues in
     /// answer to an input that carries no time (a corrected probe after a transport failure).
     last_now: Option<Instant>,
@@ -496,7 +497,7 @@ impl Session {
 
     fn become_modern(&mut self, version: ProtocolVersion, server: Option<InitializeResult>) {
         self.probe = None;
-        self.envelope = Some(modern::Stamp::new(self.envelope_at(version)));
+        self.envelope = Some(Arc::new(modern::Stamp::new(self.envelope_at(version))));
         self.phase = Phase::Ready { version };
         self.server.clone_from(&server);
         self.outputs
@@ -719,6 +720,27 @@ impl Session {
         options: RequestOptions,
         now: Instant,
     ) -> Result<Id, RequestError> {
+        self.request_stamped(method, params, options, None, now)
+    }
+
+    /// The stamp this session puts on every request, at a stateless revision; a new one
+    /// when the revision changes.
+    #[cfg(feature = "client")]
+    pub(crate) fn stamp(&self) -> Option<&Arc<modern::Stamp>> {
+        self.envelope.as_ref()
+    }
+
+    /// [`request`](Self::request), with params that already carry the envelope of `stamp`
+    /// (written by [`modern::Stamp::write_members`]): taken as they are while `stamp` is the
+    /// session's current one, stamped as usual otherwise.
+    pub(crate) fn request_stamped(
+        &mut self,
+        method: &str,
+        params: Option<Box<RawValue>>,
+        options: RequestOptions,
+        stamp: Option<&Arc<modern::Stamp>>,
+        now: Instant,
+    ) -> Result<Id, RequestError> {
         match self.phase {
             Phase::Ready { .. } => {}
             Phase::Closed => return Err(RequestError::Closed),
@@ -749,11 +771,14 @@ impl Session {
                 ) {
                     return Err(not_in_revision());
                 }
-                Some(
-                    envelope
-                        .stamp(params.as_deref())
-                        .map_err(|_| not_in_revision())?,
-                )
+                match (stamp, params) {
+                    (Some(stamp), Some(params)) if Arc::ptr_eq(stamp, envelope) => Some(params),
+                    (_, params) => Some(
+                        envelope
+                            .stamp(params.as_deref())
+                            .map_err(|_| not_in_revision())?,
+                    ),
+                }
             }
         };
         Ok(self.enqueue_request(method, params, options, now))
@@ -773,7 +798,7 @@ impl Session {
             && matches!(self.phase, Phase::Ready { .. })
             && version.is_modern()
         {
-            self.envelope = Some(modern::Stamp::new(self.envelope_at(version)));
+            self.envelope = Some(Arc::new(modern::Stamp::new(self.envelope_at(version))));
             self.phase = Phase::Ready { version };
         }
     }

@@ -5,6 +5,8 @@
 #![allow(clippy::disallowed_methods)]
 
 use std::collections::HashMap;
+#[cfg(feature = "client")]
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -783,6 +785,32 @@ fn a_discover_result_makes_the_session_modern_with_no_initialize() {
         matches!(refused, RequestError::NotInRevision { .. }),
         "{refused}"
     );
+}
+
+#[cfg(feature = "client")]
+#[test]
+fn params_built_with_the_current_stamp_go_as_they_are_and_a_stale_one_is_stamped_again() {
+    let mut h = probing();
+    h.receive(json!({"jsonrpc": "2.0", "id": 0, "result": discover_result()}));
+    let stamp = h.session.stamp().cloned().expect("modern");
+    // The marker shows which way they went: as they are, nothing is added.
+    let params = || serde_json::value::to_raw_value(&json!({"name": "t", "_meta": {"m": 1}}));
+    let options = || RequestOptions::with_timeout(secs(5));
+    h.session
+        .request_stamped("tools/call", params().ok(), options(), Some(&stamp), h.now)
+        .unwrap();
+    h.pump();
+    assert_eq!(h.sent[1]["params"], json!({"name": "t", "_meta": {"m": 1}}));
+    // A new revision is a new stamp: params made with the old one get the new envelope.
+    h.session.switch_version(ProtocolVersion::V2026_07_28);
+    assert!(!Arc::ptr_eq(h.session.stamp().unwrap(), &stamp));
+    h.session
+        .request_stamped("tools/call", params().ok(), options(), Some(&stamp), h.now)
+        .unwrap();
+    h.pump();
+    let meta = &h.sent[2]["params"]["_meta"];
+    assert_eq!(meta["m"], 1);
+    assert_eq!(meta["io.modelcontextprotocol/protocolVersion"], DISCOVERED);
 }
 
 #[test]
