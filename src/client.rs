@@ -1561,7 +1561,7 @@ impl serde::Serialize for CallMeta<'_> {
         let mut map = serializer.serialize_map(None)?;
         let replaced = |key: &str| {
             key == crate::mcp::PROGRESS_TOKEN_KEY
-                || (self.stamp.is_some() && modern::Stamp::is_envelope_key(key))
+                || (self.stamp.is_some() && modern::is_envelope_key(key))
         };
         for (key, value) in members.filter(|(key, _)| !replaced(key)) {
             map.serialize_entry(key, value)?;

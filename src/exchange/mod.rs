@@ -1507,7 +1507,11 @@ impl Exchange {
         };
         let id = request.id.clone();
         let is_initialize = request.method == crate::mcp::methods::INITIALIZE;
-        let request_method = request.method.to_string();
+        let method_header = self
+            .learned
+            .modern
+            .then(|| method_header(&request.method))
+            .flatten();
         let body = message.encode().into_bytes();
         let uri = self.message_uri();
         self.log(|| format!("> POST {uri} {}", String::from_utf8_lossy(&body)));
@@ -1529,7 +1533,7 @@ impl Exchange {
         let mut op = Box::new(op);
         let mut request = self.build(Method::POST, uri, body, ACCEPT_BOTH);
         if self.learned.modern {
-            if let Ok(value) = HeaderValue::from_str(&request_method) {
+            if let Some(value) = method_header {
                 request.headers.insert(MCP_METHOD, value);
             }
             for (name, value) in limits.headers {
@@ -2437,6 +2441,29 @@ pub fn decode_reply(
             .map(|message| Output::Message(message.into_owned())),
     );
     Ok(())
+}
+
+/// The `Mcp-Method` value of a request: without a copy for the methods a client sends.
+fn method_header(method: &str) -> Option<HeaderValue> {
+    use crate::mcp::methods::*;
+    const KNOWN: [&str; 12] = [
+        TOOLS_CALL,
+        TOOLS_LIST,
+        SERVER_DISCOVER,
+        RESOURCES_READ,
+        RESOURCES_LIST,
+        RESOURCES_TEMPLATES_LIST,
+        PROMPTS_GET,
+        PROMPTS_LIST,
+        COMPLETION_COMPLETE,
+        SUBSCRIPTIONS_LISTEN,
+        TASKS_GET,
+        TASKS_RESULT,
+    ];
+    match KNOWN.iter().find(|known| **known == method) {
+        Some(known) => Some(HeaderValue::from_static(known)),
+        None => HeaderValue::from_str(method).ok(),
+    }
 }
 
 /// How far into a message [`names_method_early`] looks: past `{"jsonrpc":"2.0",` and a

@@ -3032,3 +3032,11 @@ fn a_replaced_bearer_goes_on_later_requests_and_is_redacted_when_echoed() {
     h.send_request(5, "tools/list");
     assert_eq!(h.last_sent().header("authorization"), None);
 }
+
+#[test]
+fn the_mcp_method_header_names_every_method_as_it_is() {
+    for method in ["tools/call", "server/discover", "acme/custom"] {
+        assert_eq!(method_header(method).unwrap(), method);
+    }
+    assert_eq!(method_header("bad\nname"), None);
+}

@@ -157,7 +157,18 @@ impl Envelope {
     }
 }
 
+/// Whether `key` is one of the envelope's (a `_meta` member that stamping replaces).
+pub(crate) fn is_envelope_key(key: &str) -> bool {
+    [
+        PROTOCOL_VERSION_KEY,
+        CLIENT_CAPABILITIES_KEY,
+        CLIENT_INFO_KEY,
+    ]
+    .contains(&key)
+}
+
 /// An envelope with its members serialized once, for the many requests of a session.
+#[cfg(feature = "session")]
 #[derive(Clone, Debug)]
 pub(crate) struct Stamp {
     envelope: Envelope,
@@ -168,6 +179,7 @@ pub(crate) struct Stamp {
     values: [Box<RawValue>; 3],
 }
 
+#[cfg(feature = "session")]
 impl Stamp {
     pub(crate) fn new(envelope: Envelope) -> Stamp {
         let members = envelope.members();
@@ -189,19 +201,8 @@ impl Stamp {
         }
     }
 
-    /// Whether `key` is one of the envelope's (a `_meta` member it replaces).
-    pub(crate) fn is_envelope_key(key: &str) -> bool {
-        [
-            PROTOCOL_VERSION_KEY,
-            CLIENT_CAPABILITIES_KEY,
-            CLIENT_INFO_KEY,
-        ]
-        .contains(&key)
-    }
-
     /// Writes the envelope's members into a `_meta` being serialized, for params built with
-    /// it (which must hold no other member of those names: see
-    /// [`is_envelope_key`](Self::is_envelope_key)).
+    /// it (which must hold no other member of those names: see [`is_envelope_key`]).
     #[cfg(feature = "client")]
     pub(crate) fn write_members<M: serde::ser::SerializeMap>(
         &self,
@@ -287,7 +288,7 @@ fn splice(params: &str, members: &str) -> Option<String> {
         loop {
             let (key, _, _, end) = next_member(inner, at)?;
             count += 1;
-            if count > MAX_PARAMS_MEMBERS || Stamp::is_envelope_key(key) {
+            if count > MAX_PARAMS_MEMBERS || is_envelope_key(key) {
                 return None;
             }
             at = skip_space(inner.as_bytes(), end);

@@ -262,10 +262,11 @@ impl Lanes {
 /// Whether a request's response stays open for as long as the session: not counted in its
 /// origin's lane.
 fn stays_open(request: &HttpRequest) -> bool {
+    const MCP_METHOD: http::HeaderName = http::HeaderName::from_static("mcp-method");
     request.method == http::Method::GET
         || request
             .headers
-            .get("mcp-method")
+            .get(&MCP_METHOD)
             .is_some_and(|method| method == "subscriptions/listen")
 }
 
