@@ -637,7 +637,7 @@ struct Flight {
 /// How far a [`Flight`] has got.
 enum Carrying {
     /// Waiting, at most the origin's patience, for a place in its lane.
-    Waiting(Entering, Option<HttpRequest>),
+    Waiting(Entering, Option<Box<HttpRequest>>),
     /// Sent (or about to be); the response head has not come.
     Requesting(ResponseFuture),
     Reading(Incoming),
@@ -664,7 +664,7 @@ impl Carrier {
             ready: ready.clone(),
         });
         let (place, state) = match lane.as_ref().map(|lane| pool.lanes.enter(lane)) {
-            Some(Err(entering)) => (None, Carrying::Waiting(entering, Some(request))),
+            Some(Err(entering)) => (None, Carrying::Waiting(entering, Some(Box::new(request)))),
             Some(Ok(place)) => (Some(place), issue(pool, request)),
             None => (None, issue(pool, request)),
         };
@@ -687,7 +687,7 @@ impl Flight {
                     };
                     self.place = place;
                     self.state = match request.take() {
-                        Some(request) => issue(pool, request),
+                        Some(request) => issue(pool, *request),
                         None => Carrying::Over,
                     };
                 }
