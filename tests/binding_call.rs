@@ -1068,6 +1068,30 @@ async fn a_burst_of_first_modern_calls_makes_one_client_on_few_connections() {
     assert!((1..=16).contains(&opened), "{opened} connections");
 }
 
+/// On one thread, 256 calls at once with the default limit of 16 use 16 connections: a
+/// call let go when another's response ends is sent only after the task that puts that
+/// response's connection back in the pool has run.
+#[tokio::test(flavor = "current_thread")]
+async fn a_call_let_go_by_the_origin_limit_reuses_the_connection_it_waited_for() {
+    let server = DemoServer::start().await.unwrap();
+    let pool = pool().with_origin_limit(16, Duration::from_secs(15));
+    let (caller, _log) = logged_caller(&server, &["echo"], pool);
+    let calls: Vec<_> = (0..256)
+        .map(|n| {
+            let caller = caller.clone();
+            tokio::spawn(async move {
+                let id = format!("call-{n}");
+                call(&caller, "echo", &id, json!({"message": "hi"})).await
+            })
+        })
+        .collect();
+    for call in calls {
+        assert_succeeded(&call.await.unwrap());
+    }
+    let opened = caller.pool().connections_opened();
+    assert!((1..=16).contains(&opened), "{opened} connections");
+}
+
 /// The origin limit never holds a call behind a slow one for longer than its patience: with
 /// one place and a call that takes seconds in it, another call goes out (on a connection
 /// of its own) and ends while the slow one still runs.

@@ -638,6 +638,11 @@ struct Flight {
 enum Carrying {
     /// Waiting, at most the origin's patience, for a place in its lane.
     Waiting(Entering, Option<Box<HttpRequest>>),
+    /// Has its place, and is sent once the tasks already woken have run. The place came
+    /// free when another request's response ended, and that request's connection goes back
+    /// to hyper's pool in a task woken at the same time: sent before it runs, the request
+    /// would find no idle connection and open one more.
+    Entered(Yielding, Box<HttpRequest>),
     /// Sent (or about to be); the response head has not come.
     Requesting(ResponseFuture),
     Reading(Incoming),
@@ -648,6 +653,7 @@ enum Carrying {
 }
 
 type Entering = std::pin::Pin<Box<dyn Future<Output = Option<OwnedSemaphorePermit>> + Send>>;
+type Yielding = std::pin::Pin<Box<dyn Future<Output = ()> + Send>>;
 type ResponseFuture = hyper_util::client::legacy::ResponseFuture;
 
 impl Carrier {
@@ -687,9 +693,22 @@ impl Flight {
                     };
                     self.place = place;
                     self.state = match request.take() {
-                        Some(request) => issue(pool, *request),
+                        Some(request) => {
+                            Carrying::Entered(Box::pin(tokio::task::yield_now()), request)
+                        }
                         None => Carrying::Over,
                     };
+                }
+                Carrying::Entered(yielding, _) => {
+                    if yielding.as_mut().poll(cx).is_pending() {
+                        return Poll::Pending;
+                    }
+                    let Carrying::Entered(_, request) =
+                        std::mem::replace(&mut self.state, Carrying::Over)
+                    else {
+                        return Poll::Pending;
+                    };
+                    self.state = issue(pool, *request);
                 }
                 Carrying::Requesting(response) => {
                     let Poll::Ready(response) = std::pin::Pin::new(response).poll(cx) else {
