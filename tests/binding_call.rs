@@ -1031,6 +1031,22 @@ fn logged_caller(
     (Arc::new(caller), log)
 }
 
+/// `n` `echo` calls at once, each in a task of its own; every one succeeds.
+async fn echo_at_once(caller: &Arc<Caller>, n: usize) {
+    let calls: Vec<_> = (0..n)
+        .map(|n| {
+            let caller = caller.clone();
+            tokio::spawn(async move {
+                let id = format!("call-{n}");
+                call(&caller, "echo", &id, json!({"message": "hi"})).await
+            })
+        })
+        .collect();
+    for call in calls {
+        assert_succeeded(&call.await.unwrap());
+    }
+}
+
 /// A burst of first calls to a modern server probes once and makes one client; with an
 /// origin limit of 4 (and the patience to wait for it) the 64 calls share a few
 /// connections. (A few, not 4: a request let go when another's response ended may find its
@@ -1040,23 +1056,7 @@ async fn a_burst_of_first_modern_calls_makes_one_client_on_few_connections() {
     let server = DemoServer::start().await.unwrap();
     let pool = pool().with_origin_limit(4, Duration::from_secs(15));
     let (caller, log) = logged_caller(&server, &["echo"], pool);
-    let calls: Vec<_> = (0..64)
-        .map(|n| {
-            let caller = caller.clone();
-            tokio::spawn(async move {
-                call(
-                    &caller,
-                    "echo",
-                    &format!("call-{n}"),
-                    json!({"message": "hi"}),
-                )
-                .await
-            })
-        })
-        .collect();
-    for call in calls {
-        assert_succeeded(&call.await.unwrap());
-    }
+    echo_at_once(&caller, 64).await;
     let made = log
         .lock()
         .unwrap()
@@ -1076,18 +1076,7 @@ async fn a_call_let_go_by_the_origin_limit_reuses_the_connection_it_waited_for()
     let server = DemoServer::start().await.unwrap();
     let pool = pool().with_origin_limit(16, Duration::from_secs(15));
     let (caller, _log) = logged_caller(&server, &["echo"], pool);
-    let calls: Vec<_> = (0..256)
-        .map(|n| {
-            let caller = caller.clone();
-            tokio::spawn(async move {
-                let id = format!("call-{n}");
-                call(&caller, "echo", &id, json!({"message": "hi"})).await
-            })
-        })
-        .collect();
-    for call in calls {
-        assert_succeeded(&call.await.unwrap());
-    }
+    echo_at_once(&caller, 256).await;
     let opened = caller.pool().connections_opened();
     assert!((1..=16).contains(&opened), "{opened} connections");
 }
