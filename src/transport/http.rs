@@ -500,8 +500,9 @@ impl HttpLink {
                 continue;
             };
             if matches!(frame, Frame::Data(_) | Frame::Head(..)) {
-                // It may have more at once: polled again after the others that are ready.
-                carrier.marker.requeue();
+                // It may have more at once: polled again after the others that are ready, in
+                // this turn of the driver, which asks for frames until there are none.
+                carrier.marker.enqueue();
             } else {
                 // Its place in the origin's lane goes with it.
                 self.carriers.remove(&stream);
@@ -533,8 +534,8 @@ impl HttpLink {
                         false => self.pool.lanes.lane(&request.uri, &mut self.lane),
                     };
                     let carrier = Carrier::new(&self.pool, stream, request, lane, &self.ready);
-                    // Polled first by the driver's next look at its link.
-                    carrier.marker.requeue();
+                    // Polled first by the driver's next look at its link, in this turn.
+                    carrier.marker.enqueue();
                     self.carriers.insert(stream, carrier);
                 }
                 // Dropping the request drops its response, and hyper closes its connection
@@ -594,18 +595,27 @@ struct Marker {
 }
 
 impl Marker {
+    /// Queues the request and wakes the driver (the request's waker fired).
     fn requeue(&self) {
-        if self.queued.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        let driver = {
-            let mut state = self.ready.lock();
-            state.streams.push_back(self.stream);
-            state.driver.take()
-        };
-        if let Some(driver) = driver {
+        if let Some(driver) = self.queue() {
             driver.wake();
         }
+    }
+
+    /// Queues the request for the driver that is running now, which looks at the queue again
+    /// before it sleeps: waking it would only poll it once more for nothing.
+    fn enqueue(&self) {
+        self.queue();
+    }
+
+    /// Puts the request in the queue unless it is there; the driver's waker, if registered.
+    fn queue(&self) -> Option<Waker> {
+        if self.queued.swap(true, Ordering::AcqRel) {
+            return None;
+        }
+        let mut state = self.ready.lock();
+        state.streams.push_back(self.stream);
+        state.driver.take()
     }
 }
 
