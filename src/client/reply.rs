@@ -171,14 +171,20 @@ mod tests {
         }
     }
 
+    /// A waker that counts its wakes.
+    fn counting() -> (Arc<Count>, Waker) {
+        let count = Arc::new(Count(AtomicUsize::new(0)));
+        let waker = Waker::from(count.clone());
+        (count, waker)
+    }
+
     fn progress(n: f64) -> ProgressNotificationParams {
         serde_json::from_value(serde_json::json!({"progressToken": 1, "progress": n})).unwrap()
     }
 
     #[test]
     fn progress_comes_before_the_answer_and_wakes_the_caller() {
-        let count = Arc::new(Count(AtomicUsize::new(0)));
-        let waker = Waker::from(count.clone());
+        let (count, waker) = counting();
         let cx = Context::from_waker(&waker);
         let (tx, mut rx) = slot::<u32>(true);
         assert!(rx.poll_next(&cx).is_pending());
@@ -200,8 +206,7 @@ mod tests {
 
     #[test]
     fn a_dropped_sender_closes_the_slot_and_unread_progress_is_dropped() {
-        let count = Arc::new(Count(AtomicUsize::new(0)));
-        let waker = Waker::from(count.clone());
+        let (count, waker) = counting();
         let cx = Context::from_waker(&waker);
         let (tx, mut rx) = slot::<u32>(false);
         tx.progress(progress(1.0));

@@ -647,7 +647,7 @@ struct Flight {
 /// How far a [`Flight`] has got.
 enum Carrying {
     /// Waiting, at most the origin's patience, for a place in its lane.
-    Waiting(Entering, Option<Box<HttpRequest>>),
+    Waiting(Entering, Box<HttpRequest>),
     /// Has its place, and is sent once the tasks already woken have run. The place came
     /// free when another request's response ended, and that request's connection goes back
     /// to hyper's pool in a task woken at the same time: sent before it runs, the request
@@ -680,7 +680,7 @@ impl Carrier {
             ready: ready.clone(),
         });
         let (place, state) = match lane.as_ref().map(|lane| pool.lanes.enter(lane)) {
-            Some(Err(entering)) => (None, Carrying::Waiting(entering, Some(Box::new(request)))),
+            Some(Err(entering)) => (None, Carrying::Waiting(entering, Box::new(request))),
             Some(Ok(place)) => (Some(place), issue(pool, request)),
             None => (None, issue(pool, request)),
         };
@@ -697,17 +697,16 @@ impl Flight {
     fn poll_frame(&mut self, pool: &HttpPool, cx: &mut Context<'_>) -> Poll<Frame> {
         loop {
             match &mut self.state {
-                Carrying::Waiting(entering, request) => {
+                Carrying::Waiting(entering, _) => {
                     let Poll::Ready(place) = entering.as_mut().poll(cx) else {
                         return Poll::Pending;
                     };
                     self.place = place;
-                    self.state = match request.take() {
-                        Some(request) => {
-                            Carrying::Entered(Box::pin(tokio::task::yield_now()), request)
-                        }
-                        None => Carrying::Over,
-                    };
+                    if let Carrying::Waiting(_, request) =
+                        std::mem::replace(&mut self.state, Carrying::Over)
+                    {
+                        self.state = Carrying::Entered(Box::pin(tokio::task::yield_now()), request);
+                    }
                 }
                 Carrying::Entered(yielding, _) => {
                     if yielding.as_mut().poll(cx).is_pending() {
