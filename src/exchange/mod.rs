@@ -482,6 +482,9 @@ pub fn decode_result_as<R: DeserializeOwned + Send + 'static>(
     })
 }
 
+/// The most decoded messages whose room [`Exchange`] keeps from one response chunk to the next.
+const DECODED_KEPT: usize = 16;
+
 /// A message at most this long is decoded by the hand-written envelope reader, cheaply
 /// enough to try it first as a progress notification (what most small messages on a call's
 /// stream are); a longer one is most likely the response itself.
@@ -795,6 +798,9 @@ pub struct Exchange {
     next_stream: u64,
     jitter: u64,
     outputs: VecDeque<Output>,
+    /// The messages decoded from a response chunk, on their way to `outputs` (an empty
+    /// buffer, kept for its capacity).
+    decoded: Vec<Output>,
 }
 
 impl std::fmt::Debug for Exchange {
@@ -837,6 +843,7 @@ impl Exchange {
                 (z ^ (z >> 31)) | 1
             },
             outputs: VecDeque::new(),
+            decoded: Vec::new(),
         }
     }
 
@@ -1770,7 +1777,8 @@ impl Exchange {
         let Some(decoder) = &mut op.decoder else {
             return Ok(());
         };
-        let mut messages = Vec::new();
+        // Kept between chunks, so that a chunk's messages cost no allocation.
+        let mut messages = std::mem::take(&mut self.decoded);
         let mut refused = None;
         let decode_result = op.decode_result;
         let mut events = false;
@@ -1808,7 +1816,11 @@ impl Exchange {
         if events {
             op.resumption.heard();
         }
-        self.outputs.extend(messages);
+        self.outputs.extend(messages.drain(..));
+        // A burst's buffer is not kept.
+        if messages.capacity() <= DECODED_KEPT {
+            self.decoded = messages;
+        }
         refused.map_or(Ok(()), Err)
     }
 
@@ -2203,7 +2215,10 @@ impl Exchange {
     /// A request to the endpoint (or the legacy message endpoint) with every header this
     /// session needs.
     fn build(&self, method: Method, uri: Uri, body: Vec<u8>, accept: &'static str) -> HttpRequest {
-        let mut headers = HeaderMap::new();
+        // Room for what the caller (`Mcp-Method`, `Mcp-Name`, some `Mcp-Param-*`), the driver
+        // (`Host`) and hyper (`Content-Length`) add, so that the map is made once rather than
+        // grown for each request.
+        let mut headers = HeaderMap::with_capacity(12 + self.config.headers.0.len());
         headers.insert(ACCEPT, HeaderValue::from_static(accept));
         if method == Method::POST {
             headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
@@ -2473,7 +2488,13 @@ const METHOD_SNIFF_BYTES: usize = 64;
 /// Whether a `"method"` key (or string) appears in the first bytes of a message, as it does
 /// in the notifications and requests servers send and rarely in a response.
 fn names_method_early(data: &[u8]) -> bool {
-    memchr::memmem::find(&data[..data.len().min(METHOD_SNIFF_BYTES)], b"\"method\"").is_some()
+    // Built once: building a searcher costs more than searching 64 bytes with it.
+    static METHOD_KEY: std::sync::OnceLock<memchr::memmem::Finder<'static>> =
+        std::sync::OnceLock::new();
+    METHOD_KEY
+        .get_or_init(|| memchr::memmem::Finder::new(b"\"method\""))
+        .find(&data[..data.len().min(METHOD_SNIFF_BYTES)])
+        .is_some()
 }
 
 fn lost(detail: String) -> Failure {

@@ -166,9 +166,30 @@ fn write_error<S: Sink>(out: &mut S, error: &ErrorObject<'_>) {
 
 fn write_id<S: Sink>(out: &mut S, id: &Id) {
     match id {
-        Id::Number(n) => out.push(&n.to_string()),
+        Id::Number(n) => out.push(decimal(*n, &mut [0; 20])),
         Id::String(s) => write_string(out, s),
     }
+}
+
+/// `n` in decimal, written at the end of `digits` (every `i64` fits in 20 bytes), without the
+/// allocation of `to_string`: an id is written for every message.
+fn decimal(n: i64, digits: &mut [u8; 20]) -> &str {
+    let mut rest = n.unsigned_abs();
+    let mut start = digits.len();
+    loop {
+        start -= 1;
+        digits[start] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    if n < 0 {
+        start -= 1;
+        digits[start] = b'-';
+    }
+    // Only ASCII digits and a sign were written.
+    std::str::from_utf8(&digits[start..]).unwrap_or("0")
 }
 
 /// Writes `s` as a JSON string. serde_json escapes exactly `"`, `\` and the control characters
@@ -256,5 +277,28 @@ pub(crate) fn one_line(json: &str) -> Cow<'_, str> {
         Cow::Owned(out)
     } else {
         Cow::Borrowed(json)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn decimal_writes_what_to_string_writes() {
+        for n in [
+            0,
+            1,
+            -1,
+            9,
+            10,
+            -10,
+            99,
+            100,
+            12_345,
+            i64::MAX,
+            i64::MIN,
+            i64::MIN + 1,
+        ] {
+            assert_eq!(super::decimal(n, &mut [0; 20]), n.to_string());
+        }
     }
 }

@@ -10,11 +10,16 @@
 pub(super) type FirstAndLast = (usize, usize);
 
 /// Finds the next CR or LF. On x86-64 an AVX2 (or else SSE2) searcher is built once per
-/// decoder and called directly: most lines are short, and `memchr::memchr2`'s per-call
+/// process and called directly: most lines are short, and `memchr::memchr2`'s per-call
 /// dispatch and setup cost more than scanning them (measured with callgrind on the parser
-/// bench: 78 instructions a call).
+/// bench: 78 instructions a call). The searchers are shared rather than held by each decoder:
+/// they hold 32-byte-aligned vectors, which would make every decoder (and whatever embeds one)
+/// an over-aligned allocation, the allocator's slow path.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct LineEnds {
+pub(super) struct LineEnds(&'static Searchers);
+
+#[derive(Debug)]
+struct Searchers {
     #[cfg(target_arch = "x86_64")]
     avx2: Option<memchr::arch::x86_64::avx2::memchr::Two>,
     /// Always `Some` on x86-64, where SSE2 is part of the baseline.
@@ -22,14 +27,16 @@ pub(super) struct LineEnds {
     sse2: Option<memchr::arch::x86_64::sse2::memchr::Two>,
 }
 
+static SEARCHERS: std::sync::OnceLock<Searchers> = std::sync::OnceLock::new();
+
 impl LineEnds {
     pub(super) fn new() -> Self {
-        LineEnds {
+        LineEnds(SEARCHERS.get_or_init(|| Searchers {
             #[cfg(target_arch = "x86_64")]
             avx2: memchr::arch::x86_64::avx2::memchr::Two::new(b'\r', b'\n'),
             #[cfg(target_arch = "x86_64")]
             sse2: memchr::arch::x86_64::sse2::memchr::Two::new(b'\r', b'\n'),
-        }
+        }))
     }
 
     /// The offset of the first CR or LF in `haystack`.
@@ -37,11 +44,11 @@ impl LineEnds {
     pub(super) fn find(&self, haystack: &[u8]) -> Option<usize> {
         // AVX2 pays off on long haystacks; on short ones it only adds a step down to SSE2.
         #[cfg(target_arch = "x86_64")]
-        if let Some(searcher) = self.avx2.as_ref().filter(|_| haystack.len() >= 64) {
+        if let Some(searcher) = self.0.avx2.as_ref().filter(|_| haystack.len() >= 64) {
             return searcher.find(haystack);
         }
         #[cfg(target_arch = "x86_64")]
-        if let Some(searcher) = &self.sse2 {
+        if let Some(searcher) = &self.0.sse2 {
             return searcher.find(haystack);
         }
         memchr::memchr2(b'\r', b'\n', haystack)
