@@ -478,3 +478,38 @@ async fn a_burst_of_first_connections_to_one_endpoint_probes_once() {
     }
     assert_eq!(posts(&server, "server/discover").len(), 1, "one probe");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_call_names_its_own_tool_and_its_host() {
+    // The client keeps the last tool's Mcp-Name and its origin's Host: neither may stick to
+    // the next call.
+    let server = modern_server(|req| match req.jsonrpc_method().as_deref() {
+        Some("tools/list") => tools(req, 0, "private"),
+        Some("tools/call") => text(req, "done"),
+        _ => Reply::empty(404),
+    })
+    .await;
+    let client = connect(&pool(), &server, ClientOptions::default()).await;
+    for tool in ["first", "second", "second", "first", "caf\u{e9}"] {
+        client
+            .call_tool(tool, None, CallOptions::default())
+            .await
+            .expect("the call succeeds");
+    }
+    let calls = posts(&server, "tools/call");
+    let names: Vec<_> = calls.iter().map(|c| c.header("mcp-name")).collect();
+    assert_eq!(
+        names,
+        [
+            Some("first"),
+            Some("second"),
+            Some("second"),
+            Some("first"),
+            Some("=?base64?Y2Fmw6k=?="),
+        ]
+    );
+    let host = server.addr().to_string();
+    for request in server.requests() {
+        assert_eq!(request.header_all("host"), [host.as_str()]);
+    }
+}

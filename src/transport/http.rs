@@ -191,6 +191,53 @@ struct Lane {
     multiplexed: std::sync::atomic::AtomicBool,
 }
 
+/// What a link keeps of the origin its last request went to (a session's requests go to one
+/// endpoint), so that a request neither hashes the origin under the pool's lock nor formats
+/// its `Host` header.
+struct KnownOrigin {
+    origin: Origin,
+    /// `None` when the pool counts no requests.
+    lane: Option<Arc<Lane>>,
+    /// The `Host` header hyper-util would otherwise format for each HTTP/1.1 request.
+    host: Option<http::HeaderValue>,
+}
+
+impl KnownOrigin {
+    fn new(origin: Origin, uri: &Uri, lanes: &Lanes) -> KnownOrigin {
+        KnownOrigin {
+            lane: lanes.counted(&origin),
+            host: host_header(uri),
+            origin,
+        }
+    }
+
+    fn is(&self, scheme: &http::uri::Scheme, authority: &http::uri::Authority) -> bool {
+        &self.origin.0 == scheme && &self.origin.1 == authority
+    }
+
+    /// The lane a request to this origin enters, while its connections are not multiplexed.
+    fn lane(&self) -> Option<Arc<Lane>> {
+        self.lane
+            .as_ref()
+            .filter(|lane| !lane.multiplexed.load(Ordering::Relaxed))
+            .cloned()
+    }
+}
+
+/// `uri`'s `Host` header as hyper-util writes it: the host, and the port unless it is the
+/// scheme's default.
+fn host_header(uri: &Uri) -> Option<http::HeaderValue> {
+    let host = uri.host()?;
+    let secure = matches!(uri.scheme_str(), Some("https" | "wss"));
+    let value = match uri.port() {
+        Some(port) if !matches!((port.as_u16(), secure), (443, true) | (80, false)) => {
+            http::HeaderValue::from_str(&format!("{host}:{port}"))
+        }
+        _ => http::HeaderValue::from_str(host),
+    };
+    value.ok()
+}
+
 impl Lanes {
     fn new(limit: usize, patience: Duration) -> Lanes {
         Lanes {
@@ -200,27 +247,12 @@ impl Lanes {
         }
     }
 
-    /// The lane of `uri`'s origin, when requests to it are counted: `known`, when it is the
-    /// lane of that origin (a session's requests go to one endpoint), else the pool's.
-    fn lane(&self, uri: &Uri, known: &mut Option<(Origin, Arc<Lane>)>) -> Option<Arc<Lane>> {
+    /// The lane of an origin, when requests to it are counted.
+    fn counted(&self, origin: &Origin) -> Option<Arc<Lane>> {
         if self.limit == 0 {
             return None;
         }
-        let (scheme, authority) = (uri.scheme()?, uri.authority()?);
-        let lane = match known {
-            Some(((known_scheme, known_authority), lane))
-                if known_scheme == scheme && known_authority == authority =>
-            {
-                lane.clone()
-            }
-            _ => {
-                let key = (scheme.clone(), authority.clone());
-                let lane = self.shared_lane(key.clone())?;
-                *known = Some((key, lane.clone()));
-                lane
-            }
-        };
-        (!lane.multiplexed.load(Ordering::Relaxed)).then_some(lane)
+        self.shared_lane(origin.clone())
     }
 
     fn shared_lane(&self, key: Origin) -> Option<Arc<Lane>> {
@@ -439,8 +471,8 @@ pub(crate) struct HttpLink {
     exchange: Exchange,
     carriers: IdMap<StreamId, Carrier>,
     ready: Arc<Ready>,
-    /// The lane of the origin the last request went to.
-    lane: Option<(Origin, Arc<Lane>)>,
+    /// The origin the last request went to.
+    origin: Option<KnownOrigin>,
 }
 
 impl HttpLink {
@@ -455,7 +487,7 @@ impl HttpLink {
             exchange: Exchange::new(config, seed),
             carriers: IdMap::default(),
             ready: Arc::new(Ready::default()),
-            lane: None,
+            origin: None,
         }
     }
 
@@ -523,15 +555,36 @@ impl HttpLink {
         }
     }
 
+    /// What the link knows of `uri`'s origin, learned again when it is not the last one's.
+    fn known_origin(&mut self, uri: &Uri) -> Option<&KnownOrigin> {
+        let (scheme, authority) = (uri.scheme()?, uri.authority()?);
+        if !self
+            .origin
+            .as_ref()
+            .is_some_and(|known| known.is(scheme, authority))
+        {
+            let origin = (scheme.clone(), authority.clone());
+            self.origin = Some(KnownOrigin::new(origin, uri, &self.pool.lanes));
+        }
+        self.origin.as_ref()
+    }
+
     /// The machine's next output for the session; requests to issue and aborts are carried
     /// out here.
     pub(crate) fn poll_output(&mut self) -> Option<Output> {
         loop {
             match self.exchange.poll_output()? {
-                Output::Send { stream, request } => {
+                Output::Send {
+                    stream,
+                    mut request,
+                } => {
+                    let known = self.known_origin(&request.uri);
+                    if let Some(host) = known.and_then(|known| known.host.clone()) {
+                        request.headers.entry(http::header::HOST).or_insert(host);
+                    }
                     let lane = match stays_open(&request) {
                         true => None,
-                        false => self.pool.lanes.lane(&request.uri, &mut self.lane),
+                        false => known.and_then(KnownOrigin::lane),
                     };
                     let carrier = Carrier::new(&self.pool, stream, request, lane, &self.ready);
                     // Polled first by the driver's next look at its link, in this turn.
@@ -906,7 +959,14 @@ struct Watched<T> {
 
 impl<T: Connection> Connection for Watched<T> {
     fn connected(&self) -> Connected {
-        self.inner.connected().extra(self.refusal.clone())
+        // The inner layers' flags, but not their extras: hyper-util copies every extra into
+        // each response's extensions, and nothing here reads the TCP layer's addresses.
+        let inner = self.inner.connected();
+        let mut connected = Connected::new().proxy(inner.is_proxied());
+        if inner.is_negotiated_h2() {
+            connected = connected.negotiated_h2();
+        }
+        connected.extra(self.refusal.clone())
     }
 }
 
@@ -971,4 +1031,27 @@ fn error_chain(error: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::host_header;
+
+    #[test]
+    fn the_host_header_names_the_port_unless_it_is_the_schemes_default() {
+        for (uri, host) in [
+            ("http://example.com/mcp", "example.com"),
+            ("http://example.com:80/mcp", "example.com"),
+            ("http://example.com:443/mcp", "example.com:443"),
+            ("https://example.com:443/mcp", "example.com"),
+            ("https://example.com:80/mcp", "example.com:80"),
+            ("http://127.0.0.1:37379/mcp", "127.0.0.1:37379"),
+            ("http://[::1]:8080/mcp", "[::1]:8080"),
+            ("https://user:pw@example.com:8443/", "example.com:8443"),
+        ] {
+            let uri: http::Uri = uri.parse().expect(uri);
+            assert_eq!(host_header(&uri).expect("a host"), host, "{uri}");
+        }
+        assert_eq!(host_header(&"/mcp".parse().expect("a path")), None);
+    }
 }
