@@ -47,6 +47,7 @@ use tokio::task::JoinHandle;
 use crate::error::Error;
 use crate::exchange::{Output as ExchangeOutput, SendOptions, StreamId};
 use crate::jsonrpc::{Id, Notification};
+use crate::mcp::ContentOnly;
 use crate::mcp::headers::{self as mcp_headers, ParamHeader};
 use crate::mcp::modern::{self, InputRequest, ResultEnvelope, ResultType};
 use crate::mcp::{
@@ -210,6 +211,9 @@ pub struct CallOptions {
     /// the call's `Mcp-Param-*` headers.
     /// Shared (an `Arc`), so that a caller making many calls with one schema copies none.
     pub input_schema: Option<Arc<serde_json::Value>>,
+    /// Reads the result without its `_meta` and unknown members (the binding layer, which
+    /// maps only the content).
+    pub(crate) content_only: bool,
 }
 
 impl Default for CallOptions {
@@ -223,6 +227,7 @@ impl Default for CallOptions {
             cancel: None,
             on_progress: None,
             input_schema: None,
+            content_only: false,
         }
     }
 }
@@ -331,6 +336,9 @@ pub struct Client {
     /// a caller that passes the same schema (the same `Arc`) call after call has it read
     /// once. At most [`MAX_SCHEMA_HEADERS`] tools.
     schema_headers: std::sync::Mutex<HashMap<String, SchemaHeaders>>,
+    /// The `Mcp-Name` header of the tool called last, encoded once for a caller that calls
+    /// one tool again and again.
+    name_header: std::sync::Mutex<Option<(String, HeaderValue)>>,
     /// Where the era verdict is kept for the next connection to the same endpoint.
     era_cache: Option<(EraCache, String)>,
     /// Where `tools/list` pages are kept, with the endpoint and the credentials' fingerprint.
@@ -796,6 +804,7 @@ impl Client {
             options,
             tool_headers: std::sync::Mutex::new(HashMap::new()),
             schema_headers: std::sync::Mutex::new(HashMap::new()),
+            name_header: std::sync::Mutex::new(None),
             era_cache: None,
             list_cache: None,
         })
@@ -990,7 +999,7 @@ impl Client {
         arguments: Option<&JsonObject>,
         input_schema: Option<&Arc<serde_json::Value>>,
     ) -> Result<Vec<(HeaderName, HeaderValue)>, Error> {
-        let mut headers: Vec<_> = mcp_name_header(name).into_iter().collect();
+        let mut headers: Vec<_> = self.name_header(name).into_iter().collect();
         let declared: Option<Arc<[ParamHeader]>> = match input_schema {
             Some(schema) => Some(self.schema_headers(name, schema)?),
             None => self
@@ -1011,6 +1020,21 @@ impl Client {
             }
         }
         Ok(headers)
+    }
+
+    /// The `Mcp-Name` header for the tool `name`.
+    fn name_header(&self, name: &str) -> Option<(HeaderName, HeaderValue)> {
+        if let Ok(last) = self.name_header.lock()
+            && let Some((last_name, value)) = last.as_ref()
+            && last_name == name
+        {
+            return Some((MCP_NAME, value.clone()));
+        }
+        let (header, value) = mcp_name_header(name)?;
+        if let Ok(mut last) = self.name_header.lock() {
+            *last = Some((name.to_owned(), value.clone()));
+        }
+        Some((header, value))
     }
 
     /// The headers `schema` declares for the tool `name`, read once per schema.
@@ -1055,15 +1079,19 @@ impl Client {
         arguments: Option<JsonObject>,
         options: CallOptions,
     ) -> Result<CallToolResult, Error> {
-        self.call_tool_with(name, arguments.as_ref(), options).await
+        self.call_tool_with(name, arguments.as_ref(), None::<(&str, &())>, options)
+            .await
     }
 
     /// [`call_tool`](Self::call_tool) with borrowed arguments (the binding layer's, which
-    /// it keeps).
-    pub(crate) async fn call_tool_with(
+    /// it keeps) and one more `_meta` member, written after those of `options.meta` (it
+    /// replaces one of the same name): the binding layer's caller identity, serialized
+    /// straight into the params rather than built as a `Value` first.
+    pub(crate) async fn call_tool_with<M: serde::Serialize + ?Sized>(
         &self,
         name: &str,
         arguments: Option<&JsonObject>,
+        member: Option<(&str, &M)>,
         mut options: CallOptions,
     ) -> Result<CallToolResult, Error> {
         let token = options.progress_token.take().unwrap_or_else(|| {
@@ -1090,6 +1118,7 @@ impl Client {
             arguments,
             meta: CallMeta {
                 meta: meta.as_ref(),
+                member,
                 token: &token,
                 stamp: stamp.as_deref(),
             },
@@ -1099,9 +1128,9 @@ impl Client {
         let started = now();
         let mut on_progress = options.on_progress.take();
         let cancel = options.cancel.take();
-        let mut current = original.clone();
-        // Whether `current` is `original`, which carries `stamp`.
-        let mut as_built = true;
+        // The params of an `input_required` retry; until one, `original`, which carries
+        // `stamp`.
+        let mut retry: Option<Box<RawValue>> = None;
         let (mut rounds, mut relisted, mut switched) = (0, false, false);
         loop {
             let elapsed = now().saturating_duration_since(started);
@@ -1110,12 +1139,15 @@ impl Client {
                 idle_timeout: options.idle_timeout,
                 progress_token: Some(token.clone()),
             };
-            let send = SendOptions::decoding::<CallToolResult>()
-                .with_max_response_bytes(options.max_response_bytes)
-                .with_headers(headers.clone());
+            let send = match options.content_only {
+                true => SendOptions::decoding::<ContentOnly>(),
+                false => SendOptions::decoding::<CallToolResult>(),
+            }
+            .with_max_response_bytes(options.max_response_bytes)
+            .with_headers(headers.clone());
             let params = Params {
-                raw: Some(current.clone()),
-                stamped: stamp.clone().filter(|_| as_built),
+                raw: Some(retry.as_ref().unwrap_or(&original).clone()),
+                stamped: stamp.clone().filter(|_| retry.is_none()),
             };
             let outcome = self
                 .request_stamped(
@@ -1186,12 +1218,12 @@ impl Client {
             let raw = match payload {
                 Payload::Raw(raw) if modern => raw,
                 // Decoded means complete: the typed reader takes no other result type.
-                payload => return typed(payload, methods::TOOLS_CALL),
+                payload => return call_result(payload, options.content_only),
             };
             let envelope = ResultEnvelope::read(&raw)
                 .map_err(|e| malformed_result(methods::TOOLS_CALL, &e))?;
             if envelope.result_type() == ResultType::Complete {
-                return typed(Payload::Raw(raw), methods::TOOLS_CALL);
+                return call_result(Payload::Raw(raw), options.content_only);
             }
             rounds += 1;
             if rounds > self.options.max_input_rounds {
@@ -1205,13 +1237,14 @@ impl Client {
                 )));
             }
             let responses = self.answer_input(&envelope).await?;
-            current = modern::retry_params(
-                Some(&original),
-                responses.as_deref(),
-                envelope.request_state.as_deref(),
-            )
-            .map_err(Error::internal)?;
-            as_built = false;
+            retry = Some(
+                modern::retry_params(
+                    Some(&original),
+                    responses.as_deref(),
+                    envelope.request_state.as_deref(),
+                )
+                .map_err(Error::internal)?,
+            );
         }
     }
 
@@ -1537,24 +1570,25 @@ impl Drop for Client {
 /// The params of `tools/call` as [`CallToolRequestParams`](crate::mcp::CallToolRequestParams) writes them, over the caller's
 /// arguments and `_meta` rather than copies of them.
 #[derive(serde::Serialize)]
-struct CallParams<'a> {
+struct CallParams<'a, M: serde::Serialize + ?Sized> {
     name: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     arguments: Option<&'a JsonObject>,
     #[serde(rename = "_meta")]
-    meta: CallMeta<'a>,
+    meta: CallMeta<'a, M>,
 }
 
-/// A call's `_meta`: the caller's members, then the progress token (which replaces one the
-/// caller set), then the envelope of the session's stamp, if given (which replaces any
-/// envelope key the caller set).
-struct CallMeta<'a> {
+/// A call's `_meta`: the caller's members and the one more it gave, then the progress token
+/// (which replaces one the caller set), then the envelope of the session's stamp, if given
+/// (which replaces any envelope key the caller set).
+struct CallMeta<'a, M: ?Sized> {
     meta: Option<&'a JsonObject>,
+    member: Option<(&'a str, &'a M)>,
     token: &'a ProgressToken,
     stamp: Option<&'a modern::Stamp>,
 }
 
-impl serde::Serialize for CallMeta<'_> {
+impl<M: serde::Serialize + ?Sized> serde::Serialize for CallMeta<'_, M> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
         let members = self.meta.into_iter().flatten();
@@ -1563,7 +1597,14 @@ impl serde::Serialize for CallMeta<'_> {
             key == crate::mcp::PROGRESS_TOKEN_KEY
                 || (self.stamp.is_some() && modern::is_envelope_key(key))
         };
-        for (key, value) in members.filter(|(key, _)| !replaced(key)) {
+        let member = self.member.filter(|(key, _)| !replaced(key));
+        let member_key = member.map(|(key, _)| key);
+        for (key, value) in
+            members.filter(|(key, _)| !replaced(key) && member_key != Some(key.as_str()))
+        {
+            map.serialize_entry(key, value)?;
+        }
+        if let Some((key, value)) = member {
             map.serialize_entry(key, value)?;
         }
         map.serialize_entry(crate::mcp::PROGRESS_TOKEN_KEY, self.token)?;
@@ -1599,8 +1640,10 @@ enum DriverWake {
 fn mcp_name_header(name: &str) -> Option<(HeaderName, HeaderValue)> {
     HeaderValue::from_str(&mcp_headers::encode_header_value(name))
         .ok()
-        .map(|value| (HeaderName::from_static("mcp-name"), value))
+        .map(|value| (MCP_NAME, value))
 }
+
+const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
 
 /// Whether a request was lost with its stream (not answered, not refused).
 fn stream_broke(error: &Error) -> bool {
@@ -1694,6 +1737,14 @@ fn typed<T: DeserializeOwned + 'static>(payload: Payload, method: &str) -> Resul
             .downcast::<T>()
             .map(|result| *result)
             .map_err(|_| malformed(&"decoded as another type")),
+    }
+}
+
+/// A `tools/call` result, read whole or for its content only (as the call's decoder read it).
+fn call_result(payload: Payload, content_only: bool) -> Result<CallToolResult, Error> {
+    match content_only {
+        true => typed::<ContentOnly>(payload, methods::TOOLS_CALL).map(|result| result.0),
+        false => typed(payload, methods::TOOLS_CALL),
     }
 }
 
@@ -1808,8 +1859,16 @@ fn now() -> std::time::Instant {
 
 impl Driver {
     async fn run(mut self) {
+        // One timer for the loop, moved when the next deadline moves: a timer made for each
+        // turn would be put into tokio's wheel and taken out again every time.
+        let sleep = tokio::time::sleep_until(now().into());
+        let mut sleep = std::pin::pin!(sleep);
+        let mut armed: Option<std::time::Instant> = None;
+        // The time of the last wake, for the turn it starts (a few microseconds old by the
+        // time the outputs are moved: no deadline is that close).
+        let mut woken = now();
         loop {
-            self.flush();
+            self.flush_at(woken);
             if self.link_closed {
                 if let Some(Some(reply)) = self.closing.take() {
                     let _ = reply.send(());
@@ -1823,12 +1882,12 @@ impl Driver {
                 }
                 (Link::Stdio { .. }, session) => session,
             };
-            let mut sleep = std::pin::pin!(async {
-                match deadline {
-                    Some(at) => tokio::time::sleep_until(at.into()).await,
-                    None => std::future::pending().await,
+            if deadline != armed {
+                if let Some(at) = deadline {
+                    sleep.as_mut().reset(at.into());
                 }
-            });
+                armed = deadline;
+            }
             let closing = self.closing.is_some();
             // Link events first and the deadline last: an answer that has arrived is taken in
             // before a timeout could fail its request.
@@ -1848,13 +1907,14 @@ impl Driver {
                 if !closing && let Poll::Ready(command) = self.commands.poll_recv(cx) {
                     return Poll::Ready(DriverWake::Command(command));
                 }
-                if sleep.as_mut().poll(cx).is_ready() {
+                if armed.is_some() && sleep.as_mut().poll(cx).is_ready() {
                     return Poll::Ready(DriverWake::Deadline);
                 }
                 Poll::Pending
             })
             .await;
             let now = now();
+            woken = now;
             match wake {
                 DriverWake::Http((stream, frame)) => {
                     if let Link::Http(link) = &mut self.link {
@@ -1884,9 +1944,15 @@ impl Driver {
                     }
                 },
                 DriverWake::Command(command) => match command {
-                    Some(Command::Close { reply }) => self.begin_close(Some(reply), now).await,
+                    Some(Command::Close { reply }) => {
+                        self.begin_close(Some(reply), now).await;
+                        woken = self::now();
+                    }
                     Some(command) => self.on_command(command, now),
-                    None => self.begin_close(None, now).await,
+                    None => {
+                        self.begin_close(None, now).await;
+                        woken = self::now();
+                    }
                 },
                 DriverWake::Deadline => {
                     self.session.handle_timeout(now);
@@ -2060,7 +2126,11 @@ impl Driver {
 
     /// Moves outputs between the session and the link until neither has any.
     fn flush(&mut self) {
-        let now = now();
+        self.flush_at(now());
+    }
+
+    /// [`flush`](Self::flush), at `now`.
+    fn flush_at(&mut self, now: std::time::Instant) {
         loop {
             let mut busy = false;
             while let Some(output) = self.session.poll_output() {
@@ -2276,4 +2346,63 @@ fn elicitation_refusal(failure: &Failure) -> Option<Error> {
              call through this client cannot give; the tool may have run"
         ),
     )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(meta: Option<JsonObject>, member: Option<(&str, &serde_json::Value)>) -> String {
+        let token = ProgressToken::String("call-1".to_owned());
+        let stamp = modern::Stamp::new(modern::Envelope {
+            version: ProtocolVersion::V2026_07_28,
+            capabilities: ClientCapabilities::default(),
+            client_info: crate::mcp::Implementation::new("mcpwire", "1"),
+        });
+        let arguments = serde_json::json!({"q": 1});
+        let params = CallParams {
+            name: "t",
+            arguments: arguments.as_object(),
+            meta: CallMeta {
+                meta: meta.as_ref(),
+                member,
+                token: &token,
+                stamp: Some(&stamp),
+            },
+        };
+        serde_json::to_string(&params).expect("params")
+    }
+
+    #[test]
+    fn a_call_member_goes_after_the_callers_and_replaces_one_of_its_name() {
+        let scope = serde_json::json!({"tenant_id": "t1"});
+        let meta = serde_json::json!({"a": 1, "host/scope": "old", "progressToken": "x"});
+        let written = params(meta.as_object().cloned(), Some(("host/scope", &scope)));
+        let value: serde_json::Value = serde_json::from_str(&written).expect("JSON");
+        let keys: Vec<_> = value["_meta"]
+            .as_object()
+            .expect("_meta")
+            .keys()
+            .cloned()
+            .collect();
+        // serde_json's map sorts its keys: the order written is checked on the text.
+        assert_eq!(keys.len(), 6, "{written}");
+        assert_eq!(value["_meta"]["host/scope"], scope);
+        assert_eq!(value["_meta"]["progressToken"], "call-1");
+        assert_eq!(value["_meta"]["a"], 1);
+        let at = |key: &str| written.find(&format!("\"{key}\"")).expect(key);
+        assert!(at("a") < at("host/scope") && at("host/scope") < at("progressToken"));
+        assert_eq!(written.matches("\"host/scope\"").count(), 1);
+        assert_eq!(written.matches("\"progressToken\"").count(), 1);
+
+        // A member named like the progress token or the envelope is not written.
+        let written = params(None, Some(("progressToken", &scope)));
+        assert!(!written.contains("tenant_id"), "{written}");
+        let written = params(
+            None,
+            Some(("io.modelcontextprotocol/protocolVersion", &scope)),
+        );
+        assert!(!written.contains("tenant_id"), "{written}");
+        assert!(written.contains(r#""io.modelcontextprotocol/protocolVersion":"2026-07-28""#));
+    }
 }

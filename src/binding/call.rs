@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::config::{
     AuthSettings, Binding, ClientCredential, ConfigError, ProxySetting, Server, TlsSettings,
@@ -387,6 +387,15 @@ pub struct Caller {
 /// The most bytes read from a binding's `client_secret_file` or `private_key_file`.
 const MAX_CREDENTIAL_FILE_BYTES: u64 = 64 * 1024;
 
+/// The caller's identity as a call's `_meta` carries it (members in the order a JSON object
+/// of them has always been written in).
+#[derive(serde::Serialize)]
+struct Scope<'a> {
+    call_id: &'a str,
+    session_id: &'a str,
+    tenant_id: &'a str,
+}
+
 /// A `_meta` key refused by [`Caller::set_scope_key`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ScopeKeyError(String);
@@ -689,19 +698,18 @@ impl Caller {
         #[cfg(feature = "tracing")]
         tracing::Span::current().record("protocol_version", client.protocol_version().as_str());
         // Steps 3 and 4: the call, with the caller's identity and live progress.
-        let mut meta = Map::new();
-        meta.insert(
-            self.scope_key.clone(),
-            json!({"tenant_id": context.tenant_id, "session_id": context.session_id, "call_id": context.call_id}),
-        );
-        let progress_sink = Arc::new(Mutex::new(on_progress));
-        let sink = progress_sink.clone();
+        let scope = Scope {
+            call_id: &context.call_id,
+            session_id: &context.session_id,
+            tenant_id: &context.tenant_id,
+        };
+        let mut on_progress = on_progress;
         let progress_call_id = context.call_id.clone();
         let options = CallOptions {
             timeout: timeout.saturating_sub(now() - started),
             idle_timeout: None,
             progress_token: Some(ProgressToken::String(context.call_id.clone())),
-            meta: Some(meta),
+            meta: None,
             max_response_bytes: Some(binding.max_output_bytes),
             cancel,
             input_schema: Some(prepared.input_schema.clone()),
@@ -712,13 +720,18 @@ impl Caller {
                     total: p.total,
                     message: p.message.clone(),
                 };
-                if let Ok(mut sink) = sink.lock() {
-                    (sink)(progress);
-                }
+                on_progress(progress);
             })),
+            // The result is mapped from its content alone (`finish_call`).
+            content_only: true,
         };
         let outcome = client
-            .call_tool_with(&binding.mcp_tool, Some(arguments), options)
+            .call_tool_with(
+                &binding.mcp_tool,
+                Some(arguments),
+                Some((&*self.scope_key, &scope)),
+                options,
+            )
             .await;
         // Step 5: close the session (DELETE), then report. A kept client that failed is
         // not used again.

@@ -93,6 +93,8 @@ pub use notifications::{
     CancelledNotificationParams, LoggingLevel, LoggingMessageNotificationParams,
     ProgressNotificationParams,
 };
+#[cfg(feature = "client")]
+pub(crate) use tools::ContentOnly;
 pub use tools::{
     CallToolRequestParams, CallToolResult, ListToolsRequestParams, ListToolsResult, TaskMetadata,
     TaskSupport, Tool, ToolAnnotations, ToolExecution,

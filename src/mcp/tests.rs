@@ -1703,3 +1703,74 @@ fn from_raw_keeps_unknown_blocks_byte_for_byte() {
     assert_eq!(t.as_text(), Some("x"));
     assert!(ContentBlock::from_raw(RawValue::from_string("[]".to_owned()).unwrap()).is_err());
 }
+
+/// A `tools/call` response read by both readers the client has (the fast typed one and
+/// serde_json's), as the whole result and as `ContentOnly`.
+#[cfg(feature = "client")]
+fn read_both_ways(result: &str) -> [Result<(CallToolResult, CallToolResult), String>; 2] {
+    let response = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{result}}}"#);
+    let fast = || -> Result<_, String> {
+        let whole = crate::jsonrpc::decode_response_as::<CallToolResult>(response.as_bytes())
+            .map_err(|e| format!("{e:?}"))?
+            .outcome
+            .map_err(|e| e.message.to_string())?;
+        let content = crate::jsonrpc::decode_response_as::<ContentOnly>(response.as_bytes())
+            .map_err(|e| format!("{e:?}"))?
+            .outcome
+            .map_err(|e| e.message.to_string())?;
+        Ok((whole, content.0))
+    };
+    let serde = || -> Result<_, String> {
+        let whole: CallToolResult = serde_json::from_str(result).map_err(|e| e.to_string())?;
+        let content: ContentOnly = serde_json::from_str(result).map_err(|e| e.to_string())?;
+        Ok((whole, content.0))
+    };
+    [fast(), serde()]
+}
+
+#[cfg(feature = "client")]
+#[test]
+fn a_content_only_result_keeps_the_content_and_drops_meta_and_unknown_members() {
+    let result = r#"{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s","version":"1"}},
+        "content":[{"type":"text","text":"hi"},{"type":"text","text":"there"}],
+        "structuredContent":{"n":1},"isError":false,"resultType":"complete","later":[1,{"a":2}]}"#;
+    for read in read_both_ways(result) {
+        let (whole, content) = read.expect("both read it");
+        assert!(whole.meta.is_some());
+        assert_eq!(whole.extra.len(), 2, "resultType and later");
+        assert_eq!(content.meta, None);
+        assert!(content.extra.is_empty());
+        assert_eq!(content.content, whole.content);
+        assert_eq!(content.structured_content, whole.structured_content);
+        assert_eq!(content.is_error, whole.is_error);
+    }
+}
+
+#[cfg(feature = "client")]
+#[test]
+fn a_content_only_result_is_refused_where_the_whole_one_is() {
+    // Each fails to read in full for a reason ContentOnly checks too, without keeping the
+    // member it is about.
+    for result in [
+        r#"{"content":[],"_meta":5}"#,
+        r#"{"content":[],"_meta":[]}"#,
+        r#"{"content":[],"_meta":{},"_meta":{}}"#,
+        r#"{"content":[],"resultType":"complete","resultType":"complete"}"#,
+        r#"{"content":[],"resultType":"input_required"}"#,
+        r#"{"content":[],"later":1,"later":2}"#,
+        r#"{"content":[{"type":"text"}]}"#,
+        r#"{"_meta":{}}"#,
+    ] {
+        for read in read_both_ways(result) {
+            assert!(read.is_err(), "{result} was read");
+        }
+        let content: Result<ContentOnly, _> = serde_json::from_str(result);
+        assert!(content.is_err(), "{result} was read as content only");
+        let response = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{result}}}"#);
+        let fast = crate::jsonrpc::decode_response_as::<ContentOnly>(response.as_bytes());
+        assert!(
+            !matches!(fast, Ok(ref r) if r.outcome.is_ok()),
+            "{result} was read as content only by the fast reader"
+        );
+    }
+}

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use serde::de::{Error as _, MapAccess, Visitor};
+use serde::de::{Error as _, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
@@ -350,12 +350,81 @@ impl CallToolResult {
 
 impl<'de> Deserialize<'de> for CallToolResult {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_map(CallToolResultVisitor)
+        deserializer.deserialize_map(CallToolResultVisitor { whole: true })
     }
 }
 
-/// Reads a [`CallToolResult`] member by member.
-struct CallToolResultVisitor;
+/// A [`CallToolResult`] read for its content alone, for a caller that looks at nothing else
+/// (the binding layer): `_meta` and the members it does not know are checked as JSON, as
+/// always, but not kept (`meta` is `None`, `extra` empty), which spares building them.
+#[cfg(feature = "client")]
+pub(crate) struct ContentOnly(pub(crate) CallToolResult);
+
+#[cfg(feature = "client")]
+impl<'de> Deserialize<'de> for ContentOnly {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer
+            .deserialize_map(CallToolResultVisitor { whole: false })
+            .map(ContentOnly)
+    }
+}
+
+/// A result's `content`, read into a list sized for the one block most results hold (a
+/// list grown from empty starts at room for four, an allocation four times larger).
+struct ContentList(Vec<ContentBlock>);
+
+impl<'de> Deserialize<'de> for ContentList {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ContentListVisitor;
+        impl<'de> Visitor<'de> for ContentListVisitor {
+            type Value = ContentList;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an array of content blocks")
+            }
+
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<ContentList, A::Error> {
+                let mut blocks = Vec::with_capacity(seq.size_hint().unwrap_or(1).clamp(1, 16));
+                while let Some(block) = seq.next_element()? {
+                    blocks.push(block);
+                }
+                Ok(ContentList(blocks))
+            }
+        }
+        deserializer.deserialize_seq(ContentListVisitor)
+    }
+}
+
+/// A `_meta` object read and dropped.
+struct SkippedObject;
+
+impl<'de> Deserialize<'de> for SkippedObject {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct SkippedObjectVisitor;
+        impl<'de> Visitor<'de> for SkippedObjectVisitor {
+            type Value = SkippedObject;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<SkippedObject, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(SkippedObject)
+            }
+        }
+        deserializer.deserialize_map(SkippedObjectVisitor)
+    }
+}
+
+/// Reads a [`CallToolResult`] member by member; all of it, or only what [`ContentOnly`]
+/// keeps.
+struct CallToolResultVisitor {
+    whole: bool,
+}
 
 impl<'de> Visitor<'de> for CallToolResultVisitor {
     type Value = CallToolResult;
@@ -381,16 +450,26 @@ impl<'de> Visitor<'de> for CallToolResultVisitor {
         let mut is_error = None;
         let mut meta = None;
         let mut extra = JsonObject::new();
+        // What a `ContentOnly` read saw and dropped, for the checks for duplicates.
+        let mut skipped_meta: Option<Option<SkippedObject>> = None;
+        let (mut result_type_seen, mut skipped) = (false, Vec::new());
         while let Some(MemberName(key)) = map.next_key()? {
             match &*key {
-                "content" => once(&mut content, map.next_value()?, "content")?,
+                "content" => once(&mut content, map.next_value::<ContentList>()?.0, "content")?,
                 "structuredContent" => once(
                     &mut structured_content,
                     map.next_value::<Option<Value>>()?,
                     "structuredContent",
                 )?,
                 "isError" => once(&mut is_error, map.next_value::<Option<bool>>()?, "isError")?,
-                "_meta" => once(&mut meta, map.next_value::<Option<Meta>>()?, "_meta")?,
+                "_meta" if self.whole => {
+                    once(&mut meta, map.next_value::<Option<Meta>>()?, "_meta")?;
+                }
+                "_meta" => once(
+                    &mut skipped_meta,
+                    map.next_value::<Option<SkippedObject>>()?,
+                    "_meta",
+                )?,
                 // 2026-07-28: only a complete result is a CallToolResult; an `input_required`
                 // one is read by the caller from the raw result (`modern::ResultEnvelope`).
                 "resultType" => {
@@ -400,16 +479,32 @@ impl<'de> Visitor<'de> for CallToolResultVisitor {
                             "resultType {value} is not a complete result"
                         )));
                     }
-                    if extra.insert("resultType".to_owned(), value).is_some() {
+                    let seen = match self.whole {
+                        true => extra.insert("resultType".to_owned(), value).is_some(),
+                        false => std::mem::replace(&mut result_type_seen, true),
+                    };
+                    if seen {
                         return Err(A::Error::duplicate_field("resultType"));
                     }
                 }
                 _ => {
-                    let value = map.next_value::<Value>()?;
-                    if extra.contains_key(&*key) {
+                    let seen = match self.whole {
+                        true => extra.contains_key(&*key),
+                        false => skipped.contains(&key),
+                    };
+                    if seen {
                         return Err(A::Error::custom(format_args!("duplicate field `{key}`")));
                     }
-                    extra.insert(key.into_owned(), value);
+                    match self.whole {
+                        true => {
+                            let value = map.next_value::<Value>()?;
+                            extra.insert(key.into_owned(), value);
+                        }
+                        false => {
+                            map.next_value::<IgnoredAny>()?;
+                            skipped.push(key);
+                        }
+                    }
                 }
             }
         }
