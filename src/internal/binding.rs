@@ -12,7 +12,7 @@ use crate::binding::config::{
 };
 use crate::binding::schema::{CompiledSchema, compile};
 use crate::error::{Error, ErrorKind};
-use crate::mcp::{CallToolResult, ContentBlock};
+use crate::mcp::{CallToolResult, ContentBlock, ContentOnly};
 use crate::session::{Delivery, Failure, FailureKind};
 
 /// The `max_output_bytes` a `call_result` input chooses from (its first byte, low 3 bits).
@@ -42,7 +42,39 @@ fn output_schemas() -> &'static [CompiledSchema] {
     })
 }
 
-/// The failure kinds a call's result can end in, once the result reached the client.
+/// A binding reads its results as [`ContentOnly`] (`_meta` and unknown members checked, not
+/// kept), by the typed reader the exchange runs and by serde_json's (the client's reading of
+/// a raw result). Wherever the whole result reads, both must read it too, with the same
+/// content, and the pipeline must map it to the same outcome.
+fn check_content_only(
+    bytes: &[u8],
+    whole: &CallToolResult,
+    mapped: &ToolResult,
+    schema: Option<&CompiledSchema>,
+    limit: u64,
+) {
+    let response = [br#"{"jsonrpc":"2.0","id":1,"result":"#, bytes, b"}"].concat();
+    let typed = crate::jsonrpc::decode_response_as::<ContentOnly>(&response)
+        .ok()
+        .and_then(|response| response.outcome.ok())
+        .map(|content| content.0);
+    let serde = serde_json::from_slice::<ContentOnly>(bytes)
+        .ok()
+        .map(|content| content.0);
+    // The typed reader may give up (it then leaves the result to serde_json): only what it
+    // reads is compared.
+    let serde = serde.expect("a result read whole is read for its content");
+    for content in typed.iter().chain([&serde]) {
+        assert_eq!(content.content, whole.content);
+        assert_eq!(content.structured_content, whole.structured_content);
+        assert_eq!(content.is_error, whole.is_error);
+        assert!(content.meta.is_none() && content.extra.is_empty());
+    }
+    let again = finish_call("call-1", Ok(serde), schema, limit);
+    assert_eq!(&again, mapped, "the content alone maps to the same outcome");
+}
+
+/// The failure kinds a call's result can end in, once the result reached the client./// The failure kinds a call's result can end in, once the result reached the client.
 const RESULT_FAILURE_KINDS: [&str; 5] = [
     "output_too_large",
     "protocol",
@@ -62,7 +94,9 @@ const RESULT_FAILURE_KINDS: [&str; 5] = [
 /// valid against the schema, `isError` results kept with `unknown_outcome` false, every
 /// other failure `unknown_outcome` true); the content holds the result's blocks in order plus
 /// at most one mirror of the structured content; the printed event is one line of JSON equal
-/// to [`ToolResult::to_json`], and its size is bounded by the input's.
+/// to [`ToolResult::to_json`], and its size is bounded by the input's; a result read whole is
+/// also read as [`ContentOnly`] (what a binding call reads) by both readers, with the same
+/// content and the same outcome.
 pub fn fuzz_call_result(data: &[u8]) {
     let Some((&knob, result_bytes)) = data.split_first() else {
         return;
@@ -86,6 +120,9 @@ pub fn fuzz_call_result(data: &[u8]) {
     };
     let result = finish_call("call-1", outcome, schema, limit);
     check_event(&result, result_bytes.len());
+    if let Some(whole) = &decoded {
+        check_content_only(result_bytes, whole, &result, schema, limit);
+    }
 
     let kind = result.error_kind().map(ErrorKind::as_str);
     if let Some(error_kind) = result.error_kind() {
