@@ -2651,7 +2651,8 @@ fn resolve_same_origin(base: &Uri, reference: &str) -> Result<Uri, String> {
     }
 }
 
-fn default_port(uri: &Uri) -> Option<u16> {
+/// The port `uri`'s scheme implies when it names none.
+pub(crate) fn default_port(uri: &Uri) -> Option<u16> {
     match uri.scheme_str() {
         Some("https") => Some(443),
         Some("http") => Some(80),

@@ -451,7 +451,6 @@ impl<'de> Visitor<'de> for CallToolResultVisitor {
         let mut meta = None;
         let mut extra = JsonObject::new();
         // What a `ContentOnly` read saw and dropped, for the checks for duplicates.
-        let mut skipped_meta: Option<Option<SkippedObject>> = None;
         let (mut result_type_seen, mut skipped) = (false, Vec::new());
         while let Some(MemberName(key)) = map.next_key()? {
             match &*key {
@@ -462,14 +461,14 @@ impl<'de> Visitor<'de> for CallToolResultVisitor {
                     "structuredContent",
                 )?,
                 "isError" => once(&mut is_error, map.next_value::<Option<bool>>()?, "isError")?,
-                "_meta" if self.whole => {
-                    once(&mut meta, map.next_value::<Option<Meta>>()?, "_meta")?;
+                "_meta" => {
+                    // Read whole, or checked and dropped (`None` either way when null).
+                    let value = match self.whole {
+                        true => map.next_value::<Option<Meta>>()?,
+                        false => map.next_value::<Option<SkippedObject>>()?.and(None),
+                    };
+                    once(&mut meta, value, "_meta")?;
                 }
-                "_meta" => once(
-                    &mut skipped_meta,
-                    map.next_value::<Option<SkippedObject>>()?,
-                    "_meta",
-                )?,
                 // 2026-07-28: only a complete result is a CallToolResult; an `input_required`
                 // one is read by the caller from the raw result (`modern::ResultEnvelope`).
                 "resultType" => {

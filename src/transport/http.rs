@@ -228,9 +228,8 @@ impl KnownOrigin {
 /// scheme's default.
 fn host_header(uri: &Uri) -> Option<http::HeaderValue> {
     let host = uri.host()?;
-    let secure = matches!(uri.scheme_str(), Some("https" | "wss"));
     let value = match uri.port() {
-        Some(port) if !matches!((port.as_u16(), secure), (443, true) | (80, false)) => {
+        Some(port) if Some(port.as_u16()) != crate::exchange::default_port(uri) => {
             http::HeaderValue::from_str(&format!("{host}:{port}"))
         }
         _ => http::HeaderValue::from_str(host),
