@@ -407,17 +407,6 @@ impl Error {
         Error::new(ErrorKind::Internal, error.to_string())
     }
 
-    /// The same error with every occurrence of `secret` in its text replaced: a server may
-    /// echo a credential back (in a challenge, an error message or its data).
-    pub(crate) fn redacted(mut self, secret: &crate::transport::Secret) -> Self {
-        self.message = secret.redact(&self.message);
-        if let Some(failure) = &mut self.failure {
-            failure.detail = secret.redact(&failure.detail);
-            failure.map_data(|data| secret.redact(data));
-        }
-        self
-    }
-
     /// What kind of error this is.
     pub fn kind(&self) -> ErrorKind {
         self.kind

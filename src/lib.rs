@@ -146,6 +146,8 @@ mod base64;
 pub mod binding;
 #[cfg(feature = "client")]
 pub mod client;
+#[cfg(feature = "client")]
+mod connection;
 #[cfg(feature = "demo")]
 pub mod demo;
 #[cfg(feature = "client")]

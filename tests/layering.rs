@@ -12,6 +12,8 @@ const PURE_MODULES: &[&str] = &[
     // The OAuth core: http's types, serde and ring only (the system's randomness is not I/O
     // in this sense, and ring touches no socket or clock).
     "src/auth",
+    // The connection machine: every request-level rule, over the session and the exchange.
+    "src/connection",
 ];
 const FORBIDDEN: &[&str] = &[
     "tokio",

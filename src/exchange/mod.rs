@@ -926,6 +926,11 @@ impl Exchange {
         self.hold_refusals = hold;
     }
 
+    /// Whether refused requests wait for a new token ([`hold_refusals`](Self::hold_refusals)).
+    pub fn holds_refusals(&self) -> bool {
+        self.hold_refusals
+    }
+
     /// Sends the refused request `id` again, with `token` (which also goes on every later
     /// request). A token that is the one the request was refused with fails the request
     /// instead; an `id` not waiting (settled meanwhile) is ignored.

@@ -1,29 +1,23 @@
-//! The `http_response` harness: raw HTTP responses from the fuzz input answer the sans-IO
-//! Streamable HTTP machines ([`Session`] and [`Exchange`]) in memory, wired as the client
-//! driver wires them (`Driver::flush` in `client.rs`), for a `tools/call` request, for the
+//! The `http_response` harness: raw HTTP responses from the fuzz input answer the client's
+//! own connection machine (the [`Connection`] the client driver runs, with its session and
+//! Streamable HTTP exchange inside) in memory, for a `tools/call` operation, for the
 //! notifications the session sends, and for the GETs that resume a response stream. No socket,
-//! no runtime, no clock: a fake clock jumps to the machines' next deadline whenever no frame is
-//! waiting, so an input runs at parser speed.
+//! no runtime, no clock: a fake clock jumps to the machine's next deadline whenever no frame
+//! is waiting, so an input runs at parser speed.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
-use serde_json::value::RawValue;
 
 use crate::binding::call::finish_call;
+use crate::connection::{CallTool, Connection, Limits, OpError, OpId, Outcome, Output};
 use crate::error::{Error, ErrorKind};
-use crate::exchange::{
-    Exchange, HttpConfig, HttpLimits, HttpRequest, Output as ExchangeOutput, SendOptions, StreamId,
-    TransportError,
-};
-use crate::jsonrpc::Id;
-use crate::mcp::{CallToolRequestParams, CallToolResult, ProgressToken, methods};
+use crate::exchange::{Exchange, HttpConfig, HttpLimits, HttpRequest, StreamId, TransportError};
+use crate::mcp::{CallToolResult, ProgressToken};
 use crate::secret::Secret;
-use crate::session::{
-    self, Delivery, Failure, FailureKind, Output, Payload, RequestOptions, ResumePolicy, Session,
-};
+use crate::session::{self, ResumePolicy};
 use crate::sse;
 
 /// Separates the responses in the input.
@@ -87,9 +81,9 @@ struct Script {
 /// stream-resuming GETs in order (after them a GET fails with [`TransportError::Lost`], as a
 /// connection closed unanswered does). The `DELETE` is answered `200`.
 ///
-/// Everything runs in memory: the harness drives [`Session`] and [`Exchange`] exactly as the
-/// client driver does, plays the server for each [`ExchangeOutput::Send`], and when no frame
-/// is waiting moves a fake clock to the earlier of the two machines' `poll_timeout`. Frames of
+/// Everything runs in memory: the harness drives the [`Connection`] exactly as the client
+/// driver does, plays the server for each [`Output::HttpSend`], and when no frame is waiting
+/// moves a fake clock to the machine's `poll_timeout`. Frames of
 /// concurrent responses are delivered one at a time, round robin by stream. Each raw response
 /// is read as hyper would: the head with `httparse` (an unparseable or incomplete head, an
 /// invalid header name or value, or an invalid `Content-Length` is
@@ -113,8 +107,8 @@ struct Script {
 /// or of the machines, even when the server echoes it; every request goes to the configured
 /// origin with the token, marked sensitive so that its `Debug` hides it (what the server chose
 /// and the client echoes, an event id in `Last-Event-ID` or a request id in an answer, may
-/// still show there, as the server sent it); closing (`Session::close`, then
-/// `Exchange::close`) reaches `Closed` within the close timeout plus slack.
+/// still show there, as the server sent it); closing (`Connection::close`)
+/// reaches `Closed` within the close timeout plus slack.
 pub fn fuzz_http_response(data: &[u8]) {
     let Some((&knob, rest)) = data.split_first() else {
         return;
@@ -327,10 +321,9 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     memchr::memmem::find(haystack, needle).is_some()
 }
 
-/// The session, the exchange, the in-memory server and the fake clock.
+/// The connection machine, the in-memory server and the fake clock.
 struct Harness {
-    session: Session,
-    exchange: Exchange,
+    connection: Connection,
     secret: Secret,
     now: Instant,
     script: Script,
@@ -340,14 +333,14 @@ struct Harness {
     cursor: Option<StreamId>,
     resumes_served: usize,
     steps: usize,
-    /// Set by `Output::Ready` (`Ok`) or a failed initialize settlement.
-    connected: Option<Result<(), Failure>>,
-    /// The call's id and limits, once made.
-    call: Option<(Id, SendOptions)>,
+    /// Set by `Output::Connected` (`Ok`) or `Output::ConnectFailed`.
+    connected: Option<Result<(), OpError>>,
+    /// The call's operation, once made.
+    call: Option<OpId>,
     /// The stream of the `tools/call` POST, and the status its head had.
     call_stream: Option<StreamId>,
     call_status: Option<u16>,
-    call_outcome: Option<Result<Payload, Failure>>,
+    call_outcome: Option<Result<Outcome, OpError>>,
     closed: bool,
 }
 
@@ -377,13 +370,22 @@ impl Harness {
                 "the token shows in a log line: {line}"
             );
         }));
+        let secrets = config.secrets();
+        let session = session::Config {
+            // The harness drives the 2025-era handshake over HTTP.
+            era: session::EraPolicy::Legacy,
+            ..session::Config::default()
+        };
+        let limits = Limits {
+            request_timeout: Duration::from_secs(30),
+            max_list_pages: 100,
+            max_tools: 10_000,
+            max_input_rounds: 8,
+            answers_input: false,
+            process_id: 1,
+        };
         Harness {
-            session: Session::new(session::Config {
-                // The harness drives the 2025-era handshake over HTTP.
-                era: session::EraPolicy::Legacy,
-                ..session::Config::default()
-            }),
-            exchange: Exchange::new(config, 0x5EED),
+            connection: Connection::http(session, Exchange::new(config, 0x5EED), limits, secrets),
             secret: Secret::new(TOKEN),
             now: origin(),
             script,
@@ -401,38 +403,32 @@ impl Harness {
     }
 
     fn run(mut self, max_response_bytes: u64) {
-        // Connecting: Ready (or a failed initialize).
-        self.session.start(self.now);
+        // Connecting: the handshake (or its failure).
+        self.connection.start(self.now);
         self.flush();
         while self.connected.is_none() {
             self.step("connecting");
         }
-        if let Some(Err(failure)) = &self.connected {
-            panic!("connecting failed on a notification's reply: {failure:?}");
+        if let Some(Err(error)) = &self.connected {
+            panic!("connecting failed on a notification's reply: {error:?}");
         }
 
         // The call, as `Client::call_tool` makes it.
-        let token = ProgressToken::String("mcpwire-fuzz-0".to_owned());
-        let mut params = CallToolRequestParams::new("echo", None);
-        params.set_progress_token(&token);
-        let Ok(params) = serde_json::value::to_raw_value(&params) else {
-            unreachable!("call params serialize");
-        };
-        let options = RequestOptions {
+        let call = CallTool {
+            name: "echo".to_owned(),
+            arguments: None,
+            meta: None,
+            member: None,
+            progress_token: Some(ProgressToken::String("mcpwire-fuzz-0".to_owned())),
             timeout: CALL_TIMEOUT,
             idle_timeout: None,
-            progress_token: Some(token),
+            max_response_bytes: Some(max_response_bytes),
+            content_only: false,
+            input_schema: None,
+            raw: false,
         };
-        let limits = SendOptions::decoding::<CallToolResult>()
-            .with_max_response_bytes(Some(max_response_bytes));
-        let id = match self
-            .session
-            .request(methods::TOOLS_CALL, Some(params), options, self.now)
-        {
-            Ok(id) => id,
-            Err(refused) => panic!("the call was refused after connecting: {refused}"),
-        };
-        self.call = Some((id, limits));
+        let op = self.connection.call_tool(call, self.now);
+        self.call = Some(op);
         let deadline = self.now + CALL_TIMEOUT;
         self.flush();
         while self.call_outcome.is_none() {
@@ -449,7 +445,11 @@ impl Harness {
         let Some(settled) = self.call_outcome.take() else {
             unreachable!("the loop ran until the call settled");
         };
-        let outcome = self.as_client_returns(settled);
+        let outcome = match settled {
+            Ok(Outcome::Call(result)) => Ok(result),
+            Ok(other) => panic!("a call ended with {other:?}"),
+            Err(error) => Err(crate::client::op_error(error)),
+        };
         self.check_outcome(&outcome);
 
         // The binding pipeline classifies the same way.
@@ -463,61 +463,26 @@ impl Harness {
             "the token shows in the pipeline's result"
         );
 
-        // Closing, as `Driver::begin_close` does.
+        // Closing, as the client's driver does.
         let closing = self.now;
-        self.session.close();
-        self.flush();
-        self.exchange.close(self.now);
+        let close_timeout = self
+            .connection
+            .exchange_ref()
+            .map_or(Duration::ZERO, |exchange| exchange.config().close_timeout);
+        self.connection.close(self.now);
         self.flush();
         while !self.closed {
             self.step("closing");
             assert!(
-                self.now <= closing + self.exchange.config().close_timeout + SLACK,
+                self.now <= closing + close_timeout + SLACK,
                 "closing outlived the close timeout"
             );
         }
         assert!(
-            !format!("{:?} {:?}", self.session, self.exchange).contains(TOKEN),
-            "the token shows in the machines' Debug output"
+            !format!("{:?}", self.connection.exchange_ref()).contains(TOKEN),
+            "the token shows in the machine's Debug output"
         );
-    }
-
-    /// The session's settlement of the call as `Client::call_tool` returns it: credentials
-    /// redacted from the result (`redact_result`) and the error (`redact`), the result parsed.
-    fn as_client_returns(
-        &self,
-        settled: Result<Payload, Failure>,
-    ) -> Result<CallToolResult, Error> {
-        let secrets = std::slice::from_ref(&self.secret);
-        let raw = match settled {
-            Err(failure) => return Err(Error::from_failure(failure).redacted(&self.secret)),
-            // Decoded by the exchange, which does so only when the reply echoes no token.
-            Ok(Payload::Decoded(decoded)) => {
-                let result = decoded
-                    .downcast::<CallToolResult>()
-                    .expect("the call's decoder gives a CallToolResult");
-                return Ok(*result);
-            }
-            Ok(Payload::Raw(raw)) if !self.secret.appears_in(raw.get()) => raw,
-            Ok(Payload::Raw(raw)) => {
-                RawValue::from_string(crate::transport::redact_all(secrets, raw.get())).map_err(
-                    |_| {
-                        Error::from_failure(Failure::new(
-                            FailureKind::Protocol,
-                            Delivery::Answered,
-                            "the result holds a credential where it cannot be redacted",
-                        ))
-                    },
-                )?
-            }
-        };
-        serde_json::from_str(raw.get()).map_err(|e| {
-            Error::from_failure(Failure::new(
-                FailureKind::Protocol,
-                Delivery::Answered,
-                format!("the tools/call result is malformed: {e}"),
-            ))
-        })
+        assert!(!self.secret.expose().is_empty());
     }
 
     fn check_outcome(&self, outcome: &Result<CallToolResult, Error>) {
@@ -574,7 +539,7 @@ impl Harness {
     }
 
     /// One step: the next waiting frame (round robin by stream), else the clock moved to the
-    /// next deadline. Panics when there is neither (the machines wait on nothing while
+    /// next deadline. Panics when there is neither (the machine waits on nothing while
     /// something is unfinished) or after `MAX_STEPS`.
     fn step(&mut self, phase: &str) {
         self.count(phase);
@@ -600,15 +565,11 @@ impl Harness {
             return;
         }
         let deadline = self
-            .session
+            .connection
             .poll_timeout()
-            .into_iter()
-            .chain(self.exchange.poll_timeout())
-            .min()
             .unwrap_or_else(|| panic!("{phase}: no frame waits and no deadline is set"));
         self.now = self.now.max(deadline);
-        self.session.handle_timeout(self.now);
-        self.exchange.handle_timeout(self.now);
+        self.connection.handle_timeout(self.now);
         self.flush();
     }
 
@@ -627,100 +588,45 @@ impl Harness {
                 if self.call_stream == Some(stream) {
                     self.call_status = Some(status.as_u16());
                 }
-                self.exchange.handle_head(stream, status, &headers, now);
+                self.connection.handle_head(stream, status, &headers, now);
             }
-            Frame::Body(chunk) => self.exchange.handle_body(stream, &chunk, now),
-            Frame::End => self.exchange.handle_end(stream, now),
+            Frame::Body(chunk) => self.connection.handle_body(stream, &chunk, now),
+            Frame::End => self.connection.handle_end(stream, now),
             Frame::Lost(detail) => {
-                self.exchange
+                self.connection
                     .handle_error(stream, TransportError::Lost(detail), now);
             }
         }
     }
 
-    /// Moves outputs between the session and the exchange until neither has any
-    /// (`Driver::flush`).
+    /// Carries out what the machine asks for until it asks for nothing (the client driver's
+    /// `drain`); here the in-memory server answers its requests.
     fn flush(&mut self) {
-        loop {
-            let mut busy = false;
-            while let Some(output) = self.session.poll_output() {
-                busy = true;
-                self.count("flushing");
-                self.on_session_output(output);
-            }
-            while let Some(output) = self.exchange.poll_output() {
-                busy = true;
-                self.count("flushing");
-                self.on_exchange_output(output);
-            }
-            if !busy {
-                return;
-            }
-        }
-    }
-
-    /// `Driver::on_session_output`.
-    fn on_session_output(&mut self, output: Output) {
-        let now = self.now;
-        match output {
-            Output::Ready(ready) => {
-                // Before `notifications/initialized` goes out, so it carries the header.
-                self.exchange.set_protocol_version(ready.version.as_str());
-                self.exchange.open_server_stream(now);
-                self.connected.get_or_insert(Ok(()));
-            }
-            Output::Transmit(transmit) => {
-                let limits = match (&self.call, transmit.request_id()) {
-                    (Some((id, limits)), Some(request)) if id == request => limits.clone(),
-                    _ => SendOptions::default(),
-                };
-                self.exchange
-                    .send(transmit.message, limits, transmit.barrier, now);
-            }
-            Output::Settled(settled) => {
-                let answered = settled.answered();
-                self.exchange.finish(&settled.id, answered, now);
-                if self.session.initialize_id() == Some(&settled.id) {
-                    if let Err(failure) = settled.outcome {
-                        self.connected.get_or_insert(Err(failure));
-                    }
-                    return;
+        while let Some(output) = self.connection.poll_output() {
+            self.count("flushing");
+            match output {
+                Output::HttpSend { stream, request } => self.serve(stream, &request),
+                Output::HttpAbort(stream) => {
+                    self.streams.remove(&stream);
                 }
-                if self.call.as_ref().is_some_and(|(id, _)| *id == settled.id) {
+                Output::Connected(_) => {
+                    self.connected.get_or_insert(Ok(()));
+                }
+                Output::ConnectFailed(error) => {
+                    self.connected.get_or_insert(Err(error));
+                }
+                Output::Done { op, outcome } if Some(op) == self.call => {
                     assert!(
                         self.call_outcome.is_none(),
-                        "the call was settled twice: {settled:?}"
+                        "the call ended twice: {outcome:?}"
                     );
-                    self.call_outcome = Some(settled.outcome);
+                    self.call_outcome = Some(outcome);
                 }
+                Output::Closed => self.closed = true,
+                // No progress sink and no notification sink, as in a default `CallOptions`;
+                // refusals are held only when a token source asks for it, and none does here.
+                _ => {}
             }
-            // No progress sink and no notification sink, as in a default `CallOptions`.
-            _ => {}
-        }
-    }
-
-    /// `Driver::on_exchange_output`, plus what `HttpLink` does with requests and aborts: here
-    /// the in-memory server answers.
-    fn on_exchange_output(&mut self, output: ExchangeOutput) {
-        let now = self.now;
-        match output {
-            ExchangeOutput::Send { stream, request } => self.serve(stream, &request),
-            ExchangeOutput::Abort(stream) => {
-                self.streams.remove(&stream);
-            }
-            ExchangeOutput::Message(message) => self.session.handle_message(message, now),
-            ExchangeOutput::Decoded { id, result } => {
-                self.session.handle_decoded_response(id, result);
-            }
-            ExchangeOutput::Progress(params) => self.session.handle_progress(params, now),
-            ExchangeOutput::RequestFailed { id, failure } => {
-                self.session.fail_request(&id, failure);
-            }
-            ExchangeOutput::LegacyTransport => self.session.downgrade_to_legacy(now),
-            ExchangeOutput::Down(failure) => self.session.fail_all(&failure),
-            ExchangeOutput::Closed { .. } => self.closed = true,
-            // Refusals are held only when a token provider asks for it; none here.
-            ExchangeOutput::Refused(_) => {}
         }
     }
 
@@ -737,7 +643,10 @@ impl Harness {
                 && !format!("{value:?}").contains(TOKEN)),
             "the token is missing from a request or not hidden in its Debug output"
         );
-        let url = &self.exchange.config().url;
+        let Some(exchange) = self.connection.exchange_ref() else {
+            unreachable!("an HTTP connection");
+        };
+        let url = &exchange.config().url;
         assert!(
             request.uri.scheme() == url.scheme() && request.uri.authority() == url.authority(),
             "a request to another origin: {}",

@@ -1,12 +1,13 @@
 //! The Streamable HTTP driver: hyper with a pooled, keep-alive connection set and rustls,
-//! under the sans-IO [`Exchange`], which decides everything the protocol says (what to send,
-//! how to read each reply, resumption, the legacy fallback).
+//! under the sans-IO [`Exchange`](crate::exchange::Exchange), which decides everything the
+//! protocol says (what to send, how to read each reply, resumption, the legacy fallback).
 //!
-//! The driver only moves bytes: each [`Output::Send`] becomes a hyper request, polled by the
-//! session's own driver task, whose response head, body chunks and end go to the machine as
-//! frames, one at a time and only when the driver asks (so a server that floods waits in its
-//! socket buffers instead of filling memory); an [`Output::Abort`] drops the request, and with
-//! it the response. The client driver owns the clock and passes the time in.
+//! The driver only moves bytes: each request the machine asks for
+//! ([`Output::Send`](crate::exchange::Output::Send)) becomes a hyper request, polled by the
+//! connection's own driver task, whose response head, body chunks and end go to the machine
+//! as frames, one at a time and only when the driver asks (so a server that floods waits in
+//! its socket buffers instead of filling memory); an abort drops the request, and with it the
+//! response. The client driver owns the clock and passes the time in.
 //!
 //! A pool's TLS settings ([`TlsOptions`]: roots, client certificate) and proxy
 //! ([`ProxyConfig`]: CONNECT tunnels) are fixed when it is made; the types are defined in the
@@ -14,11 +15,10 @@
 
 use crate::idmap::IdMap;
 use std::future::Future;
-use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll, Waker};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::{HeaderMap, Request, StatusCode, Uri};
@@ -31,9 +31,8 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::net::TcpStream;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::exchange::{Exchange, HttpRequest, Output, SendOptions, StreamId, TransportError};
 pub use crate::exchange::{ExtraHeaders, HeaderError, HttpConfig, HttpLimits};
-use crate::jsonrpc::Message;
+use crate::exchange::{HttpRequest, StreamId, TransportError};
 
 use super::proxy;
 pub use super::proxy::{ProxyConfig, ProxyError};
@@ -457,17 +456,16 @@ pub(crate) enum Frame {
     Failed(TransportError),
 }
 
-/// One session's Streamable HTTP link: the exchange machine and the requests it has in
-/// flight.
+/// One connection's Streamable HTTP link: the requests it has in flight, which the
+/// connection machine ([`Exchange`](crate::exchange::Exchange) inside it) asked for.
 ///
-/// The requests are polled by the session's own driver task, through
+/// The requests are polled by the connection's own driver task, through
 /// [`poll_frame`](Self::poll_frame): no task per request and no channel between them. Each
 /// request has a waker of its own that marks it ready, so a wake polls only the requests that
 /// have something to report. A response body is read only when the driver asks for its next
 /// frame, so a server that floods waits in its socket buffers instead of filling memory.
 pub(crate) struct HttpLink {
     pool: HttpPool,
-    exchange: Exchange,
     carriers: IdMap<StreamId, Carrier>,
     ready: Arc<Ready>,
     /// The origin the last request went to.
@@ -475,43 +473,13 @@ pub(crate) struct HttpLink {
 }
 
 impl HttpLink {
-    pub(crate) fn new(pool: HttpPool, config: HttpConfig) -> Self {
-        // The backoff's jitter needs no clock: the standard library's per-process random hash
-        // keys seed it.
-        let seed = std::collections::hash_map::RandomState::new()
-            .build_hasher()
-            .finish();
+    pub(crate) fn new(pool: HttpPool) -> Self {
         HttpLink {
             pool,
-            exchange: Exchange::new(config, seed),
             carriers: IdMap::default(),
             ready: Arc::new(Ready::default()),
             origin: None,
         }
-    }
-
-    /// The pool the link's requests go through.
-    pub(crate) fn pool(&self) -> &HttpPool {
-        &self.pool
-    }
-
-    /// The machine, for the inputs that come from the session.
-    pub(crate) fn exchange(&mut self) -> &mut Exchange {
-        &mut self.exchange
-    }
-
-    pub(crate) fn exchange_ref(&self) -> &Exchange {
-        &self.exchange
-    }
-
-    pub(crate) fn send(
-        &mut self,
-        message: Message<'static>,
-        limits: SendOptions,
-        barrier: bool,
-        now: Instant,
-    ) {
-        self.exchange.send(message, limits, barrier, now);
     }
 
     /// The next frame of a request in flight that has one; otherwise `cx` is woken when one
@@ -542,18 +510,6 @@ impl HttpLink {
         }
     }
 
-    /// Hands a frame to the machine.
-    pub(crate) fn handle_frame(&mut self, stream: StreamId, frame: Frame, now: Instant) {
-        match frame {
-            Frame::Head(status, headers) => {
-                self.exchange.handle_head(stream, status, &headers, now);
-            }
-            Frame::Data(chunk) => self.exchange.handle_body(stream, &chunk, now),
-            Frame::End => self.exchange.handle_end(stream, now),
-            Frame::Failed(error) => self.exchange.handle_error(stream, error, now),
-        }
-    }
-
     /// What the link knows of `uri`'s origin, learned again when it is not the last one's.
     fn known_origin(&mut self, uri: &Uri) -> Option<&KnownOrigin> {
         let (scheme, authority) = (uri.scheme()?, uri.authority()?);
@@ -568,36 +524,26 @@ impl HttpLink {
         self.origin.as_ref()
     }
 
-    /// The machine's next output for the session; requests to issue and aborts are carried
-    /// out here.
-    pub(crate) fn poll_output(&mut self) -> Option<Output> {
-        loop {
-            match self.exchange.poll_output()? {
-                Output::Send {
-                    stream,
-                    mut request,
-                } => {
-                    let known = self.known_origin(&request.uri);
-                    if let Some(host) = known.and_then(|known| known.host.clone()) {
-                        request.headers.entry(http::header::HOST).or_insert(host);
-                    }
-                    let lane = match stays_open(&request) {
-                        true => None,
-                        false => known.and_then(KnownOrigin::lane),
-                    };
-                    let carrier = Carrier::new(&self.pool, stream, request, lane, &self.ready);
-                    // Polled first by the driver's next look at its link, in this turn.
-                    carrier.marker.enqueue();
-                    self.carriers.insert(stream, carrier);
-                }
-                // Dropping the request drops its response, and hyper closes its connection
-                // when the response had not ended.
-                Output::Abort(stream) => {
-                    self.carriers.remove(&stream);
-                }
-                output => return Some(output),
-            }
+    /// Issues `request`; its frames are reported under `stream`.
+    pub(crate) fn start(&mut self, stream: StreamId, mut request: HttpRequest) {
+        let known = self.known_origin(&request.uri);
+        if let Some(host) = known.and_then(|known| known.host.clone()) {
+            request.headers.entry(http::header::HOST).or_insert(host);
         }
+        let lane = match stays_open(&request) {
+            true => None,
+            false => known.and_then(KnownOrigin::lane),
+        };
+        let carrier = Carrier::new(&self.pool, stream, request, lane, &self.ready);
+        // Polled first by the driver's next look at its link, in this turn.
+        carrier.marker.enqueue();
+        self.carriers.insert(stream, carrier);
+    }
+
+    /// Drops the request on `stream`: dropping it drops its response, and hyper closes its
+    /// connection when the response had not ended.
+    pub(crate) fn abort(&mut self, stream: StreamId) {
+        self.carriers.remove(&stream);
     }
 }
 

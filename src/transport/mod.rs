@@ -18,7 +18,6 @@ use crate::session::Failure;
 
 pub use crate::exchange::WireLog;
 pub use crate::secret::Secret;
-pub(crate) use crate::secret::redact_all;
 
 /// What a transport reports to the driver.
 #[derive(Debug)]

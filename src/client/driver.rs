@@ -1,0 +1,599 @@
+//! The client's driver task: it owns the [`Connection`] machine and the link under it (the
+//! HTTP requests in flight, or the stdio process), moves frames between them, sleeps until the
+//! machine's next deadline, and runs the host's handlers and token source. It decides nothing
+//! the protocol decides.
+
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::Instant;
+
+use serde_json::value::RawValue;
+use tokio::sync::{mpsc, oneshot};
+
+use super::auth;
+use super::era::{EraCache, Verdict};
+use super::options::InputHandler;
+use super::reply;
+use crate::connection::{CallTool, Connected, Connection, OpError, OpId, Outcome, Output};
+use crate::exchange::{Refusal, StreamId};
+use crate::idmap::IdMap;
+use crate::jsonrpc::{ErrorObject, Id, Notification, Request};
+use crate::mcp::modern::InputRequest;
+use crate::mcp::{JsonObject, ProtocolVersion};
+use crate::session::{Delivery, Failure, FailureKind};
+use crate::transport::http::{Frame, HttpLink, HttpPool};
+use crate::transport::stdio::{StdioConfig, StdioLink};
+use crate::transport::{LinkEvent, Secret};
+
+/// Where an operation's progress and outcome go.
+pub(super) type Reply = reply::ReplySender<Result<Outcome, OpError>>;
+
+/// Who waits for the handshake.
+pub(super) type ConnectReply = oneshot::Sender<Result<Connected, OpError>>;
+
+/// An operation a client asks its driver to start.
+pub(super) enum Operation {
+    ListTools,
+    CallTool(Box<CallTool>),
+    Raw {
+        method: String,
+        params: Option<serde_json::Value>,
+        timeout: Option<std::time::Duration>,
+    },
+    Listen {
+        notifications: serde_json::Value,
+        max_duration: std::time::Duration,
+    },
+    Ping,
+}
+
+pub(super) enum Command {
+    Start {
+        reply: ConnectReply,
+    },
+    Operation {
+        /// The client's name for it, to cancel it by.
+        key: u64,
+        operation: Operation,
+        reply: Reply,
+        #[cfg(feature = "tracing")]
+        span: tracing::Span,
+    },
+    Cancel {
+        key: u64,
+        reason: String,
+    },
+    /// The token source's answer to a refused request: the token to send it again with, or
+    /// why there is none.
+    Reauthorized {
+        id: Id,
+        /// The token the request was refused with.
+        sent: Option<Secret>,
+        token: Result<Secret, String>,
+    },
+    /// The input handler's answer to a 2025-era server request.
+    Answer {
+        id: Id,
+        answer: Result<Box<RawValue>, ErrorObject<'static>>,
+    },
+    /// The input handler's answers to an `input_required` round.
+    Input {
+        op: OpId,
+        answers: Result<JsonObject, String>,
+    },
+    Close {
+        reply: oneshot::Sender<()>,
+    },
+}
+
+/// The transport under the machine: the HTTP requests in flight, or a stdio server process.
+pub(super) enum Link {
+    Http(Box<HttpLink>),
+    Stdio {
+        link: StdioLink,
+        events: mpsc::Receiver<LinkEvent>,
+        /// How to start the server again, once, if it exits on the era probe.
+        respawn: Option<Box<StdioConfig>>,
+    },
+}
+
+/// What the driver keeps per operation.
+struct Entry {
+    key: u64,
+    reply: Reply,
+    /// The span the operation was started in: what happens on its requests is reported
+    /// there, not in the span the client was made in (a client may outlive the call that
+    /// made it).
+    #[cfg(feature = "tracing")]
+    span: tracing::Span,
+}
+
+/// A driver's token source and what it needs to run it.
+pub(super) struct DriverAuth {
+    pub(super) auth: auth::Auth,
+    /// For the OAuth flows' requests.
+    pub(super) pool: HttpPool,
+    pub(super) log: Option<crate::exchange::WireLog>,
+    /// The last token refused and the one the source gave to replace it.
+    pub(super) superseded: Option<(Secret, Secret)>,
+}
+
+/// What the driver tells its client besides operation outcomes.
+pub(super) struct Shared {
+    /// The revision spoken, for the client's getters (the machine's is the one in force).
+    pub(super) version: std::sync::Mutex<ProtocolVersion>,
+}
+
+pub(super) struct Driver {
+    pub(super) connection: Connection,
+    pub(super) link: Link,
+    /// Where an HTTP session's tokens come from, when not static.
+    pub(super) auth: Option<DriverAuth>,
+    pub(super) input_handler: Option<Arc<dyn InputHandler>>,
+    pub(super) on_warning: Option<super::options::WarningSink>,
+    pub(super) notifications: Option<mpsc::Sender<Notification<'static>>>,
+    /// Where the handlers' and the token source's answers come back.
+    pub(super) answers: mpsc::Sender<Command>,
+    pub(super) commands: mpsc::Receiver<Command>,
+    pub(super) shared: Arc<Shared>,
+    /// Where the endpoint's era verdict is kept, told of a `-32022` switch.
+    pub(super) eras: Option<(EraCache, String)>,
+    entries: IdMap<OpId, Entry>,
+    keys: IdMap<u64, OpId>,
+    /// Who waits for the handshake.
+    connect: Option<ConnectReply>,
+    /// Closing has begun; who waits for it to end.
+    closing: Option<Option<oneshot::Sender<()>>>,
+}
+
+/// What woke the driver.
+enum Wake {
+    Http((StreamId, Frame)),
+    Stdio(Option<LinkEvent>),
+    Command(Option<Command>),
+    Deadline,
+}
+
+#[allow(clippy::disallowed_methods)] // The driver owns the clock: the one reading of it.
+pub(super) fn now() -> Instant {
+    tokio::time::Instant::now().into_std()
+}
+
+impl Driver {
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn new(
+        connection: Connection,
+        link: Link,
+        auth: Option<DriverAuth>,
+        input_handler: Option<Arc<dyn InputHandler>>,
+        on_warning: Option<super::options::WarningSink>,
+        notifications: Option<mpsc::Sender<Notification<'static>>>,
+        answers: mpsc::Sender<Command>,
+        commands: mpsc::Receiver<Command>,
+        shared: Arc<Shared>,
+    ) -> Self {
+        Driver {
+            connection,
+            link,
+            auth,
+            input_handler,
+            on_warning,
+            notifications,
+            answers,
+            commands,
+            shared,
+            eras: None,
+            entries: IdMap::default(),
+            keys: IdMap::default(),
+            connect: None,
+            closing: None,
+        }
+    }
+
+    pub(super) async fn run(mut self) {
+        // One timer for the loop, moved when the next deadline moves: a timer made for each
+        // turn would be put into tokio's wheel and taken out again every time.
+        let sleep = tokio::time::sleep_until(now().into());
+        let mut sleep = std::pin::pin!(sleep);
+        let mut armed: Option<Instant> = None;
+        loop {
+            self.drain();
+            if self.connection.is_closed() {
+                if let Some(Some(reply)) = self.closing.take() {
+                    let _ = reply.send(());
+                }
+                return;
+            }
+            let deadline = self.connection.poll_timeout();
+            if deadline != armed {
+                if let Some(at) = deadline {
+                    sleep.as_mut().reset(at.into());
+                }
+                armed = deadline;
+            }
+            let closing = self.closing.is_some();
+            // Link events first and the deadline last: an answer that has arrived is taken in
+            // before a timeout could fail its request.
+            let wake = std::future::poll_fn(|cx| {
+                match &mut self.link {
+                    Link::Http(link) => {
+                        if let Poll::Ready(frame) = link.poll_frame(cx) {
+                            return Poll::Ready(Wake::Http(frame));
+                        }
+                    }
+                    Link::Stdio { events, .. } => {
+                        if let Poll::Ready(event) = events.poll_recv(cx) {
+                            return Poll::Ready(Wake::Stdio(event));
+                        }
+                    }
+                }
+                if !closing && let Poll::Ready(command) = self.commands.poll_recv(cx) {
+                    return Poll::Ready(Wake::Command(command));
+                }
+                if armed.is_some() && sleep.as_mut().poll(cx).is_ready() {
+                    return Poll::Ready(Wake::Deadline);
+                }
+                Poll::Pending
+            })
+            .await;
+            let now = now();
+            match wake {
+                Wake::Http((stream, frame)) => {
+                    #[cfg(feature = "tracing")]
+                    let _span = self
+                        .connection
+                        .op_on(stream)
+                        .and_then(|op| self.entries.get(&op))
+                        .map(|entry| entry.span.clone().entered());
+                    self.prepare_bearer();
+                    match frame {
+                        Frame::Head(status, headers) => {
+                            self.connection.handle_head(stream, status, &headers, now);
+                        }
+                        Frame::Data(chunk) => self.connection.handle_body(stream, &chunk, now),
+                        Frame::End => self.connection.handle_end(stream, now),
+                        Frame::Failed(error) => self.connection.handle_error(stream, error, now),
+                    }
+                }
+                Wake::Stdio(Some(LinkEvent::Message(message))) => {
+                    self.connection.handle_message(message, now);
+                }
+                Wake::Stdio(Some(LinkEvent::Down(failure))) => self.on_stdio_down(failure, now),
+                // The link's tasks are gone: nothing more will arrive.
+                Wake::Stdio(None) => {
+                    if self.closing.is_none() {
+                        self.closing = Some(None);
+                    }
+                    self.connection.handle_link_closed(now);
+                }
+                Wake::Command(Some(Command::Close { reply })) => {
+                    self.begin_close(Some(reply), now).await;
+                }
+                Wake::Command(Some(command)) => self.on_command(command, now),
+                Wake::Command(None) => self.begin_close(None, now).await,
+                Wake::Deadline => {
+                    self.prepare_bearer();
+                    self.connection.handle_timeout(now);
+                }
+            }
+        }
+    }
+
+    /// Closes the connection; an HTTP link then finishes its `DELETE` while the loop runs on,
+    /// a stdio server is shut down here.
+    async fn begin_close(&mut self, reply: Option<oneshot::Sender<()>>, now: Instant) {
+        if self.closing.is_some() {
+            return;
+        }
+        self.closing = Some(reply);
+        self.connection.close(now);
+        self.drain();
+        if let Link::Stdio { link, .. } = &mut self.link {
+            link.close().await;
+        }
+    }
+
+    fn on_command(&mut self, command: Command, now: Instant) {
+        match command {
+            Command::Start { reply } => {
+                self.connect = Some(reply);
+                self.prepare_bearer();
+                self.connection.start(now);
+            }
+            Command::Operation {
+                key,
+                operation,
+                reply,
+                #[cfg(feature = "tracing")]
+                span,
+            } => {
+                self.prepare_bearer();
+                let connection = &mut self.connection;
+                let op = match operation {
+                    Operation::ListTools => connection.list_tools(now),
+                    Operation::CallTool(call) => connection.call_tool(*call, now),
+                    Operation::Raw {
+                        method,
+                        params,
+                        timeout,
+                    } => connection.request_raw(&method, params, timeout, now),
+                    Operation::Listen {
+                        notifications,
+                        max_duration,
+                    } => connection.listen(notifications, max_duration, now),
+                    Operation::Ping => connection.ping(now),
+                };
+                self.keys.insert(key, op);
+                self.entries.insert(
+                    op,
+                    Entry {
+                        key,
+                        reply,
+                        #[cfg(feature = "tracing")]
+                        span,
+                    },
+                );
+            }
+            Command::Cancel { key, reason } => {
+                if let Some(op) = self.keys.get(&key).copied() {
+                    self.connection.cancel(op, &reason, now);
+                }
+            }
+            Command::Answer { id, answer } => {
+                self.connection.answer_server_request(&id, answer, now);
+            }
+            Command::Input { op, answers } => {
+                self.prepare_bearer();
+                self.connection.answer_input(op, answers, now);
+            }
+            Command::Reauthorized { id, sent, token } => match token {
+                Ok(token) => {
+                    if let Some(auth) = &mut self.auth {
+                        auth.superseded = sent.map(|old| (old, token.clone()));
+                    }
+                    self.connection.resend(&id, Some(token), now);
+                }
+                Err(reason) => self.connection.reject(&id, &reason, now),
+            },
+            Command::Close { .. } => {}
+        }
+    }
+
+    /// Puts the token source's current token on the next requests, and starts the
+    /// background refresh of one that is due.
+    fn prepare_bearer(&mut self) {
+        let Some(auth) = &self.auth else {
+            return;
+        };
+        let now = auth::unix_now();
+        auth.auth.refresh_if_due(&auth.pool, auth.log.as_ref(), now);
+        let mut token = auth.auth.token(now);
+        // A source that still hands out the token it gave a replacement for: the replacement.
+        if let (Some(given), Some((old, new))) = (&token, &auth.superseded)
+            && given == old
+        {
+            token = Some(new.clone());
+        }
+        if token.as_ref() != self.connection.bearer() {
+            let secrets = auth.auth.secrets();
+            self.connection.add_secrets(secrets);
+            self.connection.set_bearer(token);
+        }
+    }
+
+    /// The server refused a request's credentials: the token source is asked for a new
+    /// token in a task of its own (a flow's requests, a person's approval), whose answer
+    /// comes back as a command; the other requests go on meanwhile.
+    fn on_refusal(&mut self, refusal: Refusal) {
+        let Some(auth) = &self.auth else {
+            self.connection
+                .reject(&refusal.id, "no token source is configured", now());
+            return;
+        };
+        let (source, pool, log) = (auth.auth.clone(), auth.pool.clone(), auth.log.clone());
+        let answers = self.answers.clone();
+        tokio::spawn(async move {
+            let token = source.refused(&pool, &refusal, log.as_ref()).await;
+            let _ = answers
+                .send(Command::Reauthorized {
+                    id: refusal.id,
+                    sent: refusal.sent,
+                    token,
+                })
+                .await;
+        });
+    }
+
+    fn on_stdio_down(&mut self, failure: Failure, now: Instant) {
+        if !self.connection.handle_link_down(failure, now) {
+            return;
+        }
+        let Link::Stdio {
+            link,
+            events,
+            respawn,
+        } = &mut self.link
+        else {
+            return;
+        };
+        let Some(config) = respawn.take() else {
+            let failure = Failure::new(
+                FailureKind::ConnectionLost,
+                Delivery::MayHaveReached,
+                "the stdio server exited on the era probe",
+            );
+            self.connection.handle_link_down(failure, now);
+            return;
+        };
+        // A 2025-era server that exits on a message it does not know: started again, it
+        // gets `initialize` first.
+        let (events_tx, new_events) = mpsc::channel(256);
+        match StdioLink::spawn(*config, events_tx) {
+            Ok(new_link) => {
+                *link = new_link;
+                *events = new_events;
+            }
+            Err(failure) => {
+                self.connection.handle_link_down(failure, now);
+            }
+        }
+    }
+
+    /// Carries out everything the machine asks for, until it asks for nothing.
+    fn drain(&mut self) {
+        while let Some(output) = self.connection.poll_output() {
+            self.on_output(output);
+        }
+    }
+
+    fn on_output(&mut self, output: Output) {
+        match output {
+            Output::HttpSend { stream, request } => {
+                if let Link::Http(link) = &mut self.link {
+                    link.start(stream, request);
+                }
+            }
+            Output::HttpAbort(stream) => {
+                if let Link::Http(link) = &mut self.link {
+                    link.abort(stream);
+                }
+            }
+            Output::StdioSend(message) => {
+                // One writer task writes stdin in order: queued is as good as sent.
+                if let Link::Stdio { link, .. } = &mut self.link {
+                    link.send(message);
+                }
+            }
+            Output::Connected(connected) => {
+                if let Link::Stdio { respawn, .. } = &mut self.link {
+                    // Past the handshake a server that exits is gone.
+                    *respawn = None;
+                }
+                if let Ok(mut version) = self.shared.version.lock() {
+                    *version = connected.version;
+                }
+                if let Some(connect) = self.connect.take() {
+                    let _ = connect.send(Ok(*connected));
+                }
+            }
+            Output::ConnectFailed(error) => {
+                if let Some(connect) = self.connect.take() {
+                    let _ = connect.send(Err(error));
+                }
+            }
+            Output::Progress { op, params } => {
+                if let Some(entry) = self.entries.get(&op) {
+                    entry.reply.progress(params);
+                }
+            }
+            Output::Input { op, requests } => self.on_input(op, requests),
+            Output::ServerRequest(request) => self.on_server_request(request),
+            Output::Refused(refusal) => self.on_refusal(refusal),
+            Output::Accepted => {
+                if let Some(auth) = &self.auth {
+                    auth.auth.accepted();
+                }
+            }
+            Output::Notification(notification) => {
+                if let Some(sink) = &self.notifications {
+                    let _ = sink.try_send(notification);
+                }
+            }
+            Output::Warning(message) => {
+                if let Some(sink) = &self.on_warning {
+                    sink(&message);
+                }
+            }
+            Output::VersionSwitched(version) => {
+                if let Ok(mut current) = self.shared.version.lock() {
+                    *current = version;
+                }
+                if let Some((eras, url)) = &self.eras {
+                    // What the server said of itself stands: only the revision changed.
+                    let server = eras.get(url).and_then(|verdict| verdict.server);
+                    let modern = Some(version);
+                    eras.put(url, Verdict { modern, server });
+                }
+            }
+            Output::Done { op, outcome } => {
+                if let Some(entry) = self.entries.remove(&op) {
+                    self.keys.remove(&entry.key);
+                    entry.reply.send(outcome);
+                }
+            }
+            Output::Closed => {}
+        }
+    }
+
+    /// An `input_required` round: the handler answers each request in turn (it may wait on a
+    /// person), in a task whose answers come back as a command.
+    fn on_input(&mut self, op: OpId, requests: Vec<InputRequest>) {
+        let Some(handler) = self.input_handler.clone() else {
+            self.connection.answer_input(
+                op,
+                Err("this client has no input handler".to_owned()),
+                now(),
+            );
+            return;
+        };
+        let answers = self.answers.clone();
+        tokio::spawn(async move {
+            let mut answered = JsonObject::new();
+            let mut outcome = Ok(());
+            for request in requests {
+                let key = request.key.clone();
+                match handler.answer(request).await {
+                    Ok(answer) => {
+                        answered.insert(key, answer);
+                    }
+                    Err(error) => {
+                        outcome = Err(error.to_string());
+                        break;
+                    }
+                }
+            }
+            let answers_given = outcome.map(|()| answered);
+            let _ = answers
+                .send(Command::Input {
+                    op,
+                    answers: answers_given,
+                })
+                .await;
+        });
+    }
+
+    /// A 2025-era server request for input: the handler answers it in a task of its own.
+    fn on_server_request(&mut self, request: Request<'static>) {
+        let id = request.id.clone();
+        let Some(handler) = self.input_handler.clone() else {
+            let error = ErrorObject::new(
+                crate::jsonrpc::METHOD_NOT_FOUND,
+                "this client has no input handler",
+            );
+            self.connection
+                .answer_server_request(&id, Err(error), now());
+            return;
+        };
+        let answers = self.answers.clone();
+        let input = InputRequest {
+            key: String::new(),
+            method: request.method.into_owned(),
+            params: request.params.map(|p| p.into_owned()),
+        };
+        tokio::spawn(async move {
+            let answer = match handler.answer(input).await {
+                Ok(value) => serde_json::value::to_raw_value(&value).map_err(|e| {
+                    ErrorObject::new(
+                        crate::jsonrpc::INTERNAL_ERROR,
+                        format!("the answer is not JSON: {e}"),
+                    )
+                }),
+                Err(error) => Err(ErrorObject::new(
+                    crate::jsonrpc::INTERNAL_ERROR,
+                    format!("the client could not answer: {error}"),
+                )),
+            };
+            let _ = answers.send(Command::Answer { id, answer }).await;
+        });
+    }
+}

@@ -1,0 +1,254 @@
+//! What a host sets for a client and for each call, and what it plugs in: the input handler,
+//! progress callbacks, cancellation.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use tokio::sync::{Notify, mpsc};
+
+use super::auth;
+use crate::jsonrpc::Notification;
+use crate::mcp::modern::InputRequest;
+use crate::mcp::{ClientCapabilities, JsonObject, ProgressNotificationParams, ProgressToken};
+use crate::session;
+
+/// How long a `tools/list` page or a ping may take by default.
+const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Options for a session.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct ClientOptions {
+    /// The session machine's configuration: client info, capabilities, era, versions, limits.
+    pub session: session::Config,
+    /// How long each `tools/list` page and each ping may take.
+    pub request_timeout: Duration,
+    /// The most `tools/list` pages read before giving up (a loop guard).
+    pub max_list_pages: usize,
+    /// The most tools accepted in one listing.
+    pub max_tools: usize,
+    /// Receives logging and list-changed notifications. Full buffers drop notifications
+    /// rather than grow.
+    pub notifications: Option<mpsc::Sender<Notification<'static>>>,
+    /// Answers what a server asks of the user or the host during a call: the
+    /// `inputRequests` of an `input_required` result (2026-07-28). Its capabilities are the
+    /// ones declared. With none, a call whose server needs input fails
+    /// ([`ErrorKind::ElicitationRequested`](crate::ErrorKind::ElicitationRequested)).
+    pub input_handler: Option<Arc<dyn InputHandler>>,
+    /// The most `input_required` rounds one call may take.
+    pub max_input_rounds: usize,
+    /// Receives warnings about what the server sent that the client set aside (a tool dropped
+    /// from a listing for invalid `x-mcp-header` annotations). Never holds a credential.
+    pub on_warning: Option<WarningSink>,
+    /// Where an HTTP session's bearer tokens come from when they are not static: a host's
+    /// token provider or OAuth ([`auth::Auth`]). A request the server refuses with 401 or 403
+    /// (it did not run) is sent again with the new token the source gives. Not with
+    /// [`HttpConfig::bearer_token`](crate::HttpConfig::bearer_token) (a static token) at the same time; unused over stdio.
+    pub auth: Option<auth::Auth>,
+}
+
+impl std::fmt::Debug for ClientOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientOptions")
+            .field("session", &self.session)
+            .field("request_timeout", &self.request_timeout)
+            .field("max_list_pages", &self.max_list_pages)
+            .field("max_tools", &self.max_tools)
+            .field("input_handler", &self.input_handler.is_some())
+            .field("max_input_rounds", &self.max_input_rounds)
+            .field("auth", &self.auth)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions {
+            session: session::Config::default(),
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            max_list_pages: 100,
+            max_tools: 10_000,
+            notifications: None,
+            input_handler: None,
+            max_input_rounds: 8,
+            on_warning: None,
+            auth: None,
+        }
+    }
+}
+
+/// Where warnings go ([`ClientOptions::on_warning`]).
+pub type WarningSink = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// The answer an [`InputHandler`] gives, or why it gives none.
+pub type InputFuture = Pin<
+    Box<
+        dyn Future<Output = Result<serde_json::Value, Box<dyn std::error::Error + Send + Sync>>>
+            + Send,
+    >,
+>;
+
+/// What a host plugs in to answer a server's requests for input during a call
+/// (`elicitation/create`, `sampling/createMessage`, `roots/list`; 2026-07-28
+/// `basic/patterns/input-required.mdx`). One trait for all three; the client declares exactly
+/// [`capabilities`](InputHandler::capabilities), so a server asks only for what the handler
+/// serves.
+pub trait InputHandler: Send + Sync {
+    /// What the handler can answer, declared in every request's `_meta` (and in `initialize`).
+    fn capabilities(&self) -> ClientCapabilities;
+    /// Answers one request with the result for its method (an `ElicitResult`,
+    /// `CreateMessageResult` or `ListRootsResult` as JSON). An error fails the call.
+    fn answer(&self, request: InputRequest) -> InputFuture;
+}
+
+/// A handle that cancels a call from anywhere (another task, a signal handler).
+#[derive(Clone, Debug, Default)]
+pub struct CancelToken(Arc<(AtomicBool, Notify)>);
+
+impl CancelToken {
+    /// A token not yet cancelled.
+    pub fn new() -> Self {
+        CancelToken::default()
+    }
+
+    /// Cancels every call watching this token.
+    pub fn cancel(&self) {
+        self.0.0.store(true, Ordering::SeqCst);
+        self.0.1.notify_waiters();
+    }
+
+    /// Whether [`cancel`](CancelToken::cancel) was called.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.0.load(Ordering::SeqCst)
+    }
+
+    /// Completes once the token is cancelled.
+    pub async fn cancelled(&self) {
+        loop {
+            let notified = self.0.1.notified();
+            if self.is_cancelled() {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+/// A progress callback.
+pub type ProgressSink = Box<dyn FnMut(&ProgressNotificationParams) + Send>;
+
+/// Options for one tool call.
+#[non_exhaustive]
+pub struct CallOptions {
+    /// The hard deadline for the call.
+    pub timeout: Duration,
+    /// Fail when no progress arrives for this long (the hard deadline still caps it).
+    pub idle_timeout: Option<Duration>,
+    /// The `progressToken` to send in `_meta`; a fresh unique one when `None`.
+    pub progress_token: Option<ProgressToken>,
+    /// More `_meta` members to send (for instance a caller's identity).
+    pub meta: Option<JsonObject>,
+    /// The most reply bytes the call may receive, counted as they stream in.
+    pub max_response_bytes: Option<u64>,
+    /// Cancels the call when triggered.
+    pub cancel: Option<CancelToken>,
+    /// Called with each progress notification, in order, before the result is returned.
+    pub on_progress: Option<ProgressSink>,
+    /// The tool's input schema, when the caller has it (a binding) and the tool was not listed
+    /// by this client: at a stateless revision over HTTP its `x-mcp-header` annotations give
+    /// the call's `Mcp-Param-*` headers.
+    /// Shared (an `Arc`), so that a caller making many calls with one schema copies none.
+    pub input_schema: Option<Arc<serde_json::Value>>,
+    /// Reads the result without its `_meta` and unknown members (the binding layer, which
+    /// maps only the content).
+    pub(crate) content_only: bool,
+}
+
+impl Default for CallOptions {
+    fn default() -> Self {
+        CallOptions {
+            timeout: Duration::from_secs(300),
+            idle_timeout: None,
+            progress_token: None,
+            meta: None,
+            max_response_bytes: None,
+            cancel: None,
+            on_progress: None,
+            input_schema: None,
+            content_only: false,
+        }
+    }
+}
+
+impl CallOptions {
+    /// The defaults: a 300-second deadline, no idle timeout, a fresh progress token, no byte
+    /// budget, no cancellation, no progress callback.
+    pub fn new() -> Self {
+        CallOptions::default()
+    }
+
+    /// The hard deadline for the call.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Fail when no progress arrives for this long.
+    pub fn with_idle_timeout(mut self, idle_timeout: Duration) -> Self {
+        self.idle_timeout = Some(idle_timeout);
+        self
+    }
+
+    /// The `progressToken` to send.
+    pub fn with_progress_token(mut self, token: ProgressToken) -> Self {
+        self.progress_token = Some(token);
+        self
+    }
+
+    /// More `_meta` members to send.
+    pub fn with_meta(mut self, meta: JsonObject) -> Self {
+        self.meta = Some(meta);
+        self
+    }
+
+    /// The most reply bytes the call may receive.
+    pub fn with_max_response_bytes(mut self, limit: u64) -> Self {
+        self.max_response_bytes = Some(limit);
+        self
+    }
+
+    /// Cancels the call when `cancel` is triggered.
+    pub fn with_cancel(mut self, cancel: CancelToken) -> Self {
+        self.cancel = Some(cancel);
+        self
+    }
+
+    /// Called with each progress notification, in order.
+    pub fn with_on_progress(
+        mut self,
+        on_progress: impl FnMut(&ProgressNotificationParams) + Send + 'static,
+    ) -> Self {
+        self.on_progress = Some(Box::new(on_progress));
+        self
+    }
+
+    /// The tool's input schema, for its `x-mcp-header` annotations.
+    pub fn with_input_schema(mut self, schema: impl Into<Arc<serde_json::Value>>) -> Self {
+        self.input_schema = Some(schema.into());
+        self
+    }
+}
+
+impl std::fmt::Debug for CallOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallOptions")
+            .field("timeout", &self.timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("progress_token", &self.progress_token)
+            .field("max_response_bytes", &self.max_response_bytes)
+            .finish_non_exhaustive()
+    }
+}

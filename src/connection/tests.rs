@@ -1,0 +1,827 @@
+//! Pair tests: the connection machine against an in-memory server stepped with a fake clock
+//! that jumps to the machine's next deadline (quinn-proto's `tests/util.rs` `Pair`). No
+//! socket, no runtime, no sleep: each scenario runs at parser speed and the same way every
+//! time.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use http::{HeaderMap, HeaderValue, StatusCode};
+use serde_json::{Value, json};
+
+use super::*;
+use crate::exchange::HttpConfig;
+use crate::mcp::error_code;
+
+/// The bearer token the client sends; it must show in nothing handed back.
+const TOKEN: &str = "pair-bearer-7c1d9e";
+
+/// What the in-memory server answers to one request.
+enum Reply {
+    /// `200` with a JSON body.
+    Json(Value),
+    /// `200` with an event stream: each value one `message` event.
+    Sse(Vec<Value>),
+    /// A status and a JSON body, with extra headers.
+    Status(u16, Value, Vec<(&'static str, String)>),
+    /// The connection drops before a response.
+    Lost,
+    /// An event stream that opens and never sends or ends.
+    Hang,
+}
+
+/// A request as the server saw it.
+#[derive(Clone, Debug)]
+struct Seen {
+    method: http::Method,
+    headers: HeaderMap,
+    /// The JSON-RPC message, if the body held one.
+    body: Option<Value>,
+}
+
+impl Seen {
+    fn rpc_method(&self) -> Option<&str> {
+        self.body.as_ref()?.get("method")?.as_str()
+    }
+
+    fn params(&self) -> &Value {
+        self.body
+            .as_ref()
+            .and_then(|b| b.get("params"))
+            .unwrap_or(&Value::Null)
+    }
+}
+
+type Server = Box<dyn FnMut(&Seen) -> Reply>;
+
+enum Frame {
+    Head(StatusCode, HeaderMap),
+    Body(Vec<u8>),
+    End,
+    Lost,
+}
+
+/// The machine, the server, what went over the wire and the fake clock.
+struct Pair {
+    connection: Connection,
+    server: Server,
+    now: Instant,
+    frames: VecDeque<(StreamId, Frame)>,
+    seen: Vec<Seen>,
+    /// Every output that is not I/O, in order.
+    outputs: Vec<Output>,
+    steps: usize,
+}
+
+#[allow(clippy::disallowed_methods)] // The fake clock needs one instant to start from.
+fn origin() -> Instant {
+    Instant::now()
+}
+
+fn limits() -> Limits {
+    Limits {
+        request_timeout: Duration::from_secs(30),
+        max_list_pages: 5,
+        max_tools: 100,
+        max_input_rounds: 3,
+        answers_input: true,
+        process_id: 7,
+    }
+}
+
+fn response(id: &Value, result: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+fn error(id: &Value, code: i64, message: &str, data: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message, "data": data}})
+}
+
+fn id_of(seen: &Seen) -> Value {
+    seen.body
+        .as_ref()
+        .and_then(|b| b.get("id"))
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
+/// A `server/discover` answer at 2026-07-28.
+fn discovered(seen: &Seen) -> Reply {
+    Reply::Json(response(
+        &id_of(seen),
+        json!({
+            "supportedVersions": ["2026-07-28"],
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "pair", "version": "1"},
+            "resultType": "complete",
+        }),
+    ))
+}
+
+impl Pair {
+    /// A pair whose server answers `server/discover` at 2026-07-28 and everything else with
+    /// `server`.
+    fn modern(mut server: Server) -> Pair {
+        Pair::new(
+            session::EraPolicy::Auto,
+            Box::new(move |seen| match seen.rpc_method() {
+                Some("server/discover") => discovered(seen),
+                _ => server(seen),
+            }),
+        )
+    }
+
+    fn new(era: session::EraPolicy, server: Server) -> Pair {
+        let Ok(mut config) = HttpConfig::new("http://127.0.0.1:9/mcp") else {
+            unreachable!("a valid URL");
+        };
+        config.bearer_token = Some(Secret::new(TOKEN));
+        let secrets = config.secrets();
+        let session = session::Config {
+            era,
+            ..session::Config::default()
+        };
+        let connection = Connection::http(session, Exchange::new(config, 1), limits(), secrets);
+        let mut pair = Pair {
+            connection,
+            server,
+            now: origin(),
+            frames: VecDeque::new(),
+            seen: Vec::new(),
+            outputs: Vec::new(),
+            steps: 0,
+        };
+        pair.connection.start(pair.now);
+        pair.run(|outputs| {
+            outputs
+                .iter()
+                .any(|o| matches!(o, Output::Connected(_) | Output::ConnectFailed(_)))
+        });
+        pair
+    }
+
+    /// Steps until `done` holds of the outputs: frames first, one at a time; with none
+    /// waiting, the clock jumps to the next deadline.
+    fn run(&mut self, done: impl Fn(&[Output]) -> bool) {
+        loop {
+            self.drain();
+            if done(&self.outputs) {
+                return;
+            }
+            self.steps += 1;
+            assert!(self.steps < 10_000, "no end after 10,000 steps");
+            if let Some((stream, frame)) = self.frames.pop_front() {
+                let now = self.now;
+                match frame {
+                    Frame::Head(status, headers) => {
+                        self.connection.handle_head(stream, status, &headers, now);
+                    }
+                    Frame::Body(body) => self.connection.handle_body(stream, &body, now),
+                    Frame::End => self.connection.handle_end(stream, now),
+                    Frame::Lost => self.connection.handle_error(
+                        stream,
+                        TransportError::Lost("connection reset".to_owned()),
+                        now,
+                    ),
+                }
+                continue;
+            }
+            let Some(deadline) = self.connection.poll_timeout() else {
+                panic!("nothing to wait for, and not done: {:?}", self.outputs);
+            };
+            self.now = self.now.max(deadline);
+            self.connection.handle_timeout(self.now);
+        }
+    }
+
+    fn drain(&mut self) {
+        while let Some(output) = self.connection.poll_output() {
+            match output {
+                Output::HttpSend { stream, request } => self.serve(stream, request),
+                Output::HttpAbort(stream) => self.frames.retain(|(s, _)| *s != stream),
+                output => self.outputs.push(output),
+            }
+        }
+    }
+
+    fn serve(&mut self, stream: StreamId, request: HttpRequest) {
+        let seen = Seen {
+            method: request.method.clone(),
+            headers: request.headers.clone(),
+            body: serde_json::from_slice(&request.body).ok(),
+        };
+        self.seen.push(seen.clone());
+        let reply = match (&seen.method, seen.body.as_ref()) {
+            (&http::Method::DELETE, _) => Reply::Status(200, Value::Null, Vec::new()),
+            // A notification or a response of ours.
+            (_, Some(body)) if body.get("id").is_none() || body.get("method").is_none() => {
+                Reply::Status(202, Value::Null, Vec::new())
+            }
+            (&http::Method::GET, _) => Reply::Status(405, Value::Null, Vec::new()),
+            _ => (self.server)(&seen),
+        };
+        let mut headers = HeaderMap::new();
+        let (status, body) = match reply {
+            Reply::Json(value) => {
+                headers.insert("content-type", HeaderValue::from_static("application/json"));
+                (200, value.to_string().into_bytes())
+            }
+            Reply::Sse(events) => {
+                headers.insert(
+                    "content-type",
+                    HeaderValue::from_static("text/event-stream"),
+                );
+                let text: String = events
+                    .iter()
+                    .map(|event| format!("event: message\ndata: {event}\n\n"))
+                    .collect();
+                (200, text.into_bytes())
+            }
+            Reply::Status(status, value, extra) => {
+                if !value.is_null() {
+                    headers.insert("content-type", HeaderValue::from_static("application/json"));
+                }
+                for (name, value) in extra {
+                    if let Ok(value) = HeaderValue::from_str(&value) {
+                        headers.insert(name, value);
+                    }
+                }
+                let body = match value {
+                    Value::Null => Vec::new(),
+                    value => value.to_string().into_bytes(),
+                };
+                (status, body)
+            }
+            Reply::Lost => {
+                self.frames.push_back((stream, Frame::Lost));
+                return;
+            }
+            Reply::Hang => {
+                headers.insert(
+                    "content-type",
+                    HeaderValue::from_static("text/event-stream"),
+                );
+                self.frames
+                    .push_back((stream, Frame::Head(StatusCode::OK, headers)));
+                return;
+            }
+        };
+        let Ok(status) = StatusCode::from_u16(status) else {
+            unreachable!("a valid status");
+        };
+        headers.insert("content-length", HeaderValue::from(body.len()));
+        self.frames
+            .push_back((stream, Frame::Head(status, headers)));
+        // Two chunks, so every reader sees a body split across frames.
+        let half = body.len() / 2;
+        if half > 0 {
+            self.frames
+                .push_back((stream, Frame::Body(body[..half].to_vec())));
+        }
+        self.frames
+            .push_back((stream, Frame::Body(body[half..].to_vec())));
+        self.frames.push_back((stream, Frame::End));
+    }
+
+    /// Runs until operation `op` is done; its outcome.
+    fn finish(&mut self, op: OpId) -> Result<Outcome, OpError> {
+        self.run(|outputs| {
+            outputs
+                .iter()
+                .any(|o| matches!(o, Output::Done { op: done, .. } if *done == op))
+        });
+        let at = self
+            .outputs
+            .iter()
+            .position(|o| matches!(o, Output::Done { op: done, .. } if *done == op));
+        match at.map(|at| self.outputs.remove(at)) {
+            Some(Output::Done { outcome, .. }) => outcome,
+            _ => unreachable!("the loop ran until the operation was done"),
+        }
+    }
+
+    fn calls_seen(&self, method: &str) -> Vec<&Seen> {
+        self.seen
+            .iter()
+            .filter(|s| s.rpc_method() == Some(method))
+            .collect()
+    }
+
+    fn call(&mut self, name: &str, arguments: Value) -> OpId {
+        let call = CallTool {
+            name: name.to_owned(),
+            arguments: serde_json::value::to_raw_value(&arguments).ok(),
+            meta: None,
+            member: None,
+            progress_token: None,
+            timeout: Duration::from_secs(60),
+            idle_timeout: None,
+            max_response_bytes: None,
+            content_only: false,
+            input_schema: None,
+            raw: false,
+        };
+        self.connection.call_tool(call, self.now)
+    }
+}
+
+fn tool(name: &str) -> Value {
+    json!({"name": name, "inputSchema": {"type": "object"}})
+}
+
+fn text_result(text: &str) -> Value {
+    json!({"content": [{"type": "text", "text": text}], "resultType": "complete"})
+}
+
+fn failed(outcome: Result<Outcome, OpError>) -> Failure {
+    match outcome {
+        Err(OpError::Failed(failure)) => failure,
+        other => panic!("expected a failure, got {other:?}"),
+    }
+}
+
+fn text_of(outcome: Result<Outcome, OpError>) -> String {
+    match outcome {
+        Ok(Outcome::Call(result)) => match result.content.first() {
+            Some(crate::mcp::ContentBlock::Text(text)) => text.text.clone(),
+            other => panic!("not a text block: {other:?}"),
+        },
+        other => panic!("expected a call result, got {other:?}"),
+    }
+}
+
+#[test]
+fn the_probe_settles_the_stateless_revision_and_every_request_carries_the_envelope() {
+    let mut pair = Pair::modern(Box::new(|seen| match seen.rpc_method() {
+        Some("tools/call") => Reply::Json(response(&id_of(seen), text_result("hi"))),
+        _ => Reply::Status(400, Value::Null, Vec::new()),
+    }));
+    let connected = pair.outputs.iter().find_map(|o| match o {
+        Output::Connected(c) => Some(&**c),
+        _ => None,
+    });
+    let connected = connected.unwrap_or_else(|| panic!("not connected: {:?}", pair.outputs));
+    assert_eq!(connected.version, ProtocolVersion::V2026_07_28);
+    assert!(connected.session_id.is_none());
+    let op = pair.call("echo", json!({"q": 1}));
+    assert_eq!(text_of(pair.finish(op)), "hi");
+    let call = pair.calls_seen("tools/call")[0].clone();
+    let meta = &call.params()["_meta"];
+    assert_eq!(
+        meta["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+    assert_eq!(meta["progressToken"], format!("mcpwire-7-{op}"));
+    assert_eq!(call.headers["mcp-name"], "echo");
+    assert!(pair.calls_seen("initialize").is_empty(), "no handshake");
+}
+
+#[test]
+fn listing_follows_cursors_and_stops_a_loop_or_too_many_pages() {
+    let mut pair = Pair::modern(Box::new(|seen| match seen.rpc_method() {
+        Some("tools/list") => {
+            let page = match seen.params()["cursor"].as_str() {
+                None => json!({"tools": [tool("a")], "nextCursor": "2"}),
+                Some("2") => json!({"tools": [tool("b")], "nextCursor": "3"}),
+                Some("3") => json!({"tools": [tool("c")]}),
+                // "loop": a cursor that comes back.
+                Some(_) => json!({"tools": [], "nextCursor": "loop"}),
+            };
+            Reply::Json(response(&id_of(seen), page))
+        }
+        _ => Reply::Status(400, Value::Null, Vec::new()),
+    }));
+    let op = pair.connection.list_tools(pair.now);
+    match pair.finish(op) {
+        Ok(Outcome::Tools(tools)) => {
+            let names: Vec<_> = tools.iter().map(|t| t.name.as_str()).collect();
+            assert_eq!(names, ["a", "b", "c"]);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(pair.calls_seen("tools/list").len(), 3);
+}
+
+#[test]
+fn a_repeated_cursor_is_a_loop_not_a_hang() {
+    let mut pair = Pair::modern(Box::new(|seen| match seen.rpc_method() {
+        Some("tools/list") => Reply::Json(response(
+            &id_of(seen),
+            json!({"tools": [tool("a")], "nextCursor": "same"}),
+        )),
+        _ => Reply::Status(400, Value::Null, Vec::new()),
+    }));
+    let op = pair.connection.list_tools(pair.now);
+    let failure = failed(pair.finish(op));
+    assert_eq!(failure.kind, FailureKind::Protocol);
+    assert!(
+        failure.detail.contains("repeated the cursor"),
+        "{failure:?}"
+    );
+    assert_eq!(pair.calls_seen("tools/list").len(), 2);
+}
+
+#[test]
+fn endless_pages_stop_at_the_page_limit() {
+    let mut pair = Pair::modern(Box::new(|seen| match seen.rpc_method() {
+        Some("tools/list") => {
+            let n = seen.params()["cursor"]
+                .as_str()
+                .and_then(|c| c.parse::<u64>().ok())
+                .unwrap_or(0);
+            Reply::Json(response(
+                &id_of(seen),
+                json!({"tools": [], "nextCursor": (n + 1).to_string()}),
+            ))
+        }
+        _ => Reply::Status(400, Value::Null, Vec::new()),
+    }));
+    let op = pair.connection.list_tools(pair.now);
+    let failure = failed(pair.finish(op));
+    assert_eq!(failure.kind, FailureKind::LimitExceeded);
+    assert_eq!(pair.calls_seen("tools/list").len(), limits().max_list_pages);
+}
+
+#[test]
+fn a_list_page_whose_stream_breaks_is_asked_for_once_more_and_a_call_never_is() {
+    let lost = std::rc::Rc::new(std::cell::Cell::new(0));
+    let counter = lost.clone();
+    let mut pair = Pair::modern(Box::new(move |seen| match seen.rpc_method() {
+        Some("tools/list") if counter.get() == 0 => {
+            counter.set(1);
+            Reply::Lost
+        }
+        Some("tools/list") => Reply::Json(response(&id_of(seen), json!({"tools": [tool("a")]}))),
+        Some("tools/call") => Reply::Lost,
+        _ => Reply::Status(400, Value::Null, Vec::new()),
+    }));
+    let op = pair.connection.list_tools(pair.now);
+    assert!(matches!(pair.finish(op), Ok(Outcome::Tools(tools)) if tools.len() == 1));
+    assert_eq!(pair.calls_seen("tools/list").len(), 2);
+    let op = pair.call("a", json!({}));
+    let failure = failed(pair.finish(op));
+    assert_eq!(failure.kind, FailureKind::ConnectionLost);
+    assert!(failure.outcome_unknown(), "the call may have run");
+    assert_eq!(pair.calls_seen("tools/call").len(), 1, "never sent again");
+}
+
+#[test]
+fn an_input_required_round_asks_the_host_and_echoes_the_request_state() {
+    let mut pair = Pair::modern(Box::new(|seen| match seen.rpc_method() {
+        Some("tools/call") if seen.params().get("inputResponses").is_none() => {
+            Reply::Json(response(
+                &id_of(seen),
+                json!({
+                    "resultType": "input_required",
+                    "inputRequests": {"ask": {"method": "elicitation/create",
+                        "params": {"message": "sure?", "requestedSchema": {"type": "object"}}}},
+                    "requestState": "opaque-1",
+                }),
+            ))
+        }
+        Some("tools/call") => {
+            let params = seen.params();
+            let text = format!(
+                "{} {}",
+                params["inputResponses"]["ask"]["action"], params["requestState"]
+            );
+            Reply::Json(response(&id_of(seen), text_result(&text)))
+        }
+        _ => Reply::Status(400, Value::Null, Vec::new()),
+    }));
+    let op = pair.call("confirm", json!({}));
+    pair.run(|outputs| outputs.iter().any(|o| matches!(o, Output::Input { .. })));
+    let requests = pair.outputs.iter().find_map(|o| match o {
+        Output::Input {
+            op: asked,
+            requests,
+        } if *asked == op => Some(requests),
+        _ => None,
+    });
+    let requests = requests.unwrap_or_else(|| panic!("no input round: {:?}", pair.outputs));
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].key, "ask");
+    assert_eq!(requests[0].method, "elicitation/create");
+    let mut answers = JsonObject::new();
+    answers.insert("ask".to_owned(), json!({"action": "accept"}));
+    pair.connection.answer_input(op, Ok(answers), pair.now);
+    assert_eq!(text_of(pair.finish(op)), "\"accept\" \"opaque-1\"");
+    let calls = pair.calls_seen("tools/call");
+    assert_eq!(calls.len(), 2);
+    assert_ne!(
+        id_of(calls[0]),
+        id_of(calls[1]),
+        "each round has an id of its own"
+    );
+}
+
+#[test]
+fn without_an_input_handler_an_input_round_fails_the_call_as_answered() {
+    let mut pair = Pair::modern(Box::new(|seen| match seen.rpc_method() {
+        Some("tools/call") => Reply::Json(response(
+            &id_of(seen),
+            json!({"resultType": "input_required",
+                       "inputRequests": {"a": {"method": "elicitation/create", "params": {}}}}),
+        )),
+        _ => Reply::Status(400, Value::Null, Vec::new()),
+    }));
+    pair.connection.limits.answers_input = false;
+    let op = pair.call("confirm", json!({}));
+    let failure = failed(pair.finish(op));
+    assert_eq!(failure.kind, FailureKind::ElicitationRequested);
+    assert_eq!(failure.delivery, Delivery::Answered);
+    assert_eq!(pair.calls_seen("tools/call").len(), 1);
+}
+
+#[test]
+fn input_rounds_are_bounded() {
+    let mut pair = Pair::modern(Box::new(|seen| match seen.rpc_method() {
+        // Asks again and again, with no requests: the client retries at once.
+        Some("tools/call") => Reply::Json(response(
+            &id_of(seen),
+            json!({"resultType": "input_required", "requestState": "again"}),
+        )),
+        _ => Reply::Status(400, Value::Null, Vec::new()),
+    }));
+    let op = pair.call("t", json!({}));
+    let failure = failed(pair.finish(op));
+    assert_eq!(failure.kind, FailureKind::LimitExceeded);
+    assert_eq!(
+        pair.calls_seen("tools/call").len(),
+        limits().max_input_rounds + 1
+    );
+}
+
+#[test]
+fn stale_param_headers_are_relisted_and_the_call_retried_once() {
+    let schema = json!({"type": "object", "properties": {
+        "region": {"type": "string", "x-mcp-header": "Region"}}});
+    let mut pair = Pair::modern(Box::new(move |seen| match seen.rpc_method() {
+        Some("tools/list") => Reply::Json(response(
+            &id_of(seen),
+            json!({"tools": [{"name": "geo", "inputSchema": schema}]}),
+        )),
+        Some("tools/call") if seen.headers.get("mcp-param-region").is_none() => Reply::Json(error(
+            &id_of(seen),
+            error_code::HEADER_MISMATCH,
+            "stale",
+            Value::Null,
+        )),
+        Some("tools/call") => Reply::Json(response(&id_of(seen), text_result("ok"))),
+        _ => Reply::Status(400, Value::Null, Vec::new()),
+    }));
+    let op = pair.call("geo", json!({"region": "eu"}));
+    assert_eq!(text_of(pair.finish(op)), "ok");
+    let calls = pair.calls_seen("tools/call");
+    assert_eq!(calls.len(), 2);
+    assert_eq!(calls[1].headers["mcp-param-region"], "eu");
+    assert_eq!(pair.calls_seen("tools/list").len(), 1);
+}
+
+#[test]
+fn a_second_header_mismatch_is_the_servers_answer() {
+    let mut pair = Pair::modern(Box::new(|seen| match seen.rpc_method() {
+        Some("tools/list") => Reply::Json(response(&id_of(seen), json!({"tools": []}))),
+        Some("tools/call") => Reply::Json(error(
+            &id_of(seen),
+            error_code::HEADER_MISMATCH,
+            "stale",
+            Value::Null,
+        )),
+        _ => Reply::Status(400, Value::Null, Vec::new()),
+    }));
+    let op = pair.call("geo", json!({}));
+    let failure = failed(pair.finish(op));
+    assert_eq!(
+        failure.kind,
+        FailureKind::ServerError {
+            code: error_code::HEADER_MISMATCH
+        }
+    );
+    assert_eq!(pair.calls_seen("tools/call").len(), 2);
+}
+
+#[test]
+fn an_unsupported_revision_switches_once_and_retries() {
+    let mut pair = Pair::modern(Box::new(|seen| match seen.rpc_method() {
+        Some("tools/call") => Reply::Json(error(
+            &id_of(seen),
+            error_code::UNSUPPORTED_PROTOCOL_VERSION,
+            "no",
+            json!({"supported": ["2026-07-28"]}),
+        )),
+        _ => Reply::Status(400, Value::Null, Vec::new()),
+    }));
+    let op = pair.call("t", json!({}));
+    let failure = failed(pair.finish(op));
+    assert_eq!(
+        failure.kind,
+        FailureKind::ServerError {
+            code: error_code::UNSUPPORTED_PROTOCOL_VERSION
+        }
+    );
+    assert_eq!(pair.calls_seen("tools/call").len(), 2, "one retry only");
+    assert!(
+        pair.outputs
+            .iter()
+            .any(|o| matches!(o, Output::VersionSwitched(ProtocolVersion::V2026_07_28)))
+    );
+}
+
+#[test]
+fn a_missing_elicitation_capability_is_an_unknown_outcome() {
+    let mut pair = Pair::modern(Box::new(|seen| match seen.rpc_method() {
+        Some("tools/call") => Reply::Json(error(
+            &id_of(seen),
+            error_code::MISSING_REQUIRED_CLIENT_CAPABILITY,
+            "needs elicitation",
+            json!({"requiredCapabilities": {"elicitation": {}}}),
+        )),
+        _ => Reply::Status(400, Value::Null, Vec::new()),
+    }));
+    let op = pair.call("t", json!({}));
+    let failure = failed(pair.finish(op));
+    assert_eq!(failure.kind, FailureKind::ElicitationRequested);
+    assert!(failure.outcome_unknown());
+    assert_eq!(pair.calls_seen("tools/call").len(), 1);
+}
+
+#[test]
+fn a_2025_server_gets_initialize_a_session_and_progress_then_delete() {
+    let mut pair = Pair::new(
+        session::EraPolicy::Auto,
+        Box::new(|seen| match seen.rpc_method() {
+            Some("server/discover") => {
+                Reply::Json(error(&id_of(seen), -32601, "Method not found", Value::Null))
+            }
+            Some("initialize") => Reply::Status(
+                200,
+                response(
+                    &id_of(seen),
+                    json!({"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                           "serverInfo": {"name": "old", "version": "1"}}),
+                ),
+                vec![("mcp-session-id", "s-1".to_owned())],
+            ),
+            Some("tools/call") => {
+                let token = seen.params()["_meta"]["progressToken"].clone();
+                Reply::Sse(vec![
+                    json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                           "params": {"progressToken": token, "progress": 1, "total": 2,
+                                      "message": format!("half, token {TOKEN}")}}),
+                    response(&id_of(seen), text_result(&format!("done {TOKEN}"))),
+                ])
+            }
+            _ => Reply::Status(400, Value::Null, Vec::new()),
+        }),
+    );
+    let connected = pair.outputs.iter().find_map(|o| match o {
+        Output::Connected(c) => Some(&**c),
+        _ => None,
+    });
+    let connected = connected.unwrap_or_else(|| panic!("not connected: {:?}", pair.outputs));
+    assert_eq!(connected.version, ProtocolVersion::V2025_11_25);
+    assert_eq!(connected.session_id.as_deref(), Some("s-1"));
+    let op = pair.call("slow", json!({}));
+    let text = text_of(pair.finish(op));
+    assert_eq!(text, "done <redacted>", "the echoed token is taken out");
+    let progress: Vec<_> = pair
+        .outputs
+        .iter()
+        .filter_map(|o| match o {
+            Output::Progress { op: of, params } if *of == op => Some(params),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(progress.len(), 1);
+    assert_eq!(
+        progress[0].message.as_deref(),
+        Some("half, token <redacted>")
+    );
+    let call = pair.calls_seen("tools/call")[0].clone();
+    assert_eq!(call.headers["mcp-session-id"], "s-1");
+    assert!(
+        call.params()["_meta"]
+            .get("io.modelcontextprotocol/protocolVersion")
+            .is_none()
+    );
+    pair.connection.close(pair.now);
+    pair.run(|outputs| outputs.iter().any(|o| matches!(o, Output::Closed)));
+    assert!(pair.seen.iter().any(|s| s.method == http::Method::DELETE));
+}
+
+#[test]
+fn a_call_ends_at_its_deadline_on_the_fake_clock_and_cancel_ends_it_at_once() {
+    let mut pair = Pair::new(
+        session::EraPolicy::Modern(ProtocolVersion::V2026_07_28),
+        // A server that never answers a call: its stream opens and stays silent.
+        Box::new(|_| Reply::Hang),
+    );
+    let start = pair.now;
+    let call = CallTool {
+        name: "slow".to_owned(),
+        arguments: None,
+        meta: None,
+        member: None,
+        progress_token: None,
+        timeout: Duration::from_secs(5),
+        idle_timeout: None,
+        max_response_bytes: None,
+        content_only: false,
+        input_schema: None,
+        raw: false,
+    };
+    let op = pair.connection.call_tool(call, pair.now);
+    let failure = failed(pair.finish(op));
+    assert_eq!(failure.kind, FailureKind::Timeout, "{failure:?}");
+    assert!(failure.outcome_unknown());
+    assert_eq!(
+        pair.now,
+        start + Duration::from_secs(5),
+        "ended at its deadline"
+    );
+
+    let op = pair.call("slow", json!({}));
+    pair.drain();
+    pair.connection.cancel(op, "the host gave up", pair.now);
+    let failure = failed(pair.finish(op));
+    assert_eq!(failure.kind, FailureKind::Cancelled);
+}
+
+#[test]
+fn a_call_member_goes_after_the_callers_and_replaces_one_of_its_name() {
+    fn params(meta: Option<JsonObject>, member: Option<(&str, &Value)>) -> String {
+        let token = ProgressToken::String("call-1".to_owned());
+        let stamp = crate::mcp::modern::Stamp::new(crate::mcp::modern::Envelope {
+            version: ProtocolVersion::V2026_07_28,
+            capabilities: crate::mcp::ClientCapabilities::default(),
+            client_info: crate::mcp::Implementation::new("mcpwire", "1"),
+        });
+        let arguments = serde_json::value::to_raw_value(&json!({"q": 1})).ok();
+        let member = member.map(|(k, v)| (k, serde_json::value::to_raw_value(v).ok()));
+        let member = member
+            .as_ref()
+            .and_then(|(k, v)| Some((*k, &**v.as_ref()?)));
+        let params = ops::CallParams {
+            name: "t",
+            arguments: arguments.as_deref(),
+            meta: ops::CallMeta {
+                meta: meta.as_ref(),
+                member,
+                token: &token,
+                stamp: Some(&stamp),
+            },
+        };
+        serde_json::to_string(&params).unwrap_or_default()
+    }
+    let scope = json!({"tenant_id": "t1"});
+    let meta = json!({"a": 1, "host/scope": "old", "progressToken": "x"});
+    let written = params(meta.as_object().cloned(), Some(("host/scope", &scope)));
+    let value: Value = serde_json::from_str(&written).unwrap_or_default();
+    let keys: Vec<_> = value["_meta"]
+        .as_object()
+        .map(|meta| meta.keys().cloned().collect())
+        .unwrap_or_default();
+    // serde_json's map sorts its keys: the order written is checked on the text.
+    assert_eq!(keys.len(), 6, "{written}");
+    assert_eq!(value["_meta"]["host/scope"], scope);
+    assert_eq!(value["_meta"]["progressToken"], "call-1");
+    assert_eq!(value["_meta"]["a"], 1);
+    let at = |key: &str| written.find(&format!("\"{key}\"")).unwrap_or(usize::MAX);
+    assert!(at("a") < at("host/scope") && at("host/scope") < at("progressToken"));
+    assert_eq!(written.matches("\"host/scope\"").count(), 1);
+    assert_eq!(written.matches("\"progressToken\"").count(), 1);
+
+    // A member named like the progress token or the envelope is not written.
+    let written = params(None, Some(("progressToken", &scope)));
+    assert!(!written.contains("tenant_id"), "{written}");
+    let written = params(
+        None,
+        Some(("io.modelcontextprotocol/protocolVersion", &scope)),
+    );
+    assert!(!written.contains("tenant_id"), "{written}");
+    assert!(written.contains(r#""io.modelcontextprotocol/protocolVersion":"2026-07-28""#));
+}
+
+#[test]
+fn a_raw_tools_call_goes_through_the_call_rules() {
+    let mut pair = Pair::modern(Box::new(|seen| match seen.rpc_method() {
+        Some("tools/call") => Reply::Json(response(&id_of(seen), text_result("raw"))),
+        _ => Reply::Status(400, Value::Null, Vec::new()),
+    }));
+    let params = json!({"name": "echo", "arguments": {"a": 1}, "_meta": {"progressToken": "mine"}});
+    let op = pair
+        .connection
+        .request_raw("tools/call", Some(params), None, pair.now);
+    match pair.finish(op) {
+        Ok(Outcome::Raw(Some(raw))) => assert!(raw.get().contains("\"raw\""), "{}", raw.get()),
+        other => panic!("{other:?}"),
+    }
+    let call = pair.calls_seen("tools/call")[0].clone();
+    assert_eq!(call.headers["mcp-name"], "echo", "the call's headers");
+    assert_eq!(call.params()["_meta"]["progressToken"], "mine");
+    let op =
+        pair.connection
+            .request_raw("tools/call", Some(json!({"arguments": {}})), None, pair.now);
+    assert!(matches!(pair.finish(op), Err(OpError::Config(_))));
+}
