@@ -33,6 +33,11 @@ mod session;
 pub use self::session::fuzz_session;
 
 #[cfg(feature = "bindings")]
+mod connection;
+#[cfg(feature = "bindings")]
+pub use self::connection::{NEXT_REPLY, fuzz_connection};
+
+#[cfg(feature = "bindings")]
 mod http;
 #[cfg(feature = "bindings")]
 pub use self::http::{NEXT_RESPONSE, fuzz_http_response};

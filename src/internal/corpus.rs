@@ -67,6 +67,12 @@ fn http_response_corpus() {
     replay("http_response", super::fuzz_http_response);
 }
 
+#[cfg(feature = "bindings")]
+#[test]
+fn connection_corpus() {
+    replay("connection", super::fuzz_connection);
+}
+
 #[cfg(feature = "auth")]
 #[test]
 fn auth_challenge_corpus() {
