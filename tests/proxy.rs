@@ -249,6 +249,17 @@ async fn echo_and_close(pool: &HttpPool, url: &str) {
     tokio::time::timeout(STEP, client.close())
         .await
         .expect("close took too long");
+    settle(pool).await;
+}
+
+/// Waits until `pool` opens no more connections. A connect that lost the race for a request
+/// (another connection came free first) goes on in the background, past the session's close,
+/// and the proxy sees it before the pool counts it: what the proxy saw and the pool's count
+/// are final, and each tunnel's TLS handshake recorded, only once it is through.
+async fn settle(pool: &HttpPool) {
+    tokio::time::timeout(STEP, pool.connects_settled())
+        .await
+        .expect("the pool's connects took too long");
 }
 
 /// Asserts that every connection the proxy saw was a CONNECT to `target` whose head holds
@@ -569,6 +580,7 @@ async fn proxy_environment_no_proxy_and_binding_settings() {
     )
     .expect("caller");
     let caller = call(caller, "from_env").await;
+    settle(caller.pool()).await;
     assert_tunnels_to(&proxy, demo.addr());
     let through = proxy.seen().len();
     // `"proxy": "none"` goes direct whatever the environment says.
