@@ -587,14 +587,14 @@ fn mcpwire_now() -> mcpwire::auth::UnixTime {
 }
 
 /// A clock the test moves by hand: the OAuth driver's time ([`OAuth::with_clock`]).
-struct ManualClock(std::sync::atomic::AtomicU64);
+pub(crate) struct ManualClock(std::sync::atomic::AtomicU64);
 
 impl ManualClock {
-    fn at(secs: u64) -> Arc<ManualClock> {
+    pub(crate) fn at(secs: u64) -> Arc<ManualClock> {
         Arc::new(ManualClock(secs.into()))
     }
 
-    fn advance(&self, secs: u64) {
+    pub(crate) fn advance(&self, secs: u64) {
         self.0.fetch_add(secs, std::sync::atomic::Ordering::SeqCst);
     }
 }

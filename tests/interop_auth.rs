@@ -7,13 +7,14 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcpwire::auth::Config;
+use mcpwire::auth::{Clock, Config};
 use mcpwire::client::auth::{Auth, Headless, OAuth};
 use mcpwire::client::{Client, ClientOptions};
 use mcpwire::mcp::ProtocolVersion;
 use mcpwire::transport::http::HttpConfig;
 use serde_json::{Value, json};
 
+use crate::auth::ManualClock;
 use crate::interop::{call, only_text, options, pool};
 use crate::support::peers::{self, Peer, PeerServer, Sdk};
 
@@ -108,26 +109,54 @@ async fn py_auth_authorization_code_then_a_shared_token() {
     second.close().await;
 }
 
-/// Tokens that live 2 s are refreshed (the SDK rotates the refresh token each time) without
-/// a second authorization.
+/// Tokens that live 2 s are refreshed half-way through their life (the SDK rotates the
+/// refresh token each time) without a second authorization. The client's clock is the test's:
+/// it moves a second on before each call, which then starts the refresh in the background,
+/// and the test waits for the flow's run to end (its `on_change`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
 async fn py_auth_short_lived_tokens_are_refreshed() {
     peers::require(Peer::Python(Sdk::V2));
     let server = PeerServer::python_auth(&["--token-ttl", "2"]);
     let pool = pool();
-    let oauth = oauth(&server, &pool);
+    let clock = ManualClock::at(1_800_000_000);
+    // Each run of the flow says so, with the token it left.
+    let (ran, mut runs) = tokio::sync::mpsc::unbounded_channel();
+    let at = clock.clone();
+    let oauth = Arc::into_inner(oauth(&server, &pool)).expect("the only handle");
+    let oauth = Arc::new(oauth.with_clock(clock.clone()).on_change(Arc::new(
+        move |oauth: &OAuth| {
+            let _ = ran.send(oauth.bearer(at.now()).map(|t| t.expose().to_owned()));
+        },
+    )));
     let wire = Arc::new(Mutex::new(Vec::new()));
     let client = connect(&server, &pool, &oauth, &wire).await;
-    for n in 0..4 {
+    let mut tokens = vec![runs.recv().await.flatten().expect("the grant's token")];
+    for n in 0..3 {
+        clock.advance(1);
         let text = format!("call {n}");
         let echoed = call(&client, "echo_text", json!({ "text": text })).await;
         assert_eq!(only_text(&echoed), text);
-        tokio::time::sleep(Duration::from_millis(1200)).await;
+        let refreshed = tokio::time::timeout(STEP, runs.recv())
+            .await
+            .expect("no refresh")
+            .flatten()
+            .expect("a token after the refresh");
+        assert!(
+            !tokens.contains(&refreshed),
+            "call {n}: the same token again"
+        );
+        tokens.push(refreshed);
     }
     let seen = counts(&client).await;
     assert_eq!(seen["authorized"], 1, "{seen}");
-    assert!(seen["refreshes"].as_u64().unwrap() >= 1, "{seen}");
+    // Every run of the flow after the grant was one refresh (a token the server let expire
+    // meanwhile, on a slow machine, is refreshed after its 401: one run more).
+    let mut ran = tokens.len() as u64;
+    while runs.try_recv().is_ok() {
+        ran += 1;
+    }
+    assert_eq!(seen["refreshes"].as_u64(), Some(ran - 1), "{seen}");
     let lines = wire.lock().unwrap().clone();
     assert_no_secret_leaks(&oauth, &lines, &client);
     client.close().await;
