@@ -241,6 +241,36 @@ fn store_secrets(store: &Value) -> Vec<(String, String)> {
     secrets
 }
 
+/// Waits (up to [`STEP`]) until the server at `port` answers a request carrying `token` with
+/// 401: the token expired there. The request's body is not JSON-RPC, so a server that still
+/// takes the token answers it 400 without starting anything.
+fn wait_until_refused(port: u16, token: &str) {
+    use std::io::{Read, Write};
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\n\
+         Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+         Content-Length: 2\r\nConnection: close\r\n\r\n{{}}"
+    );
+    let deadline = std::time::Instant::now() + STEP;
+    loop {
+        let mut tcp = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        tcp.set_read_timeout(Some(STEP)).expect("read timeout");
+        tcp.write_all(request.as_bytes()).expect("send");
+        let mut status = [0u8; 12];
+        tcp.read_exact(&mut status).expect("a status line");
+        match &status[9..12] {
+            b"401" => return,
+            b"400" => {}
+            other => panic!("answered {}", String::from_utf8_lossy(other)),
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the token was not refused within {STEP:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 fn read_store(path: &std::path::Path) -> Value {
     serde_json::from_slice(&std::fs::read(path).expect("the store")).expect("JSON")
 }
@@ -400,8 +430,13 @@ fn py_auth_mcp_tools_login_then_mcpwire_call_refresh_and_logout() {
     assert_eq!(result(&first)["content"][0]["text"], "first");
 
     // 3. The token expires; the next call refreshes, and the rotated tokens are written back.
-    std::thread::sleep(Duration::from_millis(3500));
+    // The clock that expires it is the server's, in another process: wait until the server
+    // refuses it, rather than for a time that should be enough.
     let before = read_store(&store);
+    let access = before["tokens"][0]["access_token"]
+        .as_str()
+        .expect("a token");
+    wait_until_refused(server.port, access);
     let second = call("second");
     assert_eq!(result(&second)["is_error"], false, "{second:#?}");
     let after = read_store(&store);
