@@ -54,10 +54,11 @@ pub trait TokenProvider: Send + Sync {
     /// false is asked for its token every 200 ms instead, as before this method existed.
     ///
     /// ```
-    /// # use std::sync::Mutex;
-    /// # use std::task::Waker;
-    /// # use mcpwire::auth::{Secret, UnixTime};
-    /// /// A token a person's login elsewhere will replace.
+    /// use std::sync::Mutex;
+    /// use std::task::Waker;
+    /// use mcpwire::auth::{HeaderMap, Refusal, Secret, StatusCode, TokenProvider, UnixTime};
+    ///
+    /// /// A token that a person's login elsewhere replaces.
     /// struct Store {
     ///     token: Mutex<Option<Secret>>,
     ///     waiting: Mutex<Vec<Waker>>,
@@ -69,13 +70,26 @@ pub trait TokenProvider: Send + Sync {
     ///         *self.token.lock().unwrap() = Some(token);
     ///         self.waiting.lock().unwrap().drain(..).for_each(Waker::wake);
     ///     }
+    /// }
     ///
-    ///     /// What `TokenProvider::wake_when_ready` does.
+    /// impl TokenProvider for Store {
+    ///     fn token(&self, _now: UnixTime) -> Option<Secret> {
+    ///         self.token.lock().unwrap().clone()
+    ///     }
+    ///
+    ///     fn refused(&self, _: StatusCode, _: &HeaderMap, _: Option<&Secret>, _: UnixTime) -> Refusal {
+    ///         Refusal::Pending // a person is asked to log in again
+    ///     }
+    ///
     ///     fn wake_when_ready(&self, waker: &Waker) -> bool {
     ///         self.waiting.lock().unwrap().push(waker.clone());
     ///         true
     ///     }
     /// }
+    /// # let store = Store { token: Mutex::new(None), waiting: Mutex::new(Vec::new()) };
+    /// # assert!(store.wake_when_ready(std::task::Waker::noop()));
+    /// # store.replace(Secret::new("t"));
+    /// # assert!(store.waiting.lock().unwrap().is_empty());
     /// ```
     fn wake_when_ready(&self, waker: &Waker) -> bool {
         let _ = waker;
