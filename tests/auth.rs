@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use mcpwire::auth::{
-    AuthMethod, Config, PreRegistered, Refusal, Secret, SigningKey, TokenProvider,
+    AuthMethod, Clock, Config, PreRegistered, Refusal, Secret, SigningKey, TokenProvider, UnixTime,
 };
 use mcpwire::client::auth::{Auth, Authorizer, Headless, OAuth};
 use mcpwire::client::{CallOptions, Client, ClientOptions};
@@ -586,30 +586,70 @@ fn mcpwire_now() -> mcpwire::auth::UnixTime {
     )
 }
 
+/// A clock the test moves by hand: the OAuth driver's time ([`OAuth::with_clock`]).
+pub(crate) struct ManualClock(std::sync::atomic::AtomicU64);
+
+impl ManualClock {
+    pub(crate) fn at(secs: u64) -> Arc<ManualClock> {
+        Arc::new(ManualClock(secs.into()))
+    }
+
+    pub(crate) fn advance(&self, secs: u64) {
+        self.0.fetch_add(secs, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> UnixTime {
+        UnixTime(self.0.load(std::sync::atomic::Ordering::SeqCst))
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn auth_a_token_due_for_refresh_is_refreshed_in_the_background() {
     // Expiring in 6 s, within the 60 s refresh margin: refreshed half-way through its life
-    // (2 to 3 s on, the flow's clock being in whole seconds), not on every request, and used
-    // meanwhile.
+    // (3 s on, by the OAuth driver's clock, which the test moves), not on every request, and
+    // used meanwhile.
     let mock = Mock::start(false, |s| {
         s.refresh = true;
         s.expires_in = 6;
     })
     .await;
-    let (oauth, client) = connected(&mock).await;
+    let clock = ManualClock::at(1_800_000_000);
+    // Each run of the flow (the grant, then the refresh) says so, with the token it left.
+    let (ran, mut runs) = tokio::sync::mpsc::unbounded_channel();
+    let pool = pool();
+    let oauth = Arc::into_inner(code_flow(&mock, &pool, None)).expect("the only handle");
+    let at = clock.clone();
+    let oauth = Arc::new(oauth.with_clock(clock.clone()).on_change(Arc::new(
+        move |oauth: &OAuth| {
+            let _ = ran.send(oauth.bearer(at.now()).map(|t| t.expose().to_owned()));
+        },
+    )));
+    let client = connect(&mock, &pool, &oauth, &Lines::default())
+        .await
+        .expect("connect");
+    assert_eq!(
+        runs.recv().await,
+        Some(Some(ACCESS[0].to_owned())),
+        "the grant"
+    );
+    client.list_tools().await.unwrap();
+    clock.advance(2);
     client.list_tools().await.unwrap();
     assert_eq!(
-        oauth.bearer(mcpwire_now()).as_ref().map(Secret::expose),
+        oauth.bearer(clock.now()).as_ref().map(Secret::expose),
         Some(ACCESS[0]),
-        "not refreshed at once"
+        "not refreshed before half its life"
     );
-    // Requests go on; one of them, half-way through the token's life, starts the refresh.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while oauth.bearer(mcpwire_now()).as_ref().map(Secret::expose) != Some(ACCESS[1]) {
-        assert!(tokio::time::Instant::now() < deadline, "no refresh");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        client.list_tools().await.unwrap();
-    }
+    // Half-way through the token's life, the next request starts the refresh, and goes with
+    // the current token.
+    clock.advance(1);
+    client.list_tools().await.unwrap();
+    let refreshed = tokio::time::timeout(Duration::from_secs(10), runs.recv())
+        .await
+        .expect("no refresh");
+    assert_eq!(refreshed, Some(Some(ACCESS[1].to_owned())));
     client.list_tools().await.unwrap();
     client.close().await;
     let lists = mock.posts("tools/list");
@@ -617,10 +657,19 @@ async fn auth_a_token_due_for_refresh_is_refreshed_in_the_background() {
         lists.last().unwrap().header("authorization"),
         Some(format!("Bearer {}", ACCESS[1]).as_str())
     );
+    let with_the_first = lists
+        .iter()
+        .filter(|r| r.header("authorization") == Some(&format!("Bearer {}", ACCESS[0])))
+        .count();
+    assert_eq!(
+        with_the_first, 3,
+        "the first token until the refresh was through"
+    );
     let state = mock.state();
     assert!(state.refresh_reuse.is_empty());
-    assert!(state.issued <= 3, "refreshed {} times", state.issued - 1);
+    assert_eq!(state.issued, 2, "one grant, one refresh");
     drop(state);
+    assert!(runs.try_recv().is_err(), "the flow ran only twice");
     let refused = mock
         .mcp
         .requests()
@@ -799,12 +848,30 @@ async fn auth_no_secret_appears_in_any_output() {
 }
 
 /// A host's token store: hands out `current`, answers a refusal as `answer` says, counts
-/// what it was told.
+/// what it was told, and keeps the wakers of those waiting for a new token when `wakes`.
 struct HostTokens {
     current: Arc<Mutex<Option<Secret>>>,
     answer: fn(&HostTokens) -> Refusal,
     refusals: Mutex<Vec<(u16, Option<String>)>>,
     accepted: std::sync::atomic::AtomicUsize,
+    wakes: bool,
+    waiting: Arc<Waiting>,
+}
+
+/// The wakers of those waiting for a host's new token, and a signal for each one kept.
+#[derive(Default)]
+struct Waiting {
+    wakers: Mutex<Vec<std::task::Waker>>,
+    kept: std::sync::Condvar,
+}
+
+impl HostTokens {
+    /// The store gets `token` (a person logged in elsewhere) and wakes everyone waiting.
+    fn replace(current: &Mutex<Option<Secret>>, waiting: &Waiting, token: &str) {
+        *current.lock().unwrap() = Some(Secret::new(token));
+        let wakers = std::mem::take(&mut *waiting.wakers.lock().unwrap());
+        wakers.into_iter().for_each(std::task::Waker::wake);
+    }
 }
 
 impl TokenProvider for HostTokens {
@@ -830,6 +897,14 @@ impl TokenProvider for HostTokens {
         self.accepted
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
+
+    fn wake_when_ready(&self, waker: &std::task::Waker) -> bool {
+        if self.wakes {
+            self.waiting.wakers.lock().unwrap().push(waker.clone());
+            self.waiting.kept.notify_all();
+        }
+        self.wakes
+    }
 }
 
 const HOST_OLD: &str = "host-OLD-5c1e9a3f7b";
@@ -840,12 +915,22 @@ const HOST_NEW: &str = "host-NEW-0b4d8f2a6c";
 async fn with_host_tokens(
     answer: fn(&HostTokens) -> Refusal,
 ) -> (Arc<HostTokens>, Mock, Result<(), Error>) {
+    with_host_tokens_waking(answer, false).await
+}
+
+/// As [`with_host_tokens`], with a provider that wakes its waiters when `wakes`.
+async fn with_host_tokens_waking(
+    answer: fn(&HostTokens) -> Refusal,
+    wakes: bool,
+) -> (Arc<HostTokens>, Mock, Result<(), Error>) {
     let mock = Mock::start(false, |s| s.valid = vec![HOST_NEW.to_owned()]).await;
     let tokens = Arc::new(HostTokens {
         current: Arc::new(Mutex::new(Some(Secret::new(HOST_OLD)))),
         answer,
         refusals: Mutex::default(),
         accepted: Default::default(),
+        wakes,
+        waiting: Arc::default(),
     });
     let mut options = ClientOptions::default();
     options.session.era = EraPolicy::Legacy;
@@ -883,15 +968,36 @@ async fn auth_a_host_token_provider_gives_the_token_a_refused_request_is_sent_ag
     );
 }
 
+/// A pending provider that can wake its waiter is not polled: the client registers its
+/// waker, and the store, which gets the new token only once someone waits for it (a person
+/// logging in elsewhere), wakes it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn auth_a_pending_host_token_provider_is_waited_for() {
+async fn auth_a_pending_host_token_provider_wakes_the_request_waiting_for_it() {
+    let (tokens, mock, outcome) = with_host_tokens_waking(
+        |tokens| {
+            let (current, waiting) = (tokens.current.clone(), tokens.waiting.clone());
+            std::thread::spawn(move || {
+                let wakers = waiting.wakers.lock().unwrap();
+                drop(waiting.kept.wait_while(wakers, |w| w.is_empty()).unwrap());
+                HostTokens::replace(&current, &waiting, HOST_NEW);
+            });
+            Refusal::Pending
+        },
+        true,
+    )
+    .await;
+    outcome.expect("sent again once the provider had a new token");
+    assert_eq!(tokens.refusals.lock().unwrap().len(), 1);
+    assert_eq!(mock.state().ran, 1);
+}
+
+/// A pending provider that cannot wake its waiter (the trait's default) is asked again for
+/// its token until it has a new one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auth_a_pending_host_token_provider_that_cannot_wake_is_asked_again() {
     let (tokens, mock, outcome) = with_host_tokens(|tokens| {
-        // The store gets the new token a little later (a person logging in elsewhere).
-        let slot = tokens.current.clone();
-        std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(300));
-            *slot.lock().unwrap() = Some(Secret::new(HOST_NEW));
-        });
+        // The new token is in the store by the time the client asks again.
+        *tokens.current.lock().unwrap() = Some(Secret::new(HOST_NEW));
         Refusal::Pending
     })
     .await;

@@ -455,10 +455,9 @@ fn wait_for_log(server: &PeerServer, needle: &str) -> bool {
 // --- server-everything over Streamable HTTP ----------------------------------------------------
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
 async fn everything_http_initialize_and_tools() {
-    if !peers::require(Peer::Everything) {
-        return;
-    }
+    peers::require(Peer::Everything);
     let server = PeerServer::everything("streamableHttp");
     let pool = pool();
     let client = connect(&pool, &server.url).await;
@@ -567,10 +566,9 @@ async fn everything_http_initialize_and_tools() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
 async fn everything_http_progress() {
-    if !peers::require(Peer::Everything) {
-        return;
-    }
+    peers::require(Peer::Everything);
     let server = PeerServer::everything("streamableHttp");
     let pool = pool();
     let client = connect(&pool, &server.url).await;
@@ -595,12 +593,11 @@ async fn everything_http_progress() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
 async fn everything_http_server_stream_carries_simulated_logging() {
     // server-everything sends its simulated log messages on the session's standalone GET
     // stream only (one at once, then every 5 s): a client that opts into that stream sees them.
-    if !peers::require(Peer::Everything) {
-        return;
-    }
+    peers::require(Peer::Everything);
     let server = PeerServer::everything("streamableHttp");
     let pool = pool();
     let (notifications, mut received) = tokio::sync::mpsc::channel::<Notification<'static>>(64);
@@ -631,10 +628,9 @@ async fn everything_http_server_stream_carries_simulated_logging() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
 async fn everything_http_reuses_connections_and_deletes_the_session() {
-    if !peers::require(Peer::Everything) {
-        return;
-    }
+    peers::require(Peer::Everything);
     let server = PeerServer::everything("streamableHttp");
     let pool = pool();
     let mut config = config(&server.url);
@@ -676,10 +672,9 @@ async fn everything_http_reuses_connections_and_deletes_the_session() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
 async fn everything_legacy_sse_fallback() {
-    if !peers::require(Peer::Everything) {
-        return;
-    }
+    peers::require(Peer::Everything);
     let server = PeerServer::everything("sse");
     let pool = pool();
     let mut config = config(&server.url);
@@ -728,10 +723,9 @@ async fn everything_legacy_sse_fallback() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
 async fn everything_legacy_sse_negotiates_2024_11_05() {
-    if !peers::require(Peer::Everything) {
-        return;
-    }
+    peers::require(Peer::Everything);
     let server = PeerServer::everything("sse");
     let client = connect(&pool(), &server.url).await;
     assert_eq!(
@@ -746,10 +740,9 @@ async fn everything_legacy_sse_negotiates_2024_11_05() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
 async fn everything_http_downgrade() {
-    if !peers::require(Peer::Everything) {
-        return;
-    }
+    peers::require(Peer::Everything);
     let server = PeerServer::everything("streamableHttp");
     let pool = pool();
     for (version, name) in [
@@ -783,10 +776,9 @@ async fn everything_http_downgrade() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
 async fn everything_http_cancel_and_dead_session() {
-    if !peers::require(Peer::Everything) {
-        return;
-    }
+    peers::require(Peer::Everything);
     let server = PeerServer::everything("streamableHttp");
     let pool = pool();
     let client = connect(&pool, &server.url).await;
@@ -836,10 +828,9 @@ async fn everything_http_cancel_and_dead_session() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
 async fn everything_legacy_sse_close_ends_the_stream() {
-    if !peers::require(Peer::Everything) {
-        return;
-    }
+    peers::require(Peer::Everything);
     let server = PeerServer::everything("sse");
     let pool = pool();
     let client = connect(&pool, &server.url).await;
@@ -874,10 +865,9 @@ const TS2_TOOLS: [&str; 8] = [
 /// client gets a session there (without a session id: the SDK serves each 2025 request with a
 /// fresh server).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
 async fn ts2_http_2025_path() {
-    if !peers::require(Peer::Ts2) {
-        return;
-    }
+    peers::require(Peer::Ts2);
     let server = PeerServer::ts2(&[]);
     let pool = pool();
     // The dual-era server's 2025 path: a client that does not probe.
@@ -921,12 +911,11 @@ macro_rules! python_tests {
         mod py_v2 {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                #[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
                 $(#[$attr])*
                 async fn $name() {
                     use crate::support::peers::{self, Peer, Sdk};
-                    if !peers::require(Peer::Python(Sdk::V2)) {
-                        return;
-                    }
+                    peers::require(Peer::Python(Sdk::V2));
                     super::$name(Sdk::V2).await;
                 }
             )*
@@ -934,12 +923,11 @@ macro_rules! python_tests {
         mod py_v1 {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                #[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
                 $(#[$attr])*
                 async fn $name() {
                     use crate::support::peers::{self, Peer, Sdk};
-                    if !peers::require(Peer::Python(Sdk::V1)) {
-                        return;
-                    }
+                    peers::require(Peer::Python(Sdk::V1));
                     super::$name(Sdk::V1).await;
                 }
             )*
@@ -1653,10 +1641,9 @@ fn declares_output_schema(report: &ProbeReport, tool: &str) -> bool {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
 async fn everything_http_probe() {
-    if !peers::require(Peer::Everything) {
-        return;
-    }
+    peers::require(Peer::Everything);
     let server = PeerServer::everything("streamableHttp");
     let report = probe_peer(&server.url).await;
     let text = report.render();
@@ -1717,10 +1704,9 @@ async fn everything_http_probe() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
 async fn everything_legacy_sse_probe() {
-    if !peers::require(Peer::Everything) {
-        return;
-    }
+    peers::require(Peer::Everything);
     let server = PeerServer::everything("sse");
     let report = probe_peer(&server.url).await;
     let text = report.render();
@@ -1947,26 +1933,23 @@ async fn py_v2_modern(extra: &[&str], streams_progress: bool) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
 async fn py_v2_speaks_2026_07_28_in_its_default_mode() {
-    if !crate::support::peers::require(crate::support::peers::Peer::Python(Sdk::V2)) {
-        return;
-    }
+    crate::support::peers::require(crate::support::peers::Peer::Python(Sdk::V2));
     py_v2_modern(&[], true).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
 async fn py_v2_speaks_2026_07_28_stateless_with_json() {
-    if !crate::support::peers::require(crate::support::peers::Peer::Python(Sdk::V2)) {
-        return;
-    }
+    crate::support::peers::require(crate::support::peers::Peer::Python(Sdk::V2));
     py_v2_modern(&["--stateless", "--json-response"], false).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
 async fn py_v2_modern_cancel_closes_the_stream_and_a_second_client_skips_the_probe() {
-    if !crate::support::peers::require(crate::support::peers::Peer::Python(Sdk::V2)) {
-        return;
-    }
+    crate::support::peers::require(crate::support::peers::Peer::Python(Sdk::V2));
     let server = PeerServer::python(Sdk::V2, &[]);
     let pool = pool();
     let client = connect_with(&pool, config(&server.url), options()).await;
@@ -2070,26 +2053,23 @@ async fn ts2_modern(extra: &[&str]) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
 async fn ts2_speaks_2026_07_28() {
-    if !peers::require(Peer::Ts2) {
-        return;
-    }
+    peers::require(Peer::Ts2);
     ts2_modern(&[]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
 async fn ts2_modern_only_and_always_sse() {
-    if !peers::require(Peer::Ts2) {
-        return;
-    }
+    peers::require(Peer::Ts2);
     ts2_modern(&["--legacy", "reject", "--response-mode", "sse"]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
 async fn ts2_modern_cancel_closes_the_stream_and_the_server_stops() {
-    if !peers::require(Peer::Ts2) {
-        return;
-    }
+    peers::require(Peer::Ts2);
     let server = PeerServer::ts2(&[]);
     let pool = pool();
     let client = connect(&pool, &server.url).await;
@@ -2120,10 +2100,9 @@ async fn ts2_modern_cancel_closes_the_stream_and_the_server_stops() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
 async fn ts2_listen_and_cache_hints() {
-    if !peers::require(Peer::Ts2) {
-        return;
-    }
+    peers::require(Peer::Ts2);
     let server = PeerServer::ts2(&["--ttl-ms", "60000", "--cache-scope", "public"]);
     let pool = pool();
     let (sink, mut received) = tokio::sync::mpsc::channel(16);
@@ -2162,12 +2141,11 @@ async fn ts2_listen_and_cache_hints() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
 async fn ts2_binding_calls_are_one_post_each_after_the_first_probe() {
     use mcpwire::binding::call::{CallContext, Caller, EnvTokens};
     use mcpwire::binding::config::load_config;
-    if !peers::require(Peer::Ts2) {
-        return;
-    }
+    peers::require(Peer::Ts2);
     let server = PeerServer::ts2(&[]);
     let bindings = load_config(
         &json!([{
@@ -2223,10 +2201,9 @@ async fn ts2_binding_calls_are_one_post_each_after_the_first_probe() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
 async fn ts2_http_probe() {
-    if !peers::require(Peer::Ts2) {
-        return;
-    }
+    peers::require(Peer::Ts2);
     let server = PeerServer::ts2(&[]);
     let report = probe_peer(&server.url).await;
     let text = report.render();
@@ -2326,28 +2303,25 @@ async fn rmcp_modern(extra: &[&str]) {
 
 /// rmcp's default mode: sessions for the 2025 revisions, none at 2026-07-28.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
 async fn rmcp_speaks_2026_07_28() {
-    if !peers::require(Peer::Rmcp) {
-        return;
-    }
+    peers::require(Peer::Rmcp);
     rmcp_modern(&[]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
 async fn rmcp_speaks_2026_07_28_with_json_replies() {
-    if !peers::require(Peer::Rmcp) {
-        return;
-    }
+    peers::require(Peer::Rmcp);
     rmcp_modern(&["--json-response"]).await;
 }
 
 /// A client pinned to the 2025 path gets an MCP session from the same server, and ends it
 /// with DELETE.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
 async fn rmcp_2025_path_with_a_session() {
-    if !peers::require(Peer::Rmcp) {
-        return;
-    }
+    peers::require(Peer::Rmcp);
     let server = PeerServer::rmcp(&[]);
     let pool = pool();
     let mut config = config(&server.url);
@@ -2363,10 +2337,9 @@ async fn rmcp_2025_path_with_a_session() {
 
 /// With `--stateless`, a client pinned to 2025 is served without a session.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
 async fn rmcp_2025_path_without_sessions() {
-    if !peers::require(Peer::Rmcp) {
-        return;
-    }
+    peers::require(Peer::Rmcp);
     let server = PeerServer::rmcp(&["--stateless"]);
     let pool = pool();
     let client = connect_with(
@@ -2383,10 +2356,9 @@ async fn rmcp_2025_path_without_sessions() {
 
 /// A deadline ends a slow 2026-07-28 call as a timeout whose outcome is unknown.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
 async fn rmcp_timeout_of_a_slow_call() {
-    if !peers::require(Peer::Rmcp) {
-        return;
-    }
+    peers::require(Peer::Rmcp);
     let server = PeerServer::rmcp(&[]);
     let pool = pool();
     let client = connect(&pool, &server.url).await;
@@ -2401,10 +2373,9 @@ async fn rmcp_timeout_of_a_slow_call() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
 async fn rmcp_http_probe() {
-    if !peers::require(Peer::Rmcp) {
-        return;
-    }
+    peers::require(Peer::Rmcp);
     let server = PeerServer::rmcp(&[]);
     let report = probe_peer(&server.url).await;
     let text = report.render();

@@ -7,13 +7,14 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcpwire::auth::Config;
+use mcpwire::auth::{Clock, Config};
 use mcpwire::client::auth::{Auth, Headless, OAuth};
 use mcpwire::client::{Client, ClientOptions};
 use mcpwire::mcp::ProtocolVersion;
 use mcpwire::transport::http::HttpConfig;
 use serde_json::{Value, json};
 
+use crate::auth::ManualClock;
 use crate::interop::{call, only_text, options, pool};
 use crate::support::peers::{self, Peer, PeerServer, Sdk};
 
@@ -78,10 +79,9 @@ fn assert_no_secret_leaks(oauth: &OAuth, wire: &[String], client: &Client) {
 /// verifier, then 2026-07-28 with the token. A second client sharing the `OAuth` reuses the
 /// token: no second registration or authorization.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
 async fn py_auth_authorization_code_then_a_shared_token() {
-    if !peers::require(Peer::Python(Sdk::V2)) {
-        return;
-    }
+    peers::require(Peer::Python(Sdk::V2));
     let server = PeerServer::python_auth(&[]);
     let pool = pool();
     let oauth = oauth(&server, &pool);
@@ -109,27 +109,54 @@ async fn py_auth_authorization_code_then_a_shared_token() {
     second.close().await;
 }
 
-/// Tokens that live 2 s are refreshed (the SDK rotates the refresh token each time) without
-/// a second authorization.
+/// Tokens that live 2 s are refreshed half-way through their life (the SDK rotates the
+/// refresh token each time) without a second authorization. The client's clock is the test's:
+/// it moves a second on before each call, which then starts the refresh in the background,
+/// and the test waits for the flow's run to end (its `on_change`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
 async fn py_auth_short_lived_tokens_are_refreshed() {
-    if !peers::require(Peer::Python(Sdk::V2)) {
-        return;
-    }
+    peers::require(Peer::Python(Sdk::V2));
     let server = PeerServer::python_auth(&["--token-ttl", "2"]);
     let pool = pool();
-    let oauth = oauth(&server, &pool);
+    let clock = ManualClock::at(1_800_000_000);
+    // Each run of the flow says so, with the token it left.
+    let (ran, mut runs) = tokio::sync::mpsc::unbounded_channel();
+    let at = clock.clone();
+    let oauth = Arc::into_inner(oauth(&server, &pool)).expect("the only handle");
+    let oauth = Arc::new(oauth.with_clock(clock.clone()).on_change(Arc::new(
+        move |oauth: &OAuth| {
+            let _ = ran.send(oauth.bearer(at.now()).map(|t| t.expose().to_owned()));
+        },
+    )));
     let wire = Arc::new(Mutex::new(Vec::new()));
     let client = connect(&server, &pool, &oauth, &wire).await;
-    for n in 0..4 {
+    let mut tokens = vec![runs.recv().await.flatten().expect("the grant's token")];
+    for n in 0..3 {
+        clock.advance(1);
         let text = format!("call {n}");
         let echoed = call(&client, "echo_text", json!({ "text": text })).await;
         assert_eq!(only_text(&echoed), text);
-        tokio::time::sleep(Duration::from_millis(1200)).await;
+        let refreshed = tokio::time::timeout(STEP, runs.recv())
+            .await
+            .expect("no refresh")
+            .flatten()
+            .expect("a token after the refresh");
+        assert!(
+            !tokens.contains(&refreshed),
+            "call {n}: the same token again"
+        );
+        tokens.push(refreshed);
     }
     let seen = counts(&client).await;
     assert_eq!(seen["authorized"], 1, "{seen}");
-    assert!(seen["refreshes"].as_u64().unwrap() >= 1, "{seen}");
+    // Every run of the flow after the grant was one refresh (a token the server let expire
+    // meanwhile, on a slow machine, is refreshed after its 401: one run more).
+    let mut ran = tokens.len() as u64;
+    while runs.try_recv().is_ok() {
+        ran += 1;
+    }
+    assert_eq!(seen["refreshes"].as_u64(), Some(ran - 1), "{seen}");
     let lines = wire.lock().unwrap().clone();
     assert_no_secret_leaks(&oauth, &lines, &client);
     client.close().await;
@@ -138,11 +165,10 @@ async fn py_auth_short_lived_tokens_are_refreshed() {
 /// `mcpwire probe` against the real OAuth-protected server: the 401, the SDK's challenge and
 /// the protected-resource metadata it names, without a token or any flow.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
 async fn py_auth_probe_reports_the_challenge_and_the_metadata() {
     use mcpwire::binding::probe::{ProbeOptions, probe};
-    if !peers::require(Peer::Python(Sdk::V2)) {
-        return;
-    }
+    peers::require(Peer::Python(Sdk::V2));
     let server = PeerServer::python_auth(&[]);
     let origin = format!("http://127.0.0.1:{}", server.port);
     let mut options = ProbeOptions::new(&server.url);
@@ -215,6 +241,36 @@ fn store_secrets(store: &Value) -> Vec<(String, String)> {
     secrets
 }
 
+/// Waits (up to [`STEP`]) until the server at `port` answers a request carrying `token` with
+/// 401: the token expired there. The request's body is not JSON-RPC, so a server that still
+/// takes the token answers it 400 without starting anything.
+fn wait_until_refused(port: u16, token: &str) {
+    use std::io::{Read, Write};
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\n\
+         Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+         Content-Length: 2\r\nConnection: close\r\n\r\n{{}}"
+    );
+    let deadline = std::time::Instant::now() + STEP;
+    loop {
+        let mut tcp = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        tcp.set_read_timeout(Some(STEP)).expect("read timeout");
+        tcp.write_all(request.as_bytes()).expect("send");
+        let mut status = [0u8; 12];
+        tcp.read_exact(&mut status).expect("a status line");
+        match &status[9..12] {
+            b"401" => return,
+            b"400" => {}
+            other => panic!("answered {}", String::from_utf8_lossy(other)),
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the token was not refused within {STEP:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 fn read_store(path: &std::path::Path) -> Value {
     serde_json::from_slice(&std::fs::read(path).expect("the store")).expect("JSON")
 }
@@ -228,15 +284,14 @@ fn read_store(path: &std::path::Path) -> Value {
 /// tokens written back, `-refresh`, `-logout`, and a call after it failing with the outcome
 /// known. No secret shows in any output.
 #[test]
+#[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
 fn py_auth_mcp_tools_login_then_mcpwire_call_refresh_and_logout() {
     use std::io::BufRead;
     use std::process::{Command, Stdio};
 
     use crate::cli_tools::{Run, mcp_tools, mcpwire};
 
-    if !peers::require(Peer::Python(Sdk::V2)) {
-        return;
-    }
+    peers::require(Peer::Python(Sdk::V2));
     let server = PeerServer::python_auth(&["--token-ttl", "3"]);
     let dir = scratch("login");
     let store = dir.join("tokens.json");
@@ -375,8 +430,13 @@ fn py_auth_mcp_tools_login_then_mcpwire_call_refresh_and_logout() {
     assert_eq!(result(&first)["content"][0]["text"], "first");
 
     // 3. The token expires; the next call refreshes, and the rotated tokens are written back.
-    std::thread::sleep(Duration::from_millis(3500));
+    // The clock that expires it is the server's, in another process: wait until the server
+    // refuses it, rather than for a time that should be enough.
     let before = read_store(&store);
+    let access = before["tokens"][0]["access_token"]
+        .as_str()
+        .expect("a token");
+    wait_until_refused(server.port, access);
     let second = call("second");
     assert_eq!(result(&second)["is_error"], false, "{second:#?}");
     let after = read_store(&store);

@@ -249,6 +249,17 @@ async fn echo_and_close(pool: &HttpPool, url: &str) {
     tokio::time::timeout(STEP, client.close())
         .await
         .expect("close took too long");
+    settle(pool).await;
+}
+
+/// Waits until `pool` opens no more connections. A connect that lost the race for a request
+/// (another connection came free first) goes on in the background, past the session's close,
+/// and the proxy sees it before the pool counts it: what the proxy saw and the pool's count
+/// are final, and each tunnel's TLS handshake recorded, only once it is through.
+async fn settle(pool: &HttpPool) {
+    tokio::time::timeout(STEP, pool.connects_settled())
+        .await
+        .expect("the pool's connects took too long");
 }
 
 /// Asserts that every connection the proxy saw was a CONNECT to `target` whose head holds
@@ -308,6 +319,51 @@ async fn proxy_tunnels_https_and_sees_only_ciphertext() {
         stats.sessions_opened >= 1 && stats.sessions_deleted == 1,
         "{stats:?}"
     );
+}
+
+/// `connects_settled` returns at once when no connect is under way, and waits for one that
+/// is: here a tunnel whose proxy holds the CONNECT, until it hangs up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pool_says_when_its_connects_are_through() {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        .await
+        .expect("bind the proxy");
+    let proxy = format!("http://{}", listener.local_addr().expect("local address"));
+    let pool = HttpPool::with_proxy(
+        &TlsOptions::default(),
+        ProxyConfig::all(&proxy).expect("proxy"),
+    )
+    .expect("pool");
+    settle(&pool).await;
+    let connecting = {
+        let pool = pool.clone();
+        tokio::spawn(async move { connect(&pool, "http://127.0.0.1:9/mcp").await })
+    };
+    // The CONNECT arrives: the connect is under way until the proxy answers.
+    let (mut held, _) = tokio::time::timeout(STEP, listener.accept())
+        .await
+        .expect("no CONNECT")
+        .expect("accept");
+    let mut head = [0u8; 8];
+    held.read_exact(&mut head).await.expect("the CONNECT");
+    assert_eq!(&head, b"CONNECT ");
+    let settled = pool.connects_settled();
+    tokio::pin!(settled);
+    tokio::select! {
+        biased;
+        () = &mut settled => panic!("settled while the CONNECT waits for its answer"),
+        () = std::future::ready(()) => {}
+    }
+    drop(held);
+    tokio::time::timeout(STEP, settled)
+        .await
+        .expect("not settled after the proxy hung up");
+    let error = connecting
+        .await
+        .expect("the connect task")
+        .expect_err("no tunnel");
+    assert_eq!(error.kind(), ErrorKind::Connect, "{error}");
+    assert_eq!(pool.connections_opened(), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -569,6 +625,7 @@ async fn proxy_environment_no_proxy_and_binding_settings() {
     )
     .expect("caller");
     let caller = call(caller, "from_env").await;
+    settle(caller.pool()).await;
     assert_tunnels_to(&proxy, demo.addr());
     let through = proxy.seen().len();
     // `"proxy": "none"` goes direct whatever the environment says.

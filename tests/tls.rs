@@ -289,7 +289,12 @@ async fn tls_with_the_test_ca_connects_and_calls() {
     let stats = demo.stats();
     assert!(stats.sessions_opened >= 1, "{stats:?}");
     assert_eq!(stats.sessions_deleted, 1, "{stats:?}");
-    // The front records a handshake when its side completes, which may trail the client's.
+    // A connect that lost the race for a request may still be under way: the count is final
+    // once it is through. The front records a handshake when its side completes, which may
+    // trail the client's.
+    tokio::time::timeout(STEP, pool.connects_settled())
+        .await
+        .expect("the pool's connects took too long");
     let opened = pool.connections_opened();
     let handshakes = front.wait_handshakes(opened as usize).await;
     assert!(!handshakes.is_empty());

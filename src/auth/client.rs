@@ -9,7 +9,7 @@ use std::sync::Arc;
 use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue};
 use serde::Deserialize;
 
-use super::crypto::{self, CryptoError, SigningKey};
+use super::crypto::{self, CryptoError, Randomness, SigningKey};
 use super::metadata::{DocumentError, ServerMetadata, parse_json};
 use super::scope::Scopes;
 use super::token::{MAX_TOKEN_RESPONSE_BYTES, OAuthError};
@@ -205,6 +205,7 @@ pub(crate) fn token_request(
     client: &Identity,
     issuer: &str,
     now_unix: u64,
+    random: &dyn Randomness,
 ) -> Result<(http::Request<Vec<u8>>, Option<Secret>), CryptoError> {
     let scope_text;
     let mut form: Vec<(&str, &str)> = Vec::new();
@@ -262,7 +263,7 @@ pub(crate) fn token_request(
         }
         AuthMethod::PrivateKeyJwt => {
             let key = client.key.as_ref().ok_or(CryptoError::Key)?;
-            let claims = crypto::assertion_claims(&client.client_id, issuer, now_unix)?;
+            let claims = crypto::assertion_claims(&client.client_id, issuer, now_unix, random)?;
             assertion = Some(key.sign_jwt(&claims)?);
         }
     }
@@ -554,6 +555,7 @@ mod tests {
             &identity,
             &meta.issuer,
             0,
+            &crate::auth::crypto::SystemRandomness,
         )
         .unwrap();
         assert!(assertion.is_none());
@@ -599,6 +601,7 @@ mod tests {
             &identity,
             &meta.issuer,
             0,
+            &crate::auth::crypto::SystemRandomness,
         )
         .unwrap();
         assert!(request.headers().get(AUTHORIZATION).is_none());
@@ -610,8 +613,16 @@ mod tests {
         assert_eq!(value(&body, "resource"), Some("r"));
 
         identity.method = AuthMethod::None;
-        let (request, _) =
-            token_request(&endpoint, grant(), "r", &identity, &meta.issuer, 0).unwrap();
+        let (request, _) = token_request(
+            &endpoint,
+            grant(),
+            "r",
+            &identity,
+            &meta.issuer,
+            0,
+            &crate::auth::crypto::SystemRandomness,
+        )
+        .unwrap();
         let body = form(&request);
         assert_eq!(value(&body, "client_id"), Some("client 1"));
         assert_eq!(value(&body, "client_secret"), None);
@@ -634,6 +645,7 @@ mod tests {
             &jwt_client,
             "https://as.example.com",
             1_700_000_000,
+            &crate::auth::crypto::SystemRandomness,
         )
         .unwrap();
         let body = form(&request);

@@ -40,12 +40,37 @@ impl fmt::Display for CryptoError {
 
 impl std::error::Error for CryptoError {}
 
-/// `len` random bytes, base64url without padding.
-pub(crate) fn random_text(len: usize) -> Result<String, CryptoError> {
+/// Where the OAuth core's random values come from: PKCE verifiers, `state` values and the JWT
+/// ids of client assertions. Like time, randomness is an input: [`SystemRandomness`] unless
+/// the driver is given another ([`Flow::with_randomness`](super::Flow::with_randomness),
+/// `client::auth::OAuth::with_randomness`), such as a test's seeded one that makes a flow's
+/// requests predictable. (The ECDSA signature of an assertion and a generated key take ring's
+/// system generator, which ring lets no caller replace.)
+pub trait Randomness: Send + Sync {
+    /// Fills `bytes` with unpredictable bytes.
+    ///
+    /// # Errors
+    ///
+    /// [`CryptoError::Random`] when there are none to be had.
+    fn fill(&self, bytes: &mut [u8]) -> Result<(), CryptoError>;
+}
+
+/// The operating system's random number generator, through ring: the default [`Randomness`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SystemRandomness;
+
+impl Randomness for SystemRandomness {
+    fn fill(&self, bytes: &mut [u8]) -> Result<(), CryptoError> {
+        SystemRandom::new()
+            .fill(bytes)
+            .map_err(|_| CryptoError::Random)
+    }
+}
+
+/// `len` random bytes from `random`, base64url without padding.
+pub(crate) fn random_text(random: &dyn Randomness, len: usize) -> Result<String, CryptoError> {
     let mut bytes = vec![0u8; len];
-    SystemRandom::new()
-        .fill(&mut bytes)
-        .map_err(|_| CryptoError::Random)?;
+    random.fill(&mut bytes)?;
     Ok(base64::encode(&bytes, Flavor::UrlSafe))
 }
 
@@ -67,8 +92,8 @@ pub(crate) struct Pkce {
 }
 
 impl Pkce {
-    pub(crate) fn new() -> Result<Pkce, CryptoError> {
-        let verifier = random_text(32)?;
+    pub(crate) fn new(random: &dyn Randomness) -> Result<Pkce, CryptoError> {
+        let verifier = random_text(random, 32)?;
         Ok(Pkce {
             challenge: s256_challenge(&verifier),
             verifier: Secret::new(verifier),
@@ -175,6 +200,7 @@ pub(crate) fn assertion_claims(
     client_id: &str,
     audience: &str,
     now_unix: u64,
+    random: &dyn Randomness,
 ) -> Result<serde_json::Value, CryptoError> {
     Ok(serde_json::json!({
         "iss": client_id,
@@ -182,7 +208,7 @@ pub(crate) fn assertion_claims(
         "aud": audience,
         "iat": now_unix,
         "exp": now_unix + ASSERTION_LIFETIME_SECS,
-        "jti": random_text(16)?,
+        "jti": random_text(random, 16)?,
     }))
 }
 
@@ -218,7 +244,7 @@ pub(crate) mod tests {
             s256_challenge("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"),
             "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
         );
-        let pkce = Pkce::new().unwrap();
+        let pkce = Pkce::new(&SystemRandomness).unwrap();
         assert_eq!(pkce.verifier.expose().len(), 43);
         assert!(
             pkce.verifier
@@ -227,7 +253,10 @@ pub(crate) mod tests {
                 .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
         );
         assert_eq!(pkce.challenge, s256_challenge(pkce.verifier.expose()));
-        assert_ne!(Pkce::new().unwrap().challenge, pkce.challenge);
+        assert_ne!(
+            Pkce::new(&SystemRandomness).unwrap().challenge,
+            pkce.challenge
+        );
         assert_eq!(format!("{:?}", pkce.verifier), "Secret(<redacted>)");
     }
 
@@ -243,7 +272,13 @@ pub(crate) mod tests {
     #[test]
     fn es256_assertions_verify_with_the_public_key() {
         let key = SigningKey::from_pkcs8_pem(&test_key_pem(), Some("k1".into())).unwrap();
-        let claims = assertion_claims("client-1", "https://as.example.com", 1_700_000_000).unwrap();
+        let claims = assertion_claims(
+            "client-1",
+            "https://as.example.com",
+            1_700_000_000,
+            &SystemRandomness,
+        )
+        .unwrap();
         let jwt = key.sign_jwt(&claims).unwrap();
         let parts: Vec<&str> = jwt.expose().split('.').collect();
         assert_eq!(parts.len(), 3);

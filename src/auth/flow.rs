@@ -2,6 +2,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
+use std::sync::Arc;
 
 use http::{HeaderMap, StatusCode};
 
@@ -11,7 +12,7 @@ use super::client::{
     self, ApplicationType, ClientMetadata, Grant as TokenGrant, Identity, PreRegistered,
     RegistrationError,
 };
-use super::crypto::{self, CryptoError, Pkce};
+use super::crypto::{self, CryptoError, Pkce, Randomness, SystemRandomness};
 use super::metadata::{
     DocumentError, MAX_METADATA_BYTES, ResourceMetadata, ServerMetadata, ServerMetadataError,
     resource_matches, resource_metadata_urls, server_metadata_urls,
@@ -638,6 +639,8 @@ pub struct Flow {
     quiet: bool,
     /// Codes, verifiers, assertions and replaced tokens: what must never be echoed.
     spent: Vec<Secret>,
+    /// PKCE verifiers, `state` values and assertion ids come from here.
+    randomness: Arc<dyn Randomness>,
 }
 
 impl fmt::Debug for Flow {
@@ -680,7 +683,20 @@ impl Flow {
             pending_key: None,
             quiet: false,
             spent: Vec::new(),
+            randomness: Arc::new(SystemRandomness),
         }
+    }
+
+    /// This flow, with its PKCE verifiers, `state` values and client assertion ids from
+    /// `randomness` instead of the system's generator (a test's seeded source).
+    pub fn with_randomness(mut self, randomness: Arc<dyn Randomness>) -> Flow {
+        self.randomness = randomness;
+        self
+    }
+
+    /// Sets where the flow's random values come from (see [`with_randomness`](Flow::with_randomness)).
+    pub fn set_randomness(&mut self, randomness: Arc<dyn Randomness>) {
+        self.randomness = randomness;
     }
 
     /// The configuration.
@@ -1424,10 +1440,12 @@ impl Flow {
                 issuer: meta.issuer.clone(),
             });
         };
-        let (pkce, state) = match Pkce::new().and_then(|p| Ok((p, crypto::random_text(16)?))) {
-            Ok(pair) => pair,
-            Err(e) => return self.fail(Error::Crypto(e)),
-        };
+        let random = self.randomness.as_ref();
+        let (pkce, state) =
+            match Pkce::new(random).and_then(|p| Ok((p, crypto::random_text(random, 16)?))) {
+                Ok(pair) => pair,
+                Err(e) => return self.fail(Error::Crypto(e)),
+            };
         let scope = self
             .requested
             .as_ref()
@@ -1493,6 +1511,7 @@ impl Flow {
             client,
             &meta.issuer,
             now.0,
+            self.randomness.as_ref(),
         ) {
             Ok((request, assertion)) => {
                 self.spend(assertion);

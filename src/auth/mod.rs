@@ -77,7 +77,7 @@ pub mod scope;
 pub mod url;
 
 pub use client::{ApplicationType, AuthMethod, ClientMetadata, PreRegistered, RegistrationError};
-pub use crypto::{CryptoError, SigningKey};
+pub use crypto::{CryptoError, Randomness, SigningKey, SystemRandomness};
 pub use flow::{
     AuthorizationError, Config, Error, Flow, GrantKind, Limits, Output, Purpose, RedirectError,
     RequestId,
@@ -102,6 +102,15 @@ impl UnixTime {
     pub fn plus(self, secs: u64) -> UnixTime {
         UnixTime(self.0.saturating_add(secs))
     }
+}
+
+/// Where a driver of this module reads the wall clock: token expiry, refresh deadlines and
+/// assertion times are computed from what it says. The machines here never read a clock; the
+/// OAuth driver (`client::auth::OAuth`) asks its `Clock`, the system's unless it was given
+/// another (a test's, which it moves by hand).
+pub trait Clock: Send + Sync {
+    /// The time now.
+    fn now(&self) -> UnixTime;
 }
 
 #[cfg(test)]

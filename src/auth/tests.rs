@@ -368,6 +368,70 @@ fn query_param(url: &Url, name: &str) -> Option<String> {
         .map(|(_, v)| v)
 }
 
+/// A randomness source that counts: byte `i` of the `n`-th fill is `n + i` (mod 256).
+#[derive(Default)]
+struct Counting(std::sync::atomic::AtomicU8);
+
+impl Randomness for Counting {
+    fn fill(&self, bytes: &mut [u8]) -> Result<(), CryptoError> {
+        let n = self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        for (i, byte) in bytes.iter_mut().enumerate() {
+            *byte = n.wrapping_add(i as u8);
+        }
+        Ok(())
+    }
+}
+
+/// Randomness fails for good.
+struct Broken;
+
+impl Randomness for Broken {
+    fn fill(&self, _bytes: &mut [u8]) -> Result<(), CryptoError> {
+        Err(CryptoError::Random)
+    }
+}
+
+// ---- randomness is an input ----
+
+#[test]
+fn the_verifier_and_state_come_from_the_randomness_given() {
+    let mut world = World::standard();
+    let mut flow =
+        Flow::new(code_config()).with_randomness(std::sync::Arc::new(Counting::default()));
+    flow.handle_refusal(StatusCode::UNAUTHORIZED, &default_challenge(), None, T0);
+    let token = token_of(run(&mut flow, &mut world, T0, &mut Vec::new()));
+    assert_eq!(token.access_token().expose(), "at-1-24");
+    // The first fill is the PKCE verifier's 32 bytes (0, 1, ... 31), the second `state`'s 16
+    // (1, 2, ... 16).
+    let verifier: Vec<u8> = (0..32).collect();
+    let verifier = base64::encode(&verifier, Flavor::UrlSafe);
+    let state: Vec<u8> = (1..=16).collect();
+    let authorize = &world.authorizations[0];
+    assert_eq!(
+        query_param(authorize, "state"),
+        Some(base64::encode(&state, Flavor::UrlSafe))
+    );
+    assert_eq!(
+        query_param(authorize, "code_challenge"),
+        Some(super::crypto::s256_challenge(&verifier))
+    );
+    let token_request = world.last("POST", "/token");
+    assert_eq!(token_request.param("code_verifier"), Some(verifier));
+}
+
+#[test]
+fn failing_randomness_fails_the_flow_before_the_authorization_request() {
+    let mut world = World::standard();
+    let mut flow = Flow::new(code_config()).with_randomness(std::sync::Arc::new(Broken));
+    flow.handle_refusal(StatusCode::UNAUTHORIZED, &default_challenge(), None, T0);
+    let error = failure_of(run(&mut flow, &mut world, T0, &mut Vec::new()));
+    assert!(
+        matches!(error, Error::Crypto(CryptoError::Random)),
+        "{error:?}"
+    );
+    assert!(world.authorizations.is_empty());
+}
+
 // ---- discovery (auth/metadata-default, -var1, -var2, -var3) ----
 
 #[test]

@@ -60,14 +60,14 @@ use bytes::Bytes;
 use http_body_util::Full;
 
 use crate::auth::{
-    Config, Flow, GrantKind, Output, Refusal as ProviderRefusal, Secret, TokenCache, TokenProvider,
-    UnixTime, Url,
+    Clock, Config, Flow, GrantKind, Output, Randomness, Refusal as ProviderRefusal, Secret,
+    TokenCache, TokenProvider, UnixTime, Url,
 };
 use crate::exchange::{Refusal, WireLog};
 use crate::transport::http::{HttpPool, RawEnd};
 
 /// The wall clock, in the flow's terms: the driver's one reading of it for token expiry and
-/// assertions (time is an input to the flow).
+/// assertions (time is an input to the flow). [`SystemClock`] is this.
 #[allow(clippy::disallowed_methods)]
 pub(crate) fn unix_now() -> UnixTime {
     UnixTime(
@@ -75,6 +75,17 @@ pub(crate) fn unix_now() -> UnixTime {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs()),
     )
+}
+
+/// The system's wall clock: the [`Clock`] an [`OAuth`] and an [`Auth`] read unless they are
+/// given another ([`OAuth::with_clock`], [`Auth::with_clock`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> UnixTime {
+        unix_now()
+    }
 }
 
 /// A source of bearer tokens for an HTTP session ([`ClientOptions::auth`]): a host's
@@ -86,6 +97,8 @@ pub struct Auth {
     /// Tells the principal apart from every other in the process (for cached pages).
     id: u64,
     source: Source,
+    /// Where the time of each token request and refusal is read.
+    clock: Arc<dyn Clock>,
 }
 
 #[derive(Clone)]
@@ -109,15 +122,32 @@ impl Auth {
         Auth {
             id: NEXT_AUTH.fetch_add(1, Ordering::Relaxed),
             source: Source::Provider(provider),
+            clock: Arc::new(SystemClock),
         }
     }
 
     /// OAuth flows the client runs itself; clients given the same `oauth` share its tokens.
+    /// The time is read from `oauth`'s clock ([`OAuth::with_clock`]).
     pub fn oauth(oauth: Arc<OAuth>) -> Auth {
         Auth {
             id: oauth.id,
+            clock: oauth.clock.clone(),
             source: Source::OAuth(oauth),
         }
+    }
+
+    /// This source, with the `now` its provider is asked at read from `clock` instead of the
+    /// system's clock (a test's). An OAuth source reads the clock of its [`OAuth`].
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Auth {
+        if let Source::Provider(_) = &self.source {
+            self.clock = clock;
+        }
+        self
+    }
+
+    /// The time now, as this source's clock says.
+    pub(crate) fn now(&self) -> UnixTime {
+        self.clock.now()
     }
 
     /// The OAuth flows, if that is the source.
@@ -133,8 +163,11 @@ impl Auth {
         self.id
     }
 
-    /// The token for the next request at `now`.
-    pub(crate) fn token(&self, now: UnixTime) -> Option<Secret> {
+    /// The token for the next request, at the time this source's clock says. (`_driver_now`
+    /// is the client driver's own reading of the system clock, which the source's clock
+    /// overrides: it goes once the driver asks [`now`](Auth::now) instead.)
+    pub(crate) fn token(&self, _driver_now: UnixTime) -> Option<Secret> {
+        let now = self.now();
         match &self.source {
             Source::Provider(provider) => provider.token(now),
             Source::OAuth(oauth) => oauth.bearer(now),
@@ -166,15 +199,23 @@ impl Auth {
         log: Option<&WireLog>,
     ) -> Result<Secret, String> {
         match &self.source {
-            Source::Provider(provider) => provider_refused(provider.as_ref(), refusal).await,
+            Source::Provider(provider) => {
+                provider_refused(provider.as_ref(), refusal, self.clock.as_ref()).await
+            }
             Source::OAuth(oauth) => oauth.refused(pool, refusal, log).await,
         }
     }
 
-    /// Starts the background refresh of an OAuth token that is due, if one is.
-    pub(crate) fn refresh_if_due(&self, pool: &HttpPool, log: Option<&WireLog>, now: UnixTime) {
+    /// Starts the background refresh of an OAuth token that is due, if one is, at the time
+    /// this source's clock says (`_driver_now`: as for [`token`](Auth::token)).
+    pub(crate) fn refresh_if_due(
+        &self,
+        pool: &HttpPool,
+        log: Option<&WireLog>,
+        _driver_now: UnixTime,
+    ) {
         if let Source::OAuth(oauth) = &self.source
-            && oauth.refresh_due(now)
+            && oauth.refresh_due(self.now())
         {
             let (oauth, pool, log) = (oauth.clone(), pool.clone(), log.cloned());
             tokio::spawn(async move { oauth.refresh(&pool, log.as_ref()).await });
@@ -182,32 +223,60 @@ impl Auth {
     }
 }
 
-/// How long a provider that answered [`Pending`](ProviderRefusal::Pending) is waited for, and
-/// how often it is asked again.
+/// How long a provider that answered [`Pending`](ProviderRefusal::Pending) is waited for.
 const PENDING_WAIT: Duration = Duration::from_secs(300);
+/// How often a pending provider that cannot wake its waiter
+/// ([`TokenProvider::wake_when_ready`] false) is asked again.
 const PENDING_POLL: Duration = Duration::from_millis(200);
+
+/// A waker that lets one waiting task through: a wake before the wait is kept.
+struct Wakeup(tokio::sync::Notify);
+
+impl std::task::Wake for Wakeup {
+    fn wake(self: Arc<Self>) {
+        self.0.notify_one();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.notify_one();
+    }
+}
 
 async fn provider_refused(
     provider: &dyn TokenProvider,
     refusal: &Refusal,
+    clock: &dyn Clock,
 ) -> Result<Secret, String> {
-    let now = unix_now();
     match provider.refused(
         refusal.status,
         &refusal.challenges,
         refusal.sent.as_ref(),
-        now,
+        clock.now(),
     ) {
         ProviderRefusal::Retry(token) => Ok(token),
         ProviderRefusal::Fail(reason) => Err(reason),
         ProviderRefusal::Pending => {
+            let wake = Arc::new(Wakeup(tokio::sync::Notify::new()));
+            let waker = std::task::Waker::from(wake.clone());
+            let fresh = || {
+                provider
+                    .token(clock.now())
+                    .filter(|token| Some(token) != refusal.sent.as_ref())
+            };
             let waited = tokio::time::timeout(PENDING_WAIT, async {
                 loop {
-                    tokio::time::sleep(PENDING_POLL).await;
-                    if let Some(token) = provider.token(unix_now())
-                        && Some(&token) != refusal.sent.as_ref()
-                    {
+                    if let Some(token) = fresh() {
                         return token;
+                    }
+                    // Registered, then asked again: a token that came in between is not missed.
+                    let woken = provider.wake_when_ready(&waker);
+                    if let Some(token) = fresh() {
+                        return token;
+                    }
+                    if woken {
+                        wake.0.notified().await;
+                    } else {
+                        tokio::time::sleep(PENDING_POLL).await;
                     }
                 }
             })
@@ -309,6 +378,8 @@ pub struct OAuth {
     authorize_timeout: Duration,
     /// Told after each run of the flow (a grant, a refresh, a failure): a token store's hook.
     on_change: Option<ChangeHook>,
+    /// Where the flow's time is read.
+    clock: Arc<dyn Clock>,
 }
 
 /// What [`OAuth::on_change`] calls: with the `OAuth` whose flow just ran.
@@ -374,7 +445,25 @@ impl OAuth {
             request_timeout: Duration::from_secs(limits.request_timeout_secs.max(1)),
             authorize_timeout: Duration::from_secs(limits.authorize_timeout_secs.max(1)),
             on_change: None,
+            clock: Arc::new(SystemClock),
         })
+    }
+
+    /// With the time read from `clock` instead of the system's clock: token expiry, when a
+    /// refresh is due, the times in client assertions (a test moves its clock by hand). Every
+    /// [`Auth::oauth`] of it reads the same clock.
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> OAuth {
+        self.clock = clock;
+        self
+    }
+
+    /// With PKCE verifiers, `state` values and client assertion ids from `randomness` instead
+    /// of the system's generator (see [`Randomness`]).
+    pub fn with_randomness(mut self, randomness: Arc<dyn Randomness>) -> OAuth {
+        if let Ok(flow) = self.flow.get_mut() {
+            flow.set_randomness(randomness);
+        }
+        self
     }
 
     /// With `hook` called after each run of the flow (a grant, a refresh, in the background
@@ -431,7 +520,7 @@ impl OAuth {
         let Ok(_running) = self.running.try_lock() else {
             return;
         };
-        let now = unix_now();
+        let now = self.clock.now();
         let started = self.with_flow(|flow| {
             let due = refresh_due(flow, now);
             if due {
@@ -452,7 +541,7 @@ impl OAuth {
         log: Option<&WireLog>,
     ) -> Result<Secret, String> {
         let _running = self.running.lock().await;
-        let now = unix_now();
+        let now = self.clock.now();
         let current = self.with_flow(|flow| {
             // Renewed meanwhile (another request's refusal ran the flow): that token.
             if let Some(current) = flow
@@ -519,7 +608,7 @@ impl OAuth {
                     note(format!("> auth {method} {uri}"));
                     let response =
                         carry(pool, request, max_response_bytes, self.request_timeout).await;
-                    let now = unix_now();
+                    let now = self.clock.now();
                     match response {
                         Ok(response) => {
                             note(format!(
@@ -544,7 +633,7 @@ impl OAuth {
                     let back =
                         tokio::time::timeout(self.authorize_timeout, authorizer.authorize(&url))
                             .await;
-                    let now = unix_now();
+                    let now = self.clock.now();
                     match back {
                         Ok(Ok(redirect)) => {
                             let taken = self

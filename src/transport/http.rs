@@ -49,6 +49,8 @@ type Connector = WatchingConnector<hyper_rustls::HttpsConnector<RoutingConnector
 pub struct HttpPool {
     client: HyperClient<Connector, Full<Bytes>>,
     opened: Arc<AtomicU64>,
+    /// How many connects are under way (see [`HttpPool::connects_settled`]).
+    connecting: Arc<tokio::sync::watch::Sender<usize>>,
     tls: Arc<TlsOptions>,
     proxy: Arc<ProxyConfig>,
     eras: crate::client::EraCache,
@@ -104,7 +106,11 @@ impl HttpPool {
             .enable_http1()
             .enable_http2()
             .wrap_connector(routing);
-        let connector = WatchingConnector(connector);
+        let connecting = Arc::new(tokio::sync::watch::Sender::new(0));
+        let connector = WatchingConnector {
+            inner: connector,
+            connecting: connecting.clone(),
+        };
         let client = HyperClient::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(30))
             .pool_timer(TokioTimer::new())
@@ -113,6 +119,7 @@ impl HttpPool {
         Ok(HttpPool {
             client,
             opened,
+            connecting,
             tls: Arc::new(tls.clone()),
             proxy,
             eras: crate::client::EraCache::new(),
@@ -151,6 +158,21 @@ impl HttpPool {
     /// proxy, each is a connection to the proxy carrying one tunnel.
     pub fn connections_opened(&self) -> u64 {
         self.opened.load(Ordering::Relaxed)
+    }
+
+    /// Returns once no connection of this pool is being opened (TCP, proxy tunnel and TLS
+    /// handshake), at once when none is.
+    ///
+    /// A connect can outlive the request that started it, and the session too: when a request
+    /// finds no idle connection, hyper-util starts one, and when another connection comes
+    /// free first the request takes that one and the connect goes on in the background to put
+    /// its connection in the pool. [`connections_opened`](Self::connections_opened) counts it
+    /// only when it is through, so the count is final once this returns and no request has
+    /// started since (after the pool's sessions closed, for example).
+    pub async fn connects_settled(&self) {
+        let mut connecting = self.connecting.subscribe();
+        // The pool holds the sender, so the wait cannot end for want of one.
+        let _ = connecting.wait_for(|&under_way| under_way == 0).await;
     }
 
     /// The TLS settings the pool was made with.
@@ -866,9 +888,30 @@ fn refusing(alert: rustls::AlertDescription) -> Option<rustls::AlertDescription>
 #[derive(Clone, Default)]
 struct Refusal(Arc<OnceLock<rustls::AlertDescription>>);
 
-/// Wraps the pool's connector so that each connection's stream is [`Watched`].
+/// Wraps the pool's connector so that each connection's stream is [`Watched`], and counts the
+/// connects under way, from the call until its future ends or is dropped.
 #[derive(Clone)]
-struct WatchingConnector<C>(C);
+struct WatchingConnector<C> {
+    inner: C,
+    connecting: Arc<tokio::sync::watch::Sender<usize>>,
+}
+
+/// One connect under way, for [`HttpPool::connects_settled`]: counted while it lives.
+struct Connecting(Arc<tokio::sync::watch::Sender<usize>>);
+
+impl Connecting {
+    fn start(connecting: &Arc<tokio::sync::watch::Sender<usize>>) -> Connecting {
+        connecting.send_modify(|under_way| *under_way += 1);
+        Connecting(connecting.clone())
+    }
+}
+
+impl Drop for Connecting {
+    fn drop(&mut self) {
+        self.0
+            .send_modify(|under_way| *under_way = under_way.saturating_sub(1));
+    }
+}
 
 impl<C> tower_service::Service<Uri> for WatchingConnector<C>
 where
@@ -882,14 +925,17 @@ where
     >;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.0.poll_ready(cx)
+        self.inner.poll_ready(cx)
     }
 
     fn call(&mut self, uri: Uri) -> Self::Future {
-        let connecting = self.0.call(uri);
+        let under_way = Connecting::start(&self.connecting);
+        let connecting = self.inner.call(uri);
         Box::pin(async move {
+            let inner = connecting.await;
+            drop(under_way);
             Ok(Watched {
-                inner: connecting.await?,
+                inner: inner?,
                 refusal: Refusal::default(),
             })
         })

@@ -4,17 +4,24 @@
 //! `@modelcontextprotocol/server-everything`, two venvs with the official Python SDK (`mcp` 2.x
 //! and 1.x) that run our own `tests/peers/py_server.py`, and the official TypeScript SDK v2 server
 //! package (on the Node 22 it installs too) that runs our own `tests/peers/ts2_server.mjs`
-//! (protocol 2026-07-28 and the 2025 path). A test asks [`require`] first: without the
-//! peers it is skipped with a note on stderr, unless `MCPWIRE_REQUIRE_PEERS=1` (the project's test
-//! script, so CI), which turns a missing peer into a failure.
+//! (protocol 2026-07-28 and the 2025 path).
+//!
+//! A test that needs a peer is `#[ignore]`d with the reason [`IGNORE_REASON`] says, so a plain
+//! `cargo test` lists it as *ignored*, never as passed, when nobody has installed the peers;
+//! `scripts/test` (so CI) runs them with `cargo test --test main -- --ignored`. Its first line is
+//! [`require`], which fails the test when the peer is missing: a test run explicitly without its
+//! peer fails instead of passing vacuously. A test in `tests/` that calls [`require`] without the
+//! `#[ignore]` (or is ignored without calling it) fails `every_peer_test_is_ignored_and_checks_its_peer`.
 //!
 //! ```ignore
-//! if !peers::require(Peer::Python(Sdk::V2)) {
-//!     return;
+//! #[tokio::test]
+//! #[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
+//! async fn python_v2_json_response() {
+//!     peers::require(Peer::Python(Sdk::V2));
+//!     let server = PeerServer::python(Sdk::V2, &["--json-response"]);
+//!     // ... talk to server.url (http://127.0.0.1:PORT/mcp) ...
+//!     // dropping `server` kills its whole process group
 //! }
-//! let server = PeerServer::python(Sdk::V2, &["--json-response"]);
-//! // ... talk to server.url (http://127.0.0.1:PORT/mcp) ...
-//! // dropping `server` kills its whole process group
 //! ```
 //!
 //! Every server listens on 127.0.0.1 only, on a free port picked here. Its stdout and stderr go to
@@ -128,22 +135,21 @@ pub fn peers_dir() -> PathBuf {
     }
 }
 
-/// True when `peer` is installed. When it is not: panics if `MCPWIRE_REQUIRE_PEERS=1`, else
-/// prints a skip note to stderr and returns false (the test should then return early).
-pub fn require(peer: Peer) -> bool {
-    if peer.is_installed() {
-        return true;
-    }
-    let what = format!("{peer:?} is not installed in {}", peers_dir().display());
-    if std::env::var("MCPWIRE_REQUIRE_PEERS").as_deref() == Ok("1") {
-        panic!("{what}: {INSTALL_HINT} (MCPWIRE_REQUIRE_PEERS=1 forbids skipping)");
-    }
-    // Written past the test harness's output capture, so a plain `cargo test` shows the skip.
-    let _ = writeln!(
-        std::io::stderr(),
-        "SKIPPED: {what}; {INSTALL_HINT} to run this interop test"
+/// The reason every peer test gives in its `#[ignore = "..."]` (an attribute takes only a
+/// literal, so the tests spell it out; `every_peer_test_is_ignored_and_checks_its_peer` checks it).
+pub const IGNORE_REASON: &str =
+    "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored";
+
+/// Returns when `peer` is installed; panics, naming it and how to install it, when it is not.
+/// A test calls it first, and is `#[ignore]`d (see the module docs), so that without its peer it
+/// is reported as ignored by a plain `cargo test` and fails when run explicitly.
+pub fn require(peer: Peer) {
+    assert!(
+        peer.is_installed(),
+        "{peer:?} is not installed in {}: {INSTALL_HINT} (an interop test never passes without \
+         its peer)",
+        peers_dir().display()
     );
-    false
 }
 
 fn repo_path(relative: &str) -> PathBuf {
@@ -553,6 +559,76 @@ mod tests {
         (status, text)
     }
 
+    /// Whether a trimmed source line is a call of [`require`] (a statement of its own).
+    fn is_require_call(line: &str) -> bool {
+        let call = line
+            .trim_start_matches("crate::support::peers::")
+            .trim_start_matches("peers::");
+        call.starts_with("require(") && call.ends_with(");")
+    }
+
+    /// Every test in `tests/` that calls [`require`] is `#[ignore = IGNORE_REASON]`, and every
+    /// test ignored for that reason calls it: no peer test can pass, or run, without its peer
+    /// unnoticed. Reads the sources, so it needs no peer.
+    #[test]
+    fn every_peer_test_is_ignored_and_checks_its_peer() {
+        let ignore = format!("#[ignore = {IGNORE_REASON:?}]");
+        let mut files = Vec::new();
+        for dir in ["tests", "tests/support"] {
+            for entry in fs::read_dir(super::super::repo_root().join(dir)).expect("read tests/") {
+                let path = entry.expect("dir entry").path();
+                if path.extension().is_some_and(|e| e == "rs") {
+                    files.push(path);
+                }
+            }
+        }
+        let (mut calls, mut ignored, mut problems) = (0, 0, Vec::new());
+        for path in &files {
+            let source = fs::read_to_string(path).expect("read a test source");
+            let lines: Vec<&str> = source.lines().map(str::trim).collect();
+            let is_fn = |line: &str| {
+                line.starts_with("fn ") || line.starts_with("async fn ") || line.contains(" fn ")
+            };
+            for (at, line) in lines.iter().enumerate() {
+                let place = format!("{}:{}", path.display(), at + 1);
+                if is_require_call(line) {
+                    calls += 1;
+                    // The attributes (and doc lines) above the enclosing fn.
+                    let Some(fn_at) = (0..at).rev().find(|&i| is_fn(lines[i])) else {
+                        problems.push(format!("{place}: a require outside a fn"));
+                        continue;
+                    };
+                    let attributes = (0..fn_at)
+                        .rev()
+                        .take_while(|&i| {
+                            let l = lines[i];
+                            l.starts_with("#[") || l.starts_with("///") || l.starts_with("$(")
+                        })
+                        .map(|i| lines[i]);
+                    if !attributes.clone().any(|l| l == ignore) {
+                        problems.push(format!("{place}: {} is not {ignore}", lines[fn_at]));
+                    }
+                } else if *line == ignore {
+                    ignored += 1;
+                    let Some(fn_at) = (at..lines.len()).find(|&i| is_fn(lines[i])) else {
+                        problems.push(format!("{place}: an ignore without a fn"));
+                        continue;
+                    };
+                    // Its first statements (a test checks its peer before anything else).
+                    let head = &lines[fn_at + 1..lines.len().min(fn_at + 12)];
+                    if !head.iter().any(|l| is_require_call(l)) {
+                        problems.push(format!("{place}: {} never calls require", lines[fn_at]));
+                    }
+                }
+            }
+        }
+        assert!(problems.is_empty(), "{problems:#?}");
+        assert!(
+            calls > 40 && ignored > 40,
+            "found {calls} calls, {ignored} ignored tests"
+        );
+    }
+
     fn post_initialize_to(port: u16, path: &str) -> (u16, String) {
         let headers = [
             ("Content-Type", "application/json"),
@@ -650,47 +726,42 @@ mod tests {
     }
 
     #[test]
+    #[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
     fn everything_streamable_http_answers_initialize() {
-        if !require(Peer::Everything) {
-            return;
-        }
+        require(Peer::Everything);
         let server = PeerServer::everything("streamableHttp");
         assert!(server.url.ends_with("/mcp"), "{}", server.url);
         post_initialize(&server);
     }
 
     #[test]
+    #[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
     fn everything_sse_transport_announces_its_endpoint() {
-        if !require(Peer::Everything) {
-            return;
-        }
+        require(Peer::Everything);
         let server = PeerServer::everything("sse");
         let response = get_sse_endpoint(&server);
         assert!(response.contains("/message?sessionId="), "{response}");
     }
 
     #[test]
+    #[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
     fn python_v2_answers_initialize() {
-        if !require(Peer::Python(Sdk::V2)) {
-            return;
-        }
+        require(Peer::Python(Sdk::V2));
         post_initialize(&PeerServer::python(Sdk::V2, &[]));
     }
 
     #[test]
+    #[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
     fn python_v1_answers_initialize() {
-        if !require(Peer::Python(Sdk::V1)) {
-            return;
-        }
+        require(Peer::Python(Sdk::V1));
         post_initialize(&PeerServer::python(Sdk::V1, &[]));
     }
 
     #[test]
+    #[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
     fn python_json_response_mode_answers_with_json() {
         for sdk in [Sdk::V1, Sdk::V2] {
-            if !require(Peer::Python(sdk)) {
-                return;
-            }
+            require(Peer::Python(sdk));
             let server = PeerServer::python(sdk, &["--json-response", "--stateless"]);
             let (status, response) = post_initialize_to(server.port, "/mcp");
             assert_eq!(status, 200, "{sdk:?}: {response}");
@@ -707,11 +778,10 @@ mod tests {
     }
 
     #[test]
+    #[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
     fn python_sse_transport_announces_its_endpoint() {
         for sdk in [Sdk::V1, Sdk::V2] {
-            if !require(Peer::Python(sdk)) {
-                return;
-            }
+            require(Peer::Python(sdk));
             let server = PeerServer::python(sdk, &["--transport", "sse"]);
             assert!(server.url.ends_with("/sse"), "{}", server.url);
             let response = get_sse_endpoint(&server);
@@ -723,11 +793,10 @@ mod tests {
     }
 
     #[test]
+    #[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
     fn python_stdio_answers_initialize() {
         for sdk in [Sdk::V1, Sdk::V2] {
-            if !require(Peer::Python(sdk)) {
-                return;
-            }
+            require(Peer::Python(sdk));
             let (program, args) = python_stdio_command(sdk);
             let line = stdio_initialize(&program, &args);
             assert!(line.contains(r#""id":1"#), "{sdk:?}: {line}");
@@ -751,10 +820,9 @@ mod tests {
     }
 
     #[test]
+    #[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
     fn ts2_answers_initialize_on_the_2025_path() {
-        if !require(Peer::Ts2) {
-            return;
-        }
+        require(Peer::Ts2);
         let server = PeerServer::ts2(&[]);
         assert!(server.url.ends_with("/mcp"), "{}", server.url);
         post_initialize(&server);
@@ -768,10 +836,9 @@ mod tests {
     }
 
     #[test]
+    #[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
     fn ts2_answers_server_discover() {
-        if !require(Peer::Ts2) {
-            return;
-        }
+        require(Peer::Ts2);
         let server = PeerServer::ts2(&[]);
         let (status, response) = post_server_discover(server.port);
         assert_eq!(status, 200, "{response}");
@@ -782,10 +849,9 @@ mod tests {
     }
 
     #[test]
+    #[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
     fn ts2_legacy_reject_refuses_initialize() {
-        if !require(Peer::Ts2) {
-            return;
-        }
+        require(Peer::Ts2);
         let server = PeerServer::ts2(&["--legacy", "reject"]);
         let (status, response) = post_initialize_to(server.port, "/mcp");
         assert_eq!(status, 400, "{response}");
@@ -795,20 +861,18 @@ mod tests {
     }
 
     #[test]
+    #[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
     fn everything_stdio_answers_initialize() {
-        if !require(Peer::Everything) {
-            return;
-        }
+        require(Peer::Everything);
         let (program, args) = everything_stdio_command();
         let line = stdio_initialize(&program, &args);
         assert!(line.contains(r#""protocolVersion":"2025-11-25""#), "{line}");
     }
 
     #[test]
+    #[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
     fn dropping_a_server_frees_its_port_and_keeps_its_log() {
-        if !require(Peer::Python(Sdk::V2)) {
-            return;
-        }
+        require(Peer::Python(Sdk::V2));
         let server = PeerServer::python(Sdk::V2, &[]);
         let (port, log) = (server.port, server.log_path().to_owned());
         let started = Instant::now();
@@ -827,10 +891,11 @@ mod tests {
     }
 
     #[test]
+    #[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
     fn servers_listen_on_loopback_only() {
-        if !require(Peer::Everything) || !require(Peer::Python(Sdk::V2)) || !require(Peer::Ts2) {
-            return;
-        }
+        require(Peer::Everything);
+        require(Peer::Python(Sdk::V2));
+        require(Peer::Ts2);
         // /proc/net/tcp lists listening sockets (state 0A) as hex local_address:port.
         let servers = [
             PeerServer::everything("streamableHttp"),
