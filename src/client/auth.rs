@@ -163,10 +163,8 @@ impl Auth {
         self.id
     }
 
-    /// The token for the next request, at the time this source's clock says. (`_driver_now`
-    /// is the client driver's own reading of the system clock, which the source's clock
-    /// overrides: it goes once the driver asks [`now`](Auth::now) instead.)
-    pub(crate) fn token(&self, _driver_now: UnixTime) -> Option<Secret> {
+    /// The token for the next request, at the time this source's clock says.
+    pub(crate) fn token(&self) -> Option<Secret> {
         let now = self.now();
         match &self.source {
             Source::Provider(provider) => provider.token(now),
@@ -207,13 +205,8 @@ impl Auth {
     }
 
     /// Starts the background refresh of an OAuth token that is due, if one is, at the time
-    /// this source's clock says (`_driver_now`: as for [`token`](Auth::token)).
-    pub(crate) fn refresh_if_due(
-        &self,
-        pool: &HttpPool,
-        log: Option<&WireLog>,
-        _driver_now: UnixTime,
-    ) {
+    /// this source's clock says.
+    pub(crate) fn refresh_if_due(&self, pool: &HttpPool, log: Option<&WireLog>) {
         if let Source::OAuth(oauth) = &self.source
             && oauth.refresh_due(self.now())
         {

@@ -365,9 +365,8 @@ impl Driver {
         let Some(auth) = &self.auth else {
             return;
         };
-        let now = auth::unix_now();
-        auth.auth.refresh_if_due(&auth.pool, auth.log.as_ref(), now);
-        let mut token = auth.auth.token(now);
+        auth.auth.refresh_if_due(&auth.pool, auth.log.as_ref());
+        let mut token = auth.auth.token();
         // A source that still hands out the token it gave a replacement for: the replacement.
         if let (Some(given), Some((old, new))) = (&token, &auth.superseded)
             && given == old
