@@ -56,8 +56,13 @@ pub struct Limits {
     pub request_timeout_secs: u64,
     /// How long the person has to approve in the browser.
     pub authorize_timeout_secs: u64,
-    /// How long before its expiry an access token is refreshed.
+    /// How long before its expiry an access token is refreshed (in the background: the token
+    /// stays in use meanwhile).
     pub refresh_margin_secs: u64,
+    /// A token this close to its expiry (or past it) is not sent: the request waits for its
+    /// refresh ([`Flow::refresh_ahead`]), since a clock this far off, or a request this slow,
+    /// would reach the server with an expired token and take a 401.
+    pub expiry_skew_secs: u64,
 }
 
 impl Default for Limits {
@@ -67,6 +72,7 @@ impl Default for Limits {
             request_timeout_secs: 30,
             authorize_timeout_secs: 300,
             refresh_margin_secs: 60,
+            expiry_skew_secs: 10,
         }
     }
 }
@@ -517,6 +523,16 @@ pub enum Output {
     },
     /// A token is ready: send (or re-send) the refused requests with it.
     Token(Token),
+    /// Only for a flow whose cache other processes share ([`Flow::share_cache`]): the flow is
+    /// about to spend the refresh token of `key`'s token. Take the shared cache's lock, read
+    /// it afresh and hand its tokens to [`Flow::handle_reload`]; hold the lock until the flow
+    /// has nothing left to do and its cache is written back, so that no other process
+    /// spends the same refresh token meanwhile. If the lock is not had within the flow's
+    /// deadline ([`Flow::poll_timeout`]), [`Flow::abandon`] the refresh.
+    Reload {
+        /// The token about to be refreshed.
+        key: TokenKey,
+    },
     /// The flow failed; requests waiting for a token fail with this.
     Failed(Error),
 }
@@ -600,6 +616,12 @@ enum Stage {
     ServerMetadata(ServerSearch),
     Registering,
     Authorizing(Authorizing),
+    /// Waiting for the shared cache ([`Output::Reload`]) before a refresh.
+    Reloading {
+        rediscover: bool,
+        announce: bool,
+        deadline: UnixTime,
+    },
     Token {
         purpose: Purpose,
         /// On a refused refresh: start over with discovery.
@@ -636,6 +658,8 @@ pub struct Flow {
     pending_key: Option<TokenKey>,
     /// A refresh nobody waits for is under way: its failure only drops the refresh token.
     quiet: bool,
+    /// Other processes share the cache: every refresh starts with an [`Output::Reload`].
+    shared: bool,
     /// Codes, verifiers, assertions and replaced tokens: what must never be echoed.
     spent: Vec<Secret>,
 }
@@ -679,8 +703,18 @@ impl Flow {
             cache,
             pending_key: None,
             quiet: false,
+            shared: false,
             spent: Vec::new(),
         }
+    }
+
+    /// Says whether other processes share the cache (a token store file that several
+    /// processes use at once, with an authorization server that rotates refresh tokens:
+    /// two that refresh with the same refresh token leave one of them with a spent one).
+    /// When they do, each refresh first asks for the shared cache's current tokens
+    /// ([`Output::Reload`]), and one another process renewed meanwhile is used instead.
+    pub fn share_cache(&mut self, shared: bool) {
+        self.shared = shared;
     }
 
     /// The configuration.
@@ -768,6 +802,7 @@ impl Flow {
     pub fn poll_timeout(&self) -> Option<UnixTime> {
         let waiting = match &self.stage {
             Stage::Authorizing(a) => Some(a.deadline),
+            Stage::Reloading { deadline, .. } => Some(*deadline),
             _ => self.pending.as_ref().map(|p| p.deadline),
         };
         let refresh = match (&self.stage, &self.token) {
@@ -790,6 +825,7 @@ impl Flow {
     pub fn handle_timeout(&mut self, now: UnixTime) {
         let expired = match &self.stage {
             Stage::Authorizing(a) if now >= a.deadline => Some(Purpose::Authorization),
+            Stage::Reloading { deadline, .. } if now >= *deadline => Some(Purpose::Refresh),
             _ => self
                 .pending
                 .as_ref()
@@ -826,6 +862,28 @@ impl Flow {
         self.reason = Reason::Initial;
         self.challenge = None;
         self.discover(now);
+    }
+
+    /// A request is about to go out at `now`. When the current token has expired or expires
+    /// within [`Limits::expiry_skew_secs`] and may be refreshed (and nothing is under way),
+    /// its refresh starts, its token to come out as an [`Output::Token`], and this returns
+    /// `true`: the driver holds the request for that token rather than send one the server
+    /// would refuse with a 401 (a client that sat idle past its token's life). A token
+    /// further from its expiry is sent as it is; its refresh, once due, runs in the
+    /// background ([`Flow::handle_timeout`]).
+    pub fn refresh_ahead(&mut self, now: UnixTime) -> bool {
+        if self.is_busy() {
+            return false;
+        }
+        let due = self.token.as_ref().is_some_and(|(token, ..)| {
+            token.refresh_token().is_some()
+                && token.is_expired(now.plus(self.config.limits.expiry_skew_secs))
+        });
+        if !due {
+            return false;
+        }
+        self.refresh(now, true, true);
+        self.is_busy() || !self.outputs.is_empty()
     }
 
     /// The MCP server refused a request with `status` (401 or 403) and these headers; `sent`
@@ -927,6 +985,7 @@ impl Flow {
         let purpose = match (&self.stage, &self.pending) {
             (Stage::Idle, _) => return,
             (Stage::Authorizing(_), _) => Purpose::Authorization,
+            (Stage::Reloading { .. }, _) => Purpose::Refresh,
             (_, Some(pending)) => pending.purpose,
             (_, None) => Purpose::Authorization,
         };
@@ -1030,7 +1089,9 @@ impl Flow {
                 rediscover,
                 announce,
             } => self.got_token(purpose, status, &body, rediscover, announce, now),
-            stage @ (Stage::Idle | Stage::Authorizing(_)) => self.stage = stage,
+            stage @ (Stage::Idle | Stage::Authorizing(_) | Stage::Reloading { .. }) => {
+                self.stage = stage;
+            }
         }
     }
 
@@ -1514,9 +1575,9 @@ impl Flow {
         let Some((token, key, _)) = &self.token else {
             return;
         };
-        let Some(refresh_token) = token.refresh_token().cloned() else {
+        if token.refresh_token().is_none() {
             return;
-        };
+        }
         if self.server_metadata.is_none() || self.client.is_none() {
             if rediscover {
                 self.token = None;
@@ -1524,6 +1585,84 @@ impl Flow {
             }
             return;
         }
+        if self.shared {
+            // Another process may have spent this refresh token already: ask for the shared
+            // cache first (handle_reload goes on from there).
+            let key = key.clone();
+            self.stage = Stage::Reloading {
+                rediscover,
+                announce,
+                deadline: now.plus(self.config.limits.request_timeout_secs),
+            };
+            self.outputs.push_back(Output::Reload { key });
+            return;
+        }
+        self.send_refresh(now, rediscover, announce);
+    }
+
+    /// The shared cache's tokens as they are now, read under its lock after an
+    /// [`Output::Reload`]: they replace the flow's cache. When they hold a token for the key
+    /// being refreshed other than the one the flow was about to refresh, another process
+    /// renewed it: a usable one (not within [`Limits::expiry_skew_secs`] of its expiry) is
+    /// taken as it is, with no request; one that is not is refreshed with its own refresh
+    /// token. Otherwise the refresh goes ahead. Ignored when no reload was asked for.
+    pub fn handle_reload(&mut self, tokens: TokenCache, now: UnixTime) {
+        let Stage::Reloading {
+            rediscover,
+            announce,
+            ..
+        } = self.stage
+        else {
+            return;
+        };
+        self.stage = Stage::Idle;
+        let replaced = std::mem::replace(&mut self.cache, tokens);
+        // Tokens this flow may have sent that the shared cache no longer holds: still secret.
+        let kept: Vec<Secret> = self.cache.secrets().cloned().collect();
+        self.spend(
+            replaced
+                .secrets()
+                .filter(|secret| !kept.contains(secret))
+                .cloned()
+                .collect::<Vec<_>>(),
+        );
+        let Some((held, key, origin)) = self.token.take() else {
+            return;
+        };
+        let renewed = self.cache.get(&key).filter(|fresh| {
+            fresh.access_token() != held.access_token()
+                || fresh.refresh_token() != held.refresh_token()
+        });
+        match renewed.cloned() {
+            Some(fresh) if !fresh.is_expired(now.plus(self.config.limits.expiry_skew_secs)) => {
+                self.spend(held.secrets().cloned());
+                self.token = Some((fresh.clone(), key, Origin_::Refreshed));
+                self.token_since = now;
+                if announce {
+                    self.outputs.push_back(Output::Token(fresh));
+                }
+            }
+            Some(fresh) if fresh.refresh_token().is_some() => {
+                self.spend(held.secrets().cloned());
+                self.token = Some((fresh, key, Origin_::Proven));
+                self.token_since = now;
+                self.send_refresh(now, rediscover, announce);
+            }
+            _ => {
+                self.token = Some((held, key, origin));
+                self.send_refresh(now, rediscover, announce);
+            }
+        }
+    }
+
+    /// Sends the refresh of the current token (see [`refresh`](Flow::refresh)).
+    fn send_refresh(&mut self, now: UnixTime, rediscover: bool, announce: bool) {
+        let Some((token, key, _)) = &self.token else {
+            return;
+        };
+        let Some(refresh_token) = token.refresh_token().cloned() else {
+            return;
+        };
         self.pending_key = Some(key.clone());
         self.quiet = !announce;
         self.token_request(

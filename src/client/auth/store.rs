@@ -33,15 +33,37 @@
 //! `https` or loopback `http` URLs, header-safe tokens, valid scopes. On unix a store that
 //! its group or others may read is refused (`chmod 600` it), and every write goes to a new
 //! file created with mode 0600 in the same directory, synced, then renamed over the store,
-//! so a reader sees the old store or the new one, never half of one. Two processes that
-//! refresh at once with a server that rotates refresh tokens may leave the one whose token
-//! the server no longer takes: the next call then says to log in again.
+//! so a reader sees the old store or the new one, never half of one.
+//!
+//! # Processes that share a store
+//!
+//! `mcpwire call` runs as one process per call, and calls at once share one store. With an
+//! authorization server that rotates refresh tokens (each usable once), two processes that
+//! refresh together would race: one spends the refresh token, the other is refused
+//! (`invalid_grant`) and, writing back what it holds, could leave the store with the spent
+//! one. So every refresh and every write-back happens under an advisory lock (on unix
+//! `flock(2)`, exclusive) on a lock file beside the store, `PATH.lock` (created with mode
+//! 0600 and left in place: the store itself is replaced by rename, so it cannot carry the
+//! lock). Before spending a refresh token, the flow asks for the store's current tokens
+//! ([`Output::Reload`](crate::auth::Output::Reload)): under the lock the store is read
+//! afresh, and a token another process renewed meanwhile is used as it is (or, if it has
+//! expired too, refreshed with its own refresh token); only when the store still holds the
+//! token about to be refreshed does the refresh go out. The lock is held until the tokens
+//! it brought are written back. A write-back outside a refresh (a login, a token the server
+//! refused) takes the lock too, reads the store again, and changes only the entries this
+//! process changed since it last read or wrote them, so it never puts back a token another
+//! process has rotated. The lock is waited for no longer than one token request may take
+//! (`request_timeout_secs` of the flow's [`Limits`](crate::auth::Limits), 30 s by default):
+//! after that the refresh fails with a message naming the lock file, and nothing is spent
+//! or written. On other platforms no lock is taken.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
+
+use std::time::Duration;
 
 use super::{AuthorizeFuture, Authorizer, OAuth, OAuthError};
 use crate::auth::{
@@ -56,6 +78,158 @@ pub const STORE_VERSION: u64 = 1;
 const MAX_STORED_TOKENS: usize = 64;
 /// The longest token taken from a store (as from a token endpoint).
 const MAX_TOKEN_BYTES: usize = 16 * 1024;
+/// How long [`TokenStore::save`] and [`TokenStore::save_from`] wait for the lock: a flow's
+/// default request timeout (a holder keeps it for one token request and a write).
+const DEFAULT_LOCK_WAIT: Duration = Duration::from_secs(30);
+/// The longest pause between two tries of a lock another process holds.
+const MAX_LOCK_PAUSE: Duration = Duration::from_millis(20);
+
+/// A store's advisory lock (see the [module docs](TokenStore)), held until dropped.
+pub struct StoreLock {
+    #[cfg(unix)]
+    _file: std::fs::File,
+}
+
+impl std::fmt::Debug for StoreLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StoreLock")
+    }
+}
+
+/// One try at the lock at `path` (created 0600 if missing, never through a symbolic link):
+/// `None` while another process holds it.
+#[cfg(unix)]
+fn try_lock(path: &Path) -> Result<Option<StoreLock>, StoreError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::io::AsRawFd;
+    let io = |error| StoreError::Io {
+        path: path.to_owned(),
+        error,
+    };
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(io)?;
+    if flock_exclusive(file.as_raw_fd()) {
+        return Ok(Some(StoreLock { _file: file }));
+    }
+    match std::io::Error::last_os_error() {
+        e if e.kind() == std::io::ErrorKind::WouldBlock
+            || e.kind() == std::io::ErrorKind::Interrupted =>
+        {
+            Ok(None)
+        }
+        e => Err(io(e)),
+    }
+}
+
+/// `flock(fd, LOCK_EX | LOCK_NB)`: whether the lock was had (else see `errno`). The lock
+/// belongs to the open file, so it ends when the file is closed, even if the process dies.
+#[cfg(unix)]
+#[allow(unsafe_code)]
+fn flock_exclusive(fd: std::os::unix::io::RawFd) -> bool {
+    // SAFETY: flock takes a file descriptor and flags and touches no memory; `fd` belongs to
+    // a file the caller keeps open for the call.
+    unsafe { libc::flock(fd, libc::LOCK_EX | libc::LOCK_NB) == 0 }
+}
+
+#[cfg(not(unix))]
+fn try_lock(_path: &Path) -> Result<Option<StoreLock>, StoreError> {
+    Ok(Some(StoreLock {}))
+}
+
+/// Reads and checks the store at `path`: what it holds, and its bytes.
+fn read(path: &Path) -> Result<(Contents, Vec<u8>), StoreError> {
+    let io = |error| StoreError::Io {
+        path: path.to_owned(),
+        error,
+    };
+    let file = std::fs::File::open(path).map_err(io)?;
+    let meta = file.metadata().map_err(io)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = meta.permissions().mode();
+        if mode & 0o077 != 0 {
+            return Err(StoreError::Permissions {
+                path: path.to_owned(),
+                mode,
+            });
+        }
+    }
+    if meta.len() > MAX_STORE_BYTES {
+        return Err(StoreError::TooLarge {
+            path: path.to_owned(),
+        });
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_STORE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    if bytes.len() as u64 > MAX_STORE_BYTES {
+        return Err(StoreError::TooLarge {
+            path: path.to_owned(),
+        });
+    }
+    let contents = parse(&bytes).map_err(|reason| StoreError::Invalid {
+        path: path.to_owned(),
+        reason,
+    })?;
+    Ok((contents, bytes))
+}
+
+/// `theirs` (the file as it is now) with the changes `ours` made to `base` (the file as this
+/// process last read or wrote it): each token entry, and the client, that this process
+/// changed (added, renewed, removed) is taken from `ours`, every other from `theirs`.
+fn merge(base: &Contents, ours: &Contents, mut theirs: Contents) -> Contents {
+    let keys: Vec<TokenKey> = base
+        .tokens
+        .iter()
+        .chain(ours.tokens.iter())
+        .map(|(key, _)| key.clone())
+        .collect();
+    for key in keys {
+        let (was, now) = (base.tokens.get(&key), ours.tokens.get(&key));
+        if was.map(token_row) == now.map(token_row) {
+            continue;
+        }
+        match now {
+            Some(token) => theirs.tokens.insert(key, token.clone()),
+            None => {
+                theirs.tokens.remove(&key);
+            }
+        }
+    }
+    if base.client.as_ref().map(client_row) != ours.client.as_ref().map(client_row) {
+        theirs.client.clone_from(&ours.client);
+    }
+    theirs
+}
+
+/// What the file holds of a token, to compare two.
+fn token_row(token: &Token) -> (&str, Option<&str>, Option<u64>, Option<String>) {
+    (
+        token.access_token().expose(),
+        token.refresh_token().map(Secret::expose),
+        token.expires_at().map(|at| at.0),
+        token.scope().map(ToString::to_string),
+    )
+}
+
+/// What the file holds of a client, to compare two.
+fn client_row(client: &PreRegistered) -> (&str, Option<&str>, Option<&str>, Option<&str>) {
+    (
+        client.client_id.as_str(),
+        client.client_secret.as_ref().map(Secret::expose),
+        client.issuer.as_deref(),
+        client.auth_method.map(|m| m.name()),
+    )
+}
 
 /// Why a store cannot be read or written. Never holds a secret: the path, and what is wrong.
 #[derive(Debug)]
@@ -87,6 +261,13 @@ pub enum StoreError {
         /// What is wrong (a member's name, never its value).
         reason: String,
     },
+    /// Another process held the store's lock for longer than it was waited for.
+    Locked {
+        /// The lock file's path (the store's, with `.lock` after it).
+        path: PathBuf,
+        /// How long it was waited for, in milliseconds.
+        waited_ms: u64,
+    },
 }
 
 impl std::fmt::Display for StoreError {
@@ -111,6 +292,13 @@ impl std::fmt::Display for StoreError {
                 f,
                 "the token store {} is not a valid token store: {reason}",
                 path.display()
+            ),
+            StoreError::Locked { path, waited_ms } => write!(
+                f,
+                "the token store's lock {} was held by another process for more than {} ms; \
+                 nothing was refreshed or written (try again)",
+                path.display(),
+                waited_ms
             ),
         }
     }
@@ -174,13 +362,18 @@ struct Contents {
     tokens: TokenCache,
 }
 
-/// A token store file (see the [module docs](self)): read once, written back when the flow
-/// changed what it holds.
+/// A token store file (see the [module docs](self)): read when loaded and again under its
+/// lock before each refresh and write-back, written back when the flow changed what it holds.
 pub struct TokenStore {
     path: PathBuf,
+    /// What the file held when this process last read or wrote it: the base that tells this
+    /// process's changes from other processes'.
     contents: Mutex<Contents>,
     /// The bytes last read or written: a write that would change nothing is skipped.
     written: Mutex<Vec<u8>>,
+    /// Made by [`TokenStore::create`] and not yet written: its first write replaces whatever
+    /// is at the path (a new login), rather than merging with it.
+    replaces: std::sync::atomic::AtomicBool,
     /// The last write-back that failed (from [`OAuth::on_change`], which cannot fail).
     last_error: Mutex<Option<String>>,
     /// Told of each write-back that fails.
@@ -211,14 +404,16 @@ impl TokenStore {
                 tokens: TokenCache::default(),
             },
             Vec::new(),
+            true,
         )
     }
 
-    fn with(path: PathBuf, contents: Contents, written: Vec<u8>) -> TokenStore {
+    fn with(path: PathBuf, contents: Contents, written: Vec<u8>, replaces: bool) -> TokenStore {
         TokenStore {
             path,
             contents: Mutex::new(contents),
             written: Mutex::new(written),
+            replaces: std::sync::atomic::AtomicBool::new(replaces),
             last_error: Mutex::new(None),
             error_sink: Mutex::new(None),
         }
@@ -231,35 +426,93 @@ impl TokenStore {
     /// The file cannot be read, is too large, may be read by others, or is not a valid store.
     pub fn load(path: impl Into<PathBuf>) -> Result<TokenStore, StoreError> {
         let path = path.into();
-        let io = |error| StoreError::Io {
-            path: path.clone(),
-            error,
-        };
-        let file = std::fs::File::open(&path).map_err(io)?;
-        let meta = file.metadata().map_err(io)?;
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            let mode = meta.permissions().mode();
-            if mode & 0o077 != 0 {
-                return Err(StoreError::Permissions { path, mode });
+        let (contents, bytes) = read(&path)?;
+        Ok(TokenStore::with(path, contents, bytes, false))
+    }
+
+    /// The path of the store's lock file: the store's, with `.lock` after it.
+    pub fn lock_path(&self) -> PathBuf {
+        let mut name = self.path.as_os_str().to_owned();
+        name.push(".lock");
+        PathBuf::from(name)
+    }
+
+    /// Takes the store's lock (see the [module docs](self)), waiting at most `wait` for
+    /// another process to release it; released when the [`StoreLock`] is dropped.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Locked`] when the wait ends first; the lock file cannot be opened or
+    /// locked.
+    pub async fn lock(&self, wait: Duration) -> Result<StoreLock, StoreError> {
+        let path = self.lock_path();
+        let mut pause = Duration::from_millis(1);
+        let waited = tokio::time::timeout(wait, async {
+            loop {
+                if let Some(lock) = try_lock(&path)? {
+                    return Ok(lock);
+                }
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(MAX_LOCK_PAUSE);
             }
+        })
+        .await;
+        waited.unwrap_or(Err(StoreError::Locked {
+            path,
+            waited_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+        }))
+    }
+
+    /// As [`lock`](TokenStore::lock), for a caller outside the runtime: the thread sleeps
+    /// between tries, `wait` in all at most.
+    ///
+    /// # Errors
+    ///
+    /// As [`lock`](TokenStore::lock).
+    pub fn lock_blocking(&self, wait: Duration) -> Result<StoreLock, StoreError> {
+        let path = self.lock_path();
+        let (mut pause, mut slept) = (Duration::from_millis(1), Duration::ZERO);
+        loop {
+            if let Some(lock) = try_lock(&path)? {
+                return Ok(lock);
+            }
+            if slept >= wait {
+                return Err(StoreError::Locked {
+                    path,
+                    waited_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+                });
+            }
+            let step = pause.min(wait - slept);
+            std::thread::sleep(step);
+            slept += step;
+            pause = (pause * 2).min(MAX_LOCK_PAUSE);
         }
-        if meta.len() > MAX_STORE_BYTES {
-            return Err(StoreError::TooLarge { path });
+    }
+
+    /// With the lock held: the file read afresh (as strictly as [`load`](TokenStore::load)
+    /// reads it) becomes what this store holds, and its tokens are returned, for
+    /// [`Flow::handle_reload`](crate::auth::Flow::handle_reload).
+    ///
+    /// # Errors
+    ///
+    /// As [`load`](TokenStore::load) (a store deleted meanwhile, by a logout, is an error).
+    pub fn reload(&self, _lock: &StoreLock) -> Result<TokenCache, StoreError> {
+        let (contents, bytes) = read(&self.path)?;
+        let tokens = contents.tokens.clone();
+        self.set_base(contents, bytes);
+        Ok(tokens)
+    }
+
+    fn set_base(&self, contents: Contents, bytes: Vec<u8>) {
+        match self.contents.lock() {
+            Ok(mut base) => *base = contents,
+            Err(poisoned) => *poisoned.into_inner() = contents,
         }
-        let mut bytes = Vec::new();
-        file.take(MAX_STORE_BYTES + 1)
-            .read_to_end(&mut bytes)
-            .map_err(io)?;
-        if bytes.len() as u64 > MAX_STORE_BYTES {
-            return Err(StoreError::TooLarge { path });
+        if let Ok(mut written) = self.written.lock() {
+            *written = bytes;
         }
-        let contents = parse(&bytes).map_err(|reason| StoreError::Invalid {
-            path: path.clone(),
-            reason,
-        })?;
-        Ok(TokenStore::with(path, contents, bytes))
+        self.replaces
+            .store(false, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The store's path.
@@ -346,19 +599,8 @@ impl TokenStore {
         authorizer: Arc<dyn Authorizer>,
     ) -> Result<OAuth, OAuthError> {
         let tokens = self.contents().tokens;
-        let store = self.clone();
         let oauth = OAuth::with_cache(config, tokens, Some(authorizer))?;
-        Ok(oauth.on_change(Arc::new(move |oauth: &OAuth| {
-            let failed = store.save_from(oauth).err().map(|e| e.to_string());
-            if let (Some(message), Ok(sink)) = (&failed, store.error_sink.lock())
-                && let Some(sink) = sink.as_ref()
-            {
-                sink(&format!("cannot write the tokens back: {message}"));
-            }
-            if let Ok(mut last) = store.last_error.lock() {
-                *last = failed;
-            }
-        })))
+        Ok(oauth.shared_with(self.clone()))
     }
 
     /// Makes every token that has a refresh token due now (`expires_at` = `now`) and drops
@@ -401,36 +643,115 @@ impl TokenStore {
     ///
     /// As [`save`](TokenStore::save).
     pub fn save_from(&self, oauth: &OAuth) -> Result<(), StoreError> {
-        if let Ok(mut contents) = self.contents.lock() {
-            contents.tokens = oauth.cache();
-            if let Some(client) = oauth.client() {
-                contents.client = Some(client);
-            }
+        if !self.changed_by(oauth) {
+            return Ok(());
         }
-        self.save()
+        let lock = self.lock_blocking(DEFAULT_LOCK_WAIT)?;
+        self.merge_from(oauth, &lock)
     }
 
-    /// Writes the store (a new file with mode 0600, synced, renamed over the old one) unless
-    /// it would not change, or it is a new store with no token yet (a login that failed or
-    /// was never asked for leaves no file).
-    ///
-    /// # Errors
-    ///
-    /// The file cannot be written or renamed.
-    pub fn save(&self) -> Result<(), StoreError> {
-        let contents = self.contents();
-        let bytes = render(&contents);
-        let Ok(mut written) = self.written.lock() else {
-            return Ok(());
+    /// What [`OAuth`] does after each run of its flow: writes back what the run changed,
+    /// under `held` (the lock its refresh took) or, if it changed anything, under the lock
+    /// taken now. A failure goes to the error sink and [`last_error`](TokenStore::last_error).
+    pub(super) async fn write_back(&self, oauth: &OAuth, held: Option<StoreLock>, wait: Duration) {
+        let result = match held {
+            Some(lock) => self.merge_from(oauth, &lock),
+            None if !self.changed_by(oauth) => Ok(()),
+            None => match self.lock(wait).await {
+                Ok(lock) => self.merge_from(oauth, &lock),
+                Err(error) => Err(error),
+            },
         };
-        if *written == bytes || (written.is_empty() && contents.tokens.is_empty()) {
+        let failed = result.err().map(|e| e.to_string());
+        if let (Some(message), Ok(sink)) = (&failed, self.error_sink.lock())
+            && let Some(sink) = sink.as_ref()
+        {
+            sink(&format!("cannot write the tokens back: {message}"));
+        }
+        if let Ok(mut last) = self.last_error.lock() {
+            *last = failed;
+        }
+    }
+
+    /// What this store holds with the tokens and client of `oauth` (this process's view).
+    fn ours(&self, oauth: &OAuth) -> Contents {
+        let mut ours = self.contents();
+        ours.tokens = oauth.cache();
+        if let Some(client) = oauth.client() {
+            ours.client = Some(client);
+        }
+        ours
+    }
+
+    /// Whether `oauth` holds what the store, as last read or written, does not.
+    fn changed_by(&self, oauth: &OAuth) -> bool {
+        render(&self.ours(oauth)) != render(&self.contents())
+    }
+
+    /// With the lock held: reads the file again and writes it with this process's changes
+    /// since it last read or wrote it (the tokens and the client of `oauth` that differ from
+    /// that base) over what the file holds now, which other processes may have changed.
+    /// A store made by [`create`](TokenStore::create), or a file that is gone or for another
+    /// server, is replaced with this process's view whole.
+    fn merge_from(&self, oauth: &OAuth, _lock: &StoreLock) -> Result<(), StoreError> {
+        let base = self.contents();
+        let ours = self.ours(oauth);
+        let theirs = match read(&self.path) {
+            Ok(found) => Some(found),
+            Err(StoreError::Io { error, .. }) if error.kind() == std::io::ErrorKind::NotFound => {
+                None
+            }
+            Err(error) => return Err(error),
+        };
+        let replaces = self.replaces.load(std::sync::atomic::Ordering::Relaxed);
+        let (merged, on_disk) = match theirs {
+            Some((theirs, bytes))
+                if !replaces
+                    && theirs.server == base.server
+                    && theirs.redirect_uri == base.redirect_uri =>
+            {
+                (merge(&base, &ours, theirs), bytes)
+            }
+            Some((_, bytes)) => (ours, bytes),
+            None => (ours, Vec::new()),
+        };
+        let bytes = render(&merged);
+        if bytes == on_disk || (on_disk.is_empty() && merged.tokens.is_empty()) {
+            self.set_base(merged, on_disk);
             return Ok(());
         }
         write_atomically(&self.path, &bytes).map_err(|error| StoreError::Io {
             path: self.path.clone(),
             error,
         })?;
-        *written = bytes;
+        self.set_base(merged, bytes);
+        Ok(())
+    }
+
+    /// Writes the store as this process holds it, whole (a new file with mode 0600, synced,
+    /// renamed over the old one, under the lock), unless it would not change, or it is a new
+    /// store with no token yet (a login that failed or was never asked for leaves no file).
+    ///
+    /// # Errors
+    ///
+    /// The lock is not had, or the file cannot be written or renamed.
+    pub fn save(&self) -> Result<(), StoreError> {
+        let contents = self.contents();
+        let bytes = render(&contents);
+        {
+            let Ok(written) = self.written.lock() else {
+                return Ok(());
+            };
+            if *written == bytes || (written.is_empty() && contents.tokens.is_empty()) {
+                return Ok(());
+            }
+        }
+        let _lock = self.lock_blocking(DEFAULT_LOCK_WAIT)?;
+        write_atomically(&self.path, &bytes).map_err(|error| StoreError::Io {
+            path: self.path.clone(),
+            error,
+        })?;
+        self.set_base(contents, bytes);
         Ok(())
     }
 
