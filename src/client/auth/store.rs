@@ -185,7 +185,8 @@ fn read(path: &Path) -> Result<(Contents, Vec<u8>), StoreError> {
 
 /// `theirs` (the file as it is now) with the changes `ours` made to `base` (the file as this
 /// process last read or wrote it): each token entry, and the client, that this process
-/// changed (added, renewed, removed) is taken from `ours`, every other from `theirs`.
+/// changed (added, renewed, removed) is taken from `ours`, every other from `theirs`; a
+/// removal only of the token this process knew (not of one another process renewed).
 fn merge(base: &Contents, ours: &Contents, mut theirs: Contents) -> Contents {
     let keys: Vec<TokenKey> = base
         .tokens
@@ -200,9 +201,11 @@ fn merge(base: &Contents, ours: &Contents, mut theirs: Contents) -> Contents {
         }
         match now {
             Some(token) => theirs.tokens.insert(key, token.clone()),
-            None => {
+            // Dropped here (refused, spent): unless another process renewed it meanwhile.
+            None if theirs.tokens.get(&key).map(token_row) == was.map(token_row) => {
                 theirs.tokens.remove(&key);
             }
+            None => {}
         }
     }
     if base.client.as_ref().map(client_row) != ours.client.as_ref().map(client_row) {
@@ -366,8 +369,8 @@ struct Contents {
 /// lock before each refresh and write-back, written back when the flow changed what it holds.
 pub struct TokenStore {
     path: PathBuf,
-    /// What the file held when this process last read or wrote it: the base that tells this
-    /// process's changes from other processes'.
+    /// What this process held when it last read the file or wrote its changes to it: the
+    /// base that tells this process's changes from other processes'.
     contents: Mutex<Contents>,
     /// The bytes last read or written: a write that would change nothing is skipped.
     written: Mutex<Vec<u8>>,
@@ -716,15 +719,18 @@ impl TokenStore {
             None => (ours, Vec::new()),
         };
         let bytes = render(&merged);
+        // The base becomes this process's view: what it holds is in the file now, and an
+        // entry it left alone is still another process's to change.
+        let ours = self.ours(oauth);
         if bytes == on_disk || (on_disk.is_empty() && merged.tokens.is_empty()) {
-            self.set_base(merged, on_disk);
+            self.set_base(ours, on_disk);
             return Ok(());
         }
         write_atomically(&self.path, &bytes).map_err(|error| StoreError::Io {
             path: self.path.clone(),
             error,
         })?;
-        self.set_base(merged, bytes);
+        self.set_base(ours, bytes);
         Ok(())
     }
 
@@ -1079,6 +1085,215 @@ mod tests {
         }
         assert!(TokenStore::remove(&path).unwrap());
         assert!(!TokenStore::remove(&path).unwrap());
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    }
+
+    const KEY_SCOPE: &str = "mcp:tools offline_access";
+
+    fn key(scope: &str) -> TokenKey {
+        TokenKey {
+            issuer: "http://127.0.0.1:8000".into(),
+            client_id: "client-1".into(),
+            resource: "http://127.0.0.1:8000/mcp".into(),
+            scope: scope.into(),
+        }
+    }
+
+    fn token(access: &str, refresh: &str, expires_at: u64) -> Token {
+        Token::new(
+            Secret::new(access),
+            Some(Secret::new(refresh)),
+            Some(UnixTime(expires_at)),
+            None,
+        )
+    }
+
+    /// A store loaded from `path`, and an OAuth that starts with its tokens.
+    fn process(path: &Path) -> (Arc<TokenStore>, OAuth) {
+        let store = Arc::new(TokenStore::load(path).unwrap());
+        let oauth = store.oauth(Arc::new(Unattended::new(path))).unwrap();
+        (store, oauth)
+    }
+
+    fn set(oauth: &OAuth, scope: &str, token: Option<Token>) {
+        oauth.with_flow(|flow| match token {
+            Some(token) => flow.cache_mut().insert(key(scope), token),
+            None => {
+                flow.cache_mut().remove(&key(scope));
+            }
+        });
+    }
+
+    fn on_disk(path: &Path, scope: &str) -> Option<(String, Option<String>)> {
+        let (contents, _) = read(path).unwrap();
+        contents.tokens.get(&key(scope)).map(|t| {
+            (
+                t.access_token().expose().to_owned(),
+                t.refresh_token().map(|r| r.expose().to_owned()),
+            )
+        })
+    }
+
+    fn pair(access: &str, refresh: &str) -> Option<(String, Option<String>)> {
+        Some((access.to_owned(), Some(refresh.to_owned())))
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn the_lock_is_one_process_at_a_time_bounded_and_named_in_its_error() {
+        use std::os::unix::fs::PermissionsExt;
+        let path = scratch("lock");
+        filled(&path).save().unwrap();
+        let store = TokenStore::load(&path).unwrap();
+        let lock_path = store.lock_path();
+        assert_eq!(lock_path, path.with_file_name("tokens.json.lock"));
+        let held = store.lock(Duration::from_secs(1)).await.unwrap();
+        let mode = std::fs::metadata(&lock_path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        // flock(2) locks belong to the open file: another open, even in this process, waits.
+        let other = TokenStore::load(&path).unwrap();
+        assert!(try_lock(&lock_path).unwrap().is_none());
+        let error = other.lock(Duration::from_millis(50)).await.unwrap_err();
+        assert!(
+            matches!(&error, StoreError::Locked { path, waited_ms: 50 } if *path == lock_path),
+            "{error:?}"
+        );
+        let text = error.to_string();
+        assert!(text.contains("tokens.json.lock"), "{text}");
+        assert!(text.contains("50 ms"), "{text}");
+        assert!(!text.contains("STORE"), "{text}");
+        let blocking = other.lock_blocking(Duration::from_millis(30)).unwrap_err();
+        assert!(
+            matches!(blocking, StoreError::Locked { .. }),
+            "{blocking:?}"
+        );
+        // A holder that lets go (or dies: the file closes) lets the next one in, which was
+        // waiting.
+        let waiting = tokio::spawn(async move { other.lock(Duration::from_secs(5)).await });
+        drop(held);
+        let next = waiting.await.unwrap().unwrap();
+        assert!(try_lock(&lock_path).unwrap().is_none());
+        drop(next);
+        assert!(try_lock(&lock_path).unwrap().is_some());
+        // Never through a symbolic link.
+        let link = scratch("lock-link");
+        std::fs::write(link.with_file_name("elsewhere"), b"").unwrap();
+        std::os::unix::fs::symlink(
+            link.with_file_name("elsewhere"),
+            link.with_file_name("tokens.json.lock"),
+        )
+        .unwrap();
+        assert!(matches!(
+            try_lock(&link.with_file_name("tokens.json.lock")),
+            Err(StoreError::Io { .. })
+        ));
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
+        let _ = std::fs::remove_dir_all(link.parent().unwrap());
+    }
+
+    #[tokio::test]
+    async fn a_reload_under_the_lock_sees_what_another_process_wrote() {
+        let path = scratch("reload");
+        filled(&path).save().unwrap();
+        let (a, a_oauth) = process(&path);
+        let (b, _) = process(&path);
+        // A renews the token and writes it back.
+        set(&a_oauth, KEY_SCOPE, Some(token("at-A-2", "rt-A-2", 9_000)));
+        a.save_from(&a_oauth).unwrap();
+        assert_eq!(on_disk(&path, KEY_SCOPE), pair("at-A-2", "rt-A-2"));
+        // B, loaded before, reads A's token under the lock, and holds it from then on.
+        let lock = b.lock(Duration::from_secs(1)).await.unwrap();
+        let tokens = b.reload(&lock).unwrap();
+        let got = tokens.get(&key(KEY_SCOPE)).unwrap();
+        assert_eq!(got.refresh_token().unwrap().expose(), "rt-A-2");
+        assert_eq!(b.expires_at(), Some(UnixTime(9_000)));
+        drop(lock);
+        // A store deleted meanwhile (a logout) is not reloaded into nothing.
+        std::fs::remove_file(&path).unwrap();
+        let lock = b.lock(Duration::from_secs(1)).await.unwrap();
+        assert!(matches!(b.reload(&lock), Err(StoreError::Io { .. })));
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    }
+
+    #[test]
+    fn a_write_back_changes_only_what_this_process_changed() {
+        let path = scratch("merge");
+        filled(&path).save().unwrap();
+        let (a, a_oauth) = process(&path);
+        let (b, b_oauth) = process(&path);
+        let (c, c_oauth) = process(&path);
+        // A rotates the token.
+        set(&a_oauth, KEY_SCOPE, Some(token("at-A-2", "rt-A-2", 9_000)));
+        a.save_from(&a_oauth).unwrap();
+        // B, which read the store before, gets a token for another scope (a step-up): its
+        // write keeps A's rotated token rather than putting back the spent one.
+        set(
+            &b_oauth,
+            "mcp:admin",
+            Some(token("at-B-1", "rt-B-1", 9_500)),
+        );
+        b.save_from(&b_oauth).unwrap();
+        assert_eq!(on_disk(&path, KEY_SCOPE), pair("at-A-2", "rt-A-2"));
+        assert_eq!(on_disk(&path, "mcp:admin"), pair("at-B-1", "rt-B-1"));
+        // C drops the token it knew (the server refused it): A's renewed one stays.
+        set(&c_oauth, KEY_SCOPE, None);
+        c.save_from(&c_oauth).unwrap();
+        assert_eq!(on_disk(&path, KEY_SCOPE), pair("at-A-2", "rt-A-2"));
+        // A drops its own (refused): gone; B's stays.
+        set(&a_oauth, KEY_SCOPE, None);
+        a.save_from(&a_oauth).unwrap();
+        assert_eq!(on_disk(&path, KEY_SCOPE), None);
+        assert_eq!(on_disk(&path, "mcp:admin"), pair("at-B-1", "rt-B-1"));
+        // Nothing changed: no write (a file put in its place stays).
+        let kept = std::fs::read(&path).unwrap();
+        std::fs::write(&path, b"replaced").unwrap();
+        b.save_from(&b_oauth).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"replaced");
+        std::fs::write(&path, kept).unwrap();
+        // The client, and the file's mode, are kept.
+        let (contents, _) = read(&path).unwrap();
+        assert_eq!(contents.client.unwrap().client_id, "client-1");
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    }
+
+    #[test]
+    fn a_new_login_replaces_the_store_whole() {
+        let path = scratch("login");
+        filled(&path).save().unwrap();
+        let store = Arc::new(TokenStore::create(
+            &path,
+            "http://127.0.0.1:8000/mcp",
+            "http://127.0.0.1:9/callback",
+        ));
+        let oauth = store.oauth(Arc::new(Unattended::new(&path))).unwrap();
+        set(
+            &oauth,
+            "mcp:other",
+            Some(token("at-NEW-1", "rt-NEW-1", 7_000)),
+        );
+        store.save_from(&oauth).unwrap();
+        assert_eq!(
+            on_disk(&path, KEY_SCOPE),
+            None,
+            "the old login's token is gone"
+        );
+        assert_eq!(on_disk(&path, "mcp:other"), pair("at-NEW-1", "rt-NEW-1"));
+        // From then on it merges like any other.
+        let (other, other_oauth) = process(&path);
+        set(
+            &other_oauth,
+            "mcp:third",
+            Some(token("at-3", "rt-3", 7_000)),
+        );
+        other.save_from(&other_oauth).unwrap();
+        set(
+            &oauth,
+            "mcp:other",
+            Some(token("at-NEW-2", "rt-NEW-2", 8_000)),
+        );
+        store.save_from(&oauth).unwrap();
+        assert_eq!(on_disk(&path, "mcp:third"), pair("at-3", "rt-3"));
+        assert_eq!(on_disk(&path, "mcp:other"), pair("at-NEW-2", "rt-NEW-2"));
         let _ = std::fs::remove_dir_all(path.parent().unwrap());
     }
 
