@@ -21,6 +21,8 @@ use serde_json::{Value, json};
 
 use crate::support::fault_server::{FaultServer, Recorded, Reply};
 
+mod shared_store;
+
 /// The access and refresh tokens the authorization server issues, in order.
 const ACCESS: [&str; 4] = [
     "at-ONE-5f1c9e2a7b",
