@@ -875,11 +875,7 @@ impl Flow {
         if self.is_busy() {
             return false;
         }
-        let due = self.token.as_ref().is_some_and(|(token, ..)| {
-            token.refresh_token().is_some()
-                && token.is_expired(now.plus(self.config.limits.expiry_skew_secs))
-        });
-        if !due {
+        if !self.near_expiry(now) {
             return false;
         }
         self.refresh(now, true, true);
@@ -1600,12 +1596,24 @@ impl Flow {
         self.send_refresh(now, rediscover, announce);
     }
 
+    /// Whether the current token may be refreshed and has expired at `now`, or will within
+    /// [`Limits::expiry_skew_secs`] (or half its life, if that is shorter: a token that lives
+    /// less than the skew is not refreshed before every request).
+    pub(crate) fn near_expiry(&self, now: UnixTime) -> bool {
+        self.token.as_ref().is_some_and(|(token, ..)| {
+            let life = token
+                .expires_at()
+                .map_or(0, |at| at.0.saturating_sub(self.token_since.0));
+            let skew = self.config.limits.expiry_skew_secs.min(life / 2);
+            token.refresh_token().is_some() && token.is_expired(now.plus(skew))
+        })
+    }
+
     /// The shared cache's tokens as they are now, read under its lock after an
     /// [`Output::Reload`]: they replace the flow's cache. When they hold a token for the key
     /// being refreshed other than the one the flow was about to refresh, another process
-    /// renewed it: a usable one (not within [`Limits::expiry_skew_secs`] of its expiry) is
-    /// taken as it is, with no request; one that is not is refreshed with its own refresh
-    /// token. Otherwise the refresh goes ahead. Ignored when no reload was asked for.
+    /// renewed it: one that has not expired is taken as it is, with no request; one that has
+    /// is refreshed with its own refresh token. Otherwise the refresh goes ahead. Ignored when no reload was asked for.
     pub fn handle_reload(&mut self, tokens: TokenCache, now: UnixTime) {
         let Stage::Reloading {
             rediscover,
@@ -1634,7 +1642,7 @@ impl Flow {
                 || fresh.refresh_token() != held.refresh_token()
         });
         match renewed.cloned() {
-            Some(fresh) if !fresh.is_expired(now.plus(self.config.limits.expiry_skew_secs)) => {
+            Some(fresh) if !fresh.is_expired(now) => {
                 self.spend(held.secrets().cloned());
                 self.token = Some((fresh.clone(), key, Origin_::Refreshed));
                 self.token_since = now;

@@ -1443,6 +1443,15 @@ fn a_request_about_to_go_out_with_a_token_near_its_expiry_waits_for_its_refresh(
     let again = token_of(run(&mut flow, &mut world, idle, &mut Vec::new()));
     assert_eq!(flow.bearer(idle), Some(again.access_token()));
     assert_eq!(refreshes(&world), ["rt-1", "rt-2"]);
+    // A token that lives less than twice the skew: held back only in the second half of
+    // its life, not on every request.
+    let mut world = World::standard();
+    world.routes.remove(&format!("POST {AS}/token"));
+    world.token(AS, json!({"refresh_token": "rt-short", "expires_in": 8}));
+    let (end, mut flow, _) = refused(code_config(), &mut world, default_challenge());
+    token_of(end);
+    assert!(!flow.refresh_ahead(T0.plus(3)));
+    assert!(flow.refresh_ahead(T0.plus(4)));
     // Nothing to refresh with: nothing to wait for (the 401 path decides).
     let mut world = World::standard();
     let (end, mut flow, _) = refused(code_config(), &mut world, default_challenge());

@@ -461,13 +461,7 @@ impl OAuth {
     /// Refreshes a token that has expired or is about to, before a request goes out.
     async fn refresh_ahead(&self, pool: &HttpPool, log: Option<&WireLog>) {
         let now = unix_now();
-        let due = self.with_flow(|flow| {
-            let skew = flow.config().limits.expiry_skew_secs;
-            !flow.is_busy()
-                && flow
-                    .token()
-                    .is_some_and(|t| t.refresh_token().is_some() && t.is_expired(now.plus(skew)))
-        });
+        let due = self.with_flow(|flow| !flow.is_busy() && flow.near_expiry(now));
         if due != Some(true) {
             return;
         }
