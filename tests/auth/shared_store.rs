@@ -222,5 +222,18 @@ async fn auth_sixteen_processes_share_a_token_store_and_refresh_once_per_expiry(
             "{PROCESSES} calls took {elapsed:?}"
         );
     }
+
+    // `mcp-tools -refresh` spends the refresh token now, under the same lock, and writes the
+    // rotated token back.
+    let store_arg = path.to_str().unwrap().to_owned();
+    let refreshed = tokio::task::spawn_blocking(move || {
+        crate::cli_tools::mcp_tools(&["-token-store", &store_arg, "-refresh"], &[])
+    })
+    .await
+    .unwrap();
+    assert_eq!(refreshed.code, Some(0), "{refreshed:#?}");
+    assert_eq!(refreshes(&mock), REFRESH[..3], "refresh tokens presented");
+    assert_eq!(stored(&path)["tokens"][0]["refresh_token"], REFRESH[3]);
+    assert!(mock.state().refresh_reuse.is_empty());
     let _ = std::fs::remove_dir_all(&dir);
 }
