@@ -1827,9 +1827,14 @@ impl Flow {
     }
 
     fn fail(&mut self, error: Error) {
-        self.stage = Stage::Idle;
+        let stage = std::mem::replace(&mut self.stage, Stage::Idle);
         self.pending = None;
         self.pending_key = None;
+        if let (Stage::Reloading { .. }, Some((token, key, _))) = (stage, &self.token) {
+            // The refresh never went out (the shared cache was not had): its refresh token
+            // is unspent, and stays where a 401 may have taken it from.
+            self.cache.insert(key.clone(), token.clone());
+        }
         if std::mem::take(&mut self.quiet) {
             // A background refresh failed: keep the access token while it lasts, without the
             // refresh token that did not work.

@@ -1414,6 +1414,26 @@ fn a_refresh_whose_shared_cache_cannot_be_had_keeps_every_token() {
         run(&mut flow, &mut world, due, &mut Vec::new()),
         End::Stalled
     ));
+    // After a 401 (which takes the token out of the cache to renew it) as well.
+    let expired = T0.plus(700);
+    let sent = flow.token().unwrap().access_token().clone();
+    flow.handle_refusal(
+        StatusCode::UNAUTHORIZED,
+        &default_challenge(),
+        Some(&sent),
+        expired,
+    );
+    assert!(matches!(flow.poll_output(), Some(Output::Reload { .. })));
+    flow.abandon("the token store's lock was not had");
+    assert!(matches!(flow.poll_output(), Some(Output::Failed(_))));
+    assert_eq!(
+        flow.cache()
+            .get(&key)
+            .and_then(Token::refresh_token)
+            .map(Secret::expose),
+        Some("rt-1")
+    );
+    assert!(refreshes(&world).is_empty());
 }
 
 #[test]

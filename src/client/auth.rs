@@ -544,7 +544,6 @@ impl OAuth {
                 .write_back(self, held.take(), self.request_timeout)
                 .await;
         }
-        drop(held);
         if let Some(hook) = &self.on_change {
             hook(self);
         }
@@ -596,6 +595,9 @@ impl OAuth {
                     }
                 }
                 Some(Output::Authorize { url }) => {
+                    // Nobody waits on a person with a shared store's lock held (a refresh
+                    // that was refused led here); the write-back takes it again.
+                    *held = None;
                     note(format!("> authorize {}", url.origin_text()));
                     let Some(authorizer) = &self.authorizer else {
                         self.with_flow(|flow| flow.abandon("no authorizer is configured"));
