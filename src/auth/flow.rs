@@ -865,7 +865,8 @@ impl Flow {
     }
 
     /// A request is about to go out at `now`. When the current token has expired or expires
-    /// within [`Limits::expiry_skew_secs`] and may be refreshed (and nothing is under way),
+    /// within [`Limits::expiry_skew_secs`] (or half its life, if that is shorter) and may be
+    /// refreshed (and nothing is under way),
     /// its refresh starts, its token to come out as an [`Output::Token`], and this returns
     /// `true`: the driver holds the request for that token rather than send one the server
     /// would refuse with a 401 (a client that sat idle past its token's life). A token
@@ -1613,7 +1614,8 @@ impl Flow {
     /// [`Output::Reload`]: they replace the flow's cache. When they hold a token for the key
     /// being refreshed other than the one the flow was about to refresh, another process
     /// renewed it: one that has not expired is taken as it is, with no request; one that has
-    /// is refreshed with its own refresh token. Otherwise the refresh goes ahead. Ignored when no reload was asked for.
+    /// is refreshed with its own refresh token. Otherwise the refresh goes ahead. Ignored
+    /// when no reload was asked for.
     pub fn handle_reload(&mut self, tokens: TokenCache, now: UnixTime) {
         let Stage::Reloading {
             rediscover,

@@ -55,15 +55,15 @@
 //! process has rotated. The lock is waited for no longer than one token request may take
 //! (`request_timeout_secs` of the flow's [`Limits`](crate::auth::Limits), 30 s by default):
 //! after that the refresh fails with a message naming the lock file, and nothing is spent
-//! or written. On other platforms no lock is taken.
+//! or written. The lock belongs to the open lock file, so a process that dies holding it
+//! lets it go. On other platforms no lock is taken.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-
-use std::time::Duration;
 
 use super::{AuthorizeFuture, Authorizer, OAuth, OAuthError};
 use crate::auth::{
@@ -84,7 +84,7 @@ const DEFAULT_LOCK_WAIT: Duration = Duration::from_secs(30);
 /// The longest pause between two tries of a lock another process holds.
 const MAX_LOCK_PAUSE: Duration = Duration::from_millis(20);
 
-/// A store's advisory lock (see the [module docs](TokenStore)), held until dropped.
+/// A store's advisory lock (see the [module docs](self)), held until dropped.
 pub struct StoreLock {
     #[cfg(unix)]
     _file: std::fs::File,
