@@ -1599,8 +1599,9 @@ impl Flow {
 
     /// Whether the current token may be refreshed and has expired at `now`, or will within
     /// [`Limits::expiry_skew_secs`] (or half its life, if that is shorter: a token that lives
-    /// less than the skew is not refreshed before every request).
-    pub(crate) fn near_expiry(&self, now: UnixTime) -> bool {
+    /// less than the skew is not refreshed before every request): what
+    /// [`refresh_ahead`](Flow::refresh_ahead) acts on, for a driver to ask first.
+    pub fn near_expiry(&self, now: UnixTime) -> bool {
         self.token.as_ref().is_some_and(|(token, ..)| {
             let life = token
                 .expires_at()

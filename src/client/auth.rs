@@ -19,7 +19,7 @@
 //! A token is refreshed in the background once it is due (its refresh margin), while it
 //! stays in use; a request about to go out with one within [`Limits::expiry_skew_secs`] of
 //! its expiry, or past it (a client that sat idle), waits for its refresh instead of taking
-//! a 401 ([`Auth::refresh_ahead`]).
+//! a 401 ([`Flow::refresh_ahead`]).
 //!
 //! [`Limits::expiry_skew_secs`]: crate::auth::Limits::expiry_skew_secs
 //!
