@@ -64,6 +64,9 @@ pub use options::{
 
 /// One MCP session with a server.
 pub struct Client {
+    /// With a token source over HTTP: what a token about to expire is refreshed with before
+    /// an operation starts (the flow's pool and wire log).
+    ahead: Option<(auth::Auth, HttpPool, Option<crate::exchange::WireLog>)>,
     commands: mpsc::Sender<Command>,
     driver: Option<JoinHandle<()>>,
     next_key: AtomicU64,
@@ -278,6 +281,13 @@ impl Client {
         if let Some(auth) = &auth {
             connection.add_secrets(auth.auth.secrets());
         }
+        let ahead = auth
+            .as_ref()
+            .map(|d| (d.auth.clone(), d.pool.clone(), d.log.clone()));
+        if let Some((auth, pool, log)) = &ahead {
+            // The handshake too goes out with a token that will still be valid.
+            auth.refresh_ahead(pool, log.as_ref()).await;
+        }
         let shared = Arc::new(Shared {
             version: std::sync::Mutex::new(ProtocolVersion::LATEST_INITIALIZE),
         });
@@ -311,6 +321,7 @@ impl Client {
             Err(_) => return Err(Error::closed()),
         };
         Ok(Client {
+            ahead,
             commands,
             driver: Some(driver),
             next_key: AtomicU64::new(0),
@@ -515,6 +526,9 @@ impl Client {
         mut on_progress: Option<&mut ProgressSink>,
         cancel: Option<CancelToken>,
     ) -> Result<Outcome, Error> {
+        if let Some((auth, pool, log)) = &self.ahead {
+            auth.refresh_ahead(pool, log.as_ref()).await;
+        }
         let key = self.next_key.fetch_add(1, Ordering::Relaxed);
         let (reply, mut answer) = reply::slot(on_progress.is_some());
         self.commands

@@ -21,6 +21,8 @@ use serde_json::{Value, json};
 
 use crate::support::fault_server::{FaultServer, Recorded, Reply};
 
+mod shared_store;
+
 /// The access and refresh tokens the authorization server issues, in order.
 const ACCESS: [&str; 4] = [
     "at-ONE-5f1c9e2a7b",
@@ -677,6 +679,61 @@ async fn auth_a_token_due_for_refresh_is_refreshed_in_the_background() {
         .filter(|r| r.path == "/mcp" && r.header("authorization").is_none())
         .count();
     assert_eq!(refused, 1, "only the first request went without a token");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auth_a_kept_client_idle_past_its_tokens_expiry_refreshes_before_it_sends() {
+    // A 2 s token, the client idle until it has expired (the flow's clock is the wall
+    // clock, in whole seconds, so this waits for it, bounded): the next request waits for
+    // the refresh rather than go out without a token and take a 401.
+    let mock = Mock::start(false, |s| {
+        s.refresh = true;
+        s.expires_in = 2;
+    })
+    .await;
+    let (oauth, client) = connected(&mock).await;
+    let unauthorized = |mock: &Mock| {
+        mock.mcp
+            .requests()
+            .iter()
+            .filter(|r| r.path == "/mcp" && r.header("authorization").is_none())
+            .count()
+    };
+    assert_eq!(
+        unauthorized(&mock),
+        1,
+        "the first request found the server's challenge"
+    );
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(6);
+    while oauth.bearer(mcpwire_now()).is_some() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the token never expired"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    client.list_tools().await.unwrap();
+    client.close().await;
+    assert_eq!(
+        unauthorized(&mock),
+        1,
+        "no request went out without a token"
+    );
+    let lists = mock.posts("tools/list");
+    let sent = lists
+        .last()
+        .unwrap()
+        .header("authorization")
+        .unwrap()
+        .to_owned();
+    assert_ne!(sent, format!("Bearer {}", ACCESS[0]), "a renewed token");
+    let refreshes = mock
+        .requests_to("/token")
+        .iter()
+        .filter(|r| param(&form(&r.body_text()), "grant_type").as_deref() == Some("refresh_token"))
+        .count();
+    assert!(refreshes >= 1);
+    assert!(mock.state().refresh_reuse.is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -57,8 +57,13 @@ pub struct Limits {
     pub request_timeout_secs: u64,
     /// How long the person has to approve in the browser.
     pub authorize_timeout_secs: u64,
-    /// How long before its expiry an access token is refreshed.
+    /// How long before its expiry an access token is refreshed (in the background: the token
+    /// stays in use meanwhile).
     pub refresh_margin_secs: u64,
+    /// A token this close to its expiry (or past it) is not sent: the request waits for its
+    /// refresh ([`Flow::refresh_ahead`]), since a clock this far off, or a request this slow,
+    /// would reach the server with an expired token and take a 401.
+    pub expiry_skew_secs: u64,
 }
 
 impl Default for Limits {
@@ -68,6 +73,7 @@ impl Default for Limits {
             request_timeout_secs: 30,
             authorize_timeout_secs: 300,
             refresh_margin_secs: 60,
+            expiry_skew_secs: 10,
         }
     }
 }
@@ -518,6 +524,16 @@ pub enum Output {
     },
     /// A token is ready: send (or re-send) the refused requests with it.
     Token(Token),
+    /// Only for a flow whose cache other processes share ([`Flow::share_cache`]): the flow is
+    /// about to spend the refresh token of `key`'s token. Take the shared cache's lock, read
+    /// it afresh and hand its tokens to [`Flow::handle_reload`]; hold the lock until the flow
+    /// has nothing left to do and its cache is written back, so that no other process
+    /// spends the same refresh token meanwhile. If the lock is not had within the flow's
+    /// deadline ([`Flow::poll_timeout`]), [`Flow::abandon`] the refresh.
+    Reload {
+        /// The token about to be refreshed.
+        key: TokenKey,
+    },
     /// The flow failed; requests waiting for a token fail with this.
     Failed(Error),
 }
@@ -601,6 +617,12 @@ enum Stage {
     ServerMetadata(ServerSearch),
     Registering,
     Authorizing(Authorizing),
+    /// Waiting for the shared cache ([`Output::Reload`]) before a refresh.
+    Reloading {
+        rediscover: bool,
+        announce: bool,
+        deadline: UnixTime,
+    },
     Token {
         purpose: Purpose,
         /// On a refused refresh: start over with discovery.
@@ -637,6 +659,8 @@ pub struct Flow {
     pending_key: Option<TokenKey>,
     /// A refresh nobody waits for is under way: its failure only drops the refresh token.
     quiet: bool,
+    /// Other processes share the cache: every refresh starts with an [`Output::Reload`].
+    shared: bool,
     /// Codes, verifiers, assertions and replaced tokens: what must never be echoed.
     spent: Vec<Secret>,
     /// PKCE verifiers, `state` values and assertion ids come from here.
@@ -682,6 +706,7 @@ impl Flow {
             cache,
             pending_key: None,
             quiet: false,
+            shared: false,
             spent: Vec::new(),
             randomness: Arc::new(SystemRandomness),
         }
@@ -697,6 +722,15 @@ impl Flow {
     /// Sets where the flow's random values come from (see [`with_randomness`](Flow::with_randomness)).
     pub fn set_randomness(&mut self, randomness: Arc<dyn Randomness>) {
         self.randomness = randomness;
+    }
+
+    /// Says whether other processes share the cache (a token store file that several
+    /// processes use at once, with an authorization server that rotates refresh tokens:
+    /// two that refresh with the same refresh token leave one of them with a spent one).
+    /// When they do, each refresh first asks for the shared cache's current tokens
+    /// ([`Output::Reload`]), and one another process renewed meanwhile is used instead.
+    pub fn share_cache(&mut self, shared: bool) {
+        self.shared = shared;
     }
 
     /// The configuration.
@@ -784,6 +818,7 @@ impl Flow {
     pub fn poll_timeout(&self) -> Option<UnixTime> {
         let waiting = match &self.stage {
             Stage::Authorizing(a) => Some(a.deadline),
+            Stage::Reloading { deadline, .. } => Some(*deadline),
             _ => self.pending.as_ref().map(|p| p.deadline),
         };
         let refresh = match (&self.stage, &self.token) {
@@ -806,6 +841,7 @@ impl Flow {
     pub fn handle_timeout(&mut self, now: UnixTime) {
         let expired = match &self.stage {
             Stage::Authorizing(a) if now >= a.deadline => Some(Purpose::Authorization),
+            Stage::Reloading { deadline, .. } if now >= *deadline => Some(Purpose::Refresh),
             _ => self
                 .pending
                 .as_ref()
@@ -842,6 +878,25 @@ impl Flow {
         self.reason = Reason::Initial;
         self.challenge = None;
         self.discover(now);
+    }
+
+    /// A request is about to go out at `now`. When the current token has expired or expires
+    /// within [`Limits::expiry_skew_secs`] (or half its life, if that is shorter) and may be
+    /// refreshed (and nothing is under way),
+    /// its refresh starts, its token to come out as an [`Output::Token`], and this returns
+    /// `true`: the driver holds the request for that token rather than send one the server
+    /// would refuse with a 401 (a client that sat idle past its token's life). A token
+    /// further from its expiry is sent as it is; its refresh, once due, runs in the
+    /// background ([`Flow::handle_timeout`]).
+    pub fn refresh_ahead(&mut self, now: UnixTime) -> bool {
+        if self.is_busy() {
+            return false;
+        }
+        if !self.near_expiry(now) {
+            return false;
+        }
+        self.refresh(now, true, true);
+        self.is_busy() || !self.outputs.is_empty()
     }
 
     /// The MCP server refused a request with `status` (401 or 403) and these headers; `sent`
@@ -943,6 +998,7 @@ impl Flow {
         let purpose = match (&self.stage, &self.pending) {
             (Stage::Idle, _) => return,
             (Stage::Authorizing(_), _) => Purpose::Authorization,
+            (Stage::Reloading { .. }, _) => Purpose::Refresh,
             (_, Some(pending)) => pending.purpose,
             (_, None) => Purpose::Authorization,
         };
@@ -1046,7 +1102,9 @@ impl Flow {
                 rediscover,
                 announce,
             } => self.got_token(purpose, status, &body, rediscover, announce, now),
-            stage @ (Stage::Idle | Stage::Authorizing(_)) => self.stage = stage,
+            stage @ (Stage::Idle | Stage::Authorizing(_) | Stage::Reloading { .. }) => {
+                self.stage = stage;
+            }
         }
     }
 
@@ -1533,9 +1591,9 @@ impl Flow {
         let Some((token, key, _)) = &self.token else {
             return;
         };
-        let Some(refresh_token) = token.refresh_token().cloned() else {
+        if token.refresh_token().is_none() {
             return;
-        };
+        }
         if self.server_metadata.is_none() || self.client.is_none() {
             if rediscover {
                 self.token = None;
@@ -1543,6 +1601,98 @@ impl Flow {
             }
             return;
         }
+        if self.shared {
+            // Another process may have spent this refresh token already: ask for the shared
+            // cache first (handle_reload goes on from there).
+            let key = key.clone();
+            self.stage = Stage::Reloading {
+                rediscover,
+                announce,
+                deadline: now.plus(self.config.limits.request_timeout_secs),
+            };
+            self.outputs.push_back(Output::Reload { key });
+            return;
+        }
+        self.send_refresh(now, rediscover, announce);
+    }
+
+    /// Whether the current token may be refreshed and has expired at `now`, or will within
+    /// [`Limits::expiry_skew_secs`] (or half its life, if that is shorter: a token that lives
+    /// less than the skew is not refreshed before every request): what
+    /// [`refresh_ahead`](Flow::refresh_ahead) acts on, for a driver to ask first.
+    pub fn near_expiry(&self, now: UnixTime) -> bool {
+        self.token.as_ref().is_some_and(|(token, ..)| {
+            let life = token
+                .expires_at()
+                .map_or(0, |at| at.0.saturating_sub(self.token_since.0));
+            let skew = self.config.limits.expiry_skew_secs.min(life / 2);
+            token.refresh_token().is_some() && token.is_expired(now.plus(skew))
+        })
+    }
+
+    /// The shared cache's tokens as they are now, read under its lock after an
+    /// [`Output::Reload`]: they replace the flow's cache. When they hold a token for the key
+    /// being refreshed other than the one the flow was about to refresh, another process
+    /// renewed it: one that has not expired is taken as it is, with no request; one that has
+    /// is refreshed with its own refresh token. Otherwise the refresh goes ahead. Ignored
+    /// when no reload was asked for.
+    pub fn handle_reload(&mut self, tokens: TokenCache, now: UnixTime) {
+        let Stage::Reloading {
+            rediscover,
+            announce,
+            ..
+        } = self.stage
+        else {
+            return;
+        };
+        self.stage = Stage::Idle;
+        let replaced = std::mem::replace(&mut self.cache, tokens);
+        // Tokens this flow may have sent that the shared cache no longer holds: still secret.
+        let kept: Vec<Secret> = self.cache.secrets().cloned().collect();
+        self.spend(
+            replaced
+                .secrets()
+                .filter(|secret| !kept.contains(secret))
+                .cloned()
+                .collect::<Vec<_>>(),
+        );
+        let Some((held, key, origin)) = self.token.take() else {
+            return;
+        };
+        let renewed = self.cache.get(&key).filter(|fresh| {
+            fresh.access_token() != held.access_token()
+                || fresh.refresh_token() != held.refresh_token()
+        });
+        match renewed.cloned() {
+            Some(fresh) if !fresh.is_expired(now) => {
+                self.spend(held.secrets().cloned());
+                self.token = Some((fresh.clone(), key, Origin_::Refreshed));
+                self.token_since = now;
+                if announce {
+                    self.outputs.push_back(Output::Token(fresh));
+                }
+            }
+            Some(fresh) if fresh.refresh_token().is_some() => {
+                self.spend(held.secrets().cloned());
+                self.token = Some((fresh, key, Origin_::Proven));
+                self.token_since = now;
+                self.send_refresh(now, rediscover, announce);
+            }
+            _ => {
+                self.token = Some((held, key, origin));
+                self.send_refresh(now, rediscover, announce);
+            }
+        }
+    }
+
+    /// Sends the refresh of the current token (see [`refresh`](Flow::refresh)).
+    fn send_refresh(&mut self, now: UnixTime, rediscover: bool, announce: bool) {
+        let Some((token, key, _)) = &self.token else {
+            return;
+        };
+        let Some(refresh_token) = token.refresh_token().cloned() else {
+            return;
+        };
         self.pending_key = Some(key.clone());
         self.quiet = !announce;
         self.token_request(
@@ -1699,9 +1849,14 @@ impl Flow {
     }
 
     fn fail(&mut self, error: Error) {
-        self.stage = Stage::Idle;
+        let stage = std::mem::replace(&mut self.stage, Stage::Idle);
         self.pending = None;
         self.pending_key = None;
+        if let (Stage::Reloading { .. }, Some((token, key, _))) = (stage, &self.token) {
+            // The refresh never went out (the shared cache was not had): its refresh token
+            // is unspent, and stays where a 401 may have taken it from.
+            self.cache.insert(key.clone(), token.clone());
+        }
         if std::mem::take(&mut self.quiet) {
             // A background refresh failed: keep the access token while it lasts, without the
             // refresh token that did not work.

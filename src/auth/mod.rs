@@ -40,10 +40,15 @@
 //!                 flow.handle_redirect(&callback_url, now),
 //!             Output::Token(token) => re-send the refused request with token.access_token(),
 //!             Output::Failed(error) => fail the refused request (it did not run),
+//!             Output::Reload { .. } => (a cache other processes share, Flow::share_cache)
+//!                 take its lock, read it, flow.handle_reload(tokens, now); write the cache
+//!                 back and release the lock once the flow has nothing left to do,
 //!         }
 //!     }
 //!     sleep until flow.poll_timeout(), then flow.handle_timeout(now)
 //! }
+//! // Before each request: hold it for the token if the current one is about to expire.
+//! if flow.refresh_ahead(now) { run the outputs as above, then send it with the token }
 //! // A request made with the token was accepted:
 //! flow.accepted();
 //! ```

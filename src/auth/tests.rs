@@ -61,6 +61,11 @@ struct World {
     /// Every secret the servers handed out, for the leak checks.
     secrets: Vec<String>,
     tokens_issued: u32,
+    /// What an [`Output::Reload`] is answered with (another process's view of a shared
+    /// cache); the flow's own cache when unset.
+    shared: Option<TokenCache>,
+    /// How many reloads were asked for.
+    reloads: u32,
 }
 
 impl World {
@@ -73,6 +78,8 @@ impl World {
             issuer: AS.to_owned(),
             secrets: vec!["the-code-1".into()],
             tokens_issued: 0,
+            shared: None,
+            reloads: 0,
         }
     }
 
@@ -263,6 +270,11 @@ fn run(flow: &mut Flow, world: &mut World, now: UnixTime, printed: &mut Vec<Stri
             Output::Failed(error) => {
                 printed.push(format!("{error}"));
                 return End::Failed(error);
+            }
+            Output::Reload { .. } => {
+                world.reloads += 1;
+                let tokens = world.shared.clone().unwrap_or_else(|| flow.cache().clone());
+                flow.handle_reload(tokens, now);
             }
         }
     }
@@ -1326,6 +1338,211 @@ fn a_failed_background_refresh_keeps_the_token_and_drops_the_refresh_token() {
     assert_eq!(flow.token().unwrap().access_token(), first.access_token());
     assert!(flow.token().unwrap().refresh_token().is_none());
     assert_eq!(flow.poll_timeout(), None);
+}
+
+/// A flow that got a token with refresh token `rt-1` (expiring at `T0 + 600`), and the
+/// world with `answers` queued at the token endpoint for what follows.
+fn with_refreshable_token(answers: &[Value]) -> (World, Flow, Token) {
+    let mut world = World::standard();
+    world.routes.remove(&format!("POST {AS}/token"));
+    world.token(AS, json!({"refresh_token": "rt-1", "expires_in": 600}));
+    for answer in answers {
+        world.token(AS, answer.clone());
+    }
+    let (end, flow, _) = refused(code_config(), &mut world, default_challenge());
+    (world, flow, token_of(end))
+}
+
+/// How many refresh requests the world saw.
+fn refreshes(world: &World) -> Vec<String> {
+    world
+        .seen
+        .iter()
+        .filter(|s| s.param("grant_type").as_deref() == Some("refresh_token"))
+        .map(|s| s.param("refresh_token").unwrap_or_default())
+        .collect()
+}
+
+/// A second process's flow: the same cache (a token store read before the first one
+/// refreshed), sharing it, after a 401 at `now` (it knows no metadata yet).
+fn second_process(cache: TokenCache, world: &mut World, now: UnixTime) -> End {
+    let mut flow = Flow::with_cache(code_config(), cache);
+    flow.share_cache(true);
+    flow.handle_refusal(StatusCode::UNAUTHORIZED, &default_challenge(), None, now);
+    run(&mut flow, world, now, &mut Vec::new())
+}
+
+#[test]
+fn a_shared_cache_renewed_by_another_process_is_taken_instead_of_refreshing_again() {
+    let (mut world, flow, first) =
+        with_refreshable_token(&[json!({"refresh_token": "rt-2", "expires_in": 600})]);
+    let stale = flow.into_cache();
+    let later = T0.plus(700);
+    // Process A: expired, reloads (nothing new), refreshes, and its cache is written back.
+    let a = token_of(second_process(stale.clone(), &mut world, later));
+    assert_ne!(a.access_token(), first.access_token());
+    assert_eq!(a.refresh_token().unwrap().expose(), "rt-2");
+    assert_eq!(refreshes(&world), ["rt-1"]);
+    let mut written = stale.clone();
+    let key = stale.iter().next().unwrap().0.clone();
+    written.insert(key.clone(), a.clone());
+    // Process B read the store before A wrote it: under the lock it finds A's token, and
+    // never spends rt-1 (which the server would refuse).
+    world.shared = Some(written);
+    let reloads = world.reloads;
+    let b = token_of(second_process(stale, &mut world, later));
+    assert_eq!(world.reloads, reloads + 1, "B reloaded before refreshing");
+    assert_eq!(b.access_token(), a.access_token());
+    assert_eq!(refreshes(&world), ["rt-1"], "one refresh in all");
+}
+
+#[test]
+fn a_shared_token_renewed_but_itself_expired_is_refreshed_with_its_own_refresh_token() {
+    let (mut world, flow, first) =
+        with_refreshable_token(&[json!({"refresh_token": "rt-3", "expires_in": 600})]);
+    let stale = flow.into_cache();
+    let key = stale.iter().next().unwrap().0.clone();
+    let mut written = stale.clone();
+    // Another process refreshed long ago (rt-1 is spent; rt-2 is the live one), and that
+    // token has expired too.
+    written.insert(
+        key,
+        Token::new(
+            Secret::new("at-other"),
+            Some(Secret::new("rt-2")),
+            Some(T0.plus(650)),
+            None,
+        ),
+    );
+    world.shared = Some(written);
+    let now = T0.plus(2_000);
+    let token = token_of(second_process(stale, &mut world, now));
+    assert_ne!(token.access_token(), first.access_token());
+    assert_eq!(token.refresh_token().unwrap().expose(), "rt-3");
+    assert_eq!(refreshes(&world), ["rt-2"], "never the spent rt-1");
+}
+
+#[test]
+fn a_refresh_whose_shared_cache_cannot_be_had_keeps_every_token() {
+    let (mut world, mut flow, first) = with_refreshable_token(&[]);
+    flow.share_cache(true);
+    let due = T0.plus(540);
+    flow.handle_timeout(due);
+    let Some(Output::Reload { key }) = flow.poll_output() else {
+        panic!("a reload before the refresh");
+    };
+    assert_eq!(
+        flow.cache().get(&key).map(Token::access_token),
+        Some(first.access_token())
+    );
+    assert!(flow.is_busy());
+    // The driver's wait for the lock is bounded, and so is the flow's.
+    assert_eq!(
+        flow.poll_timeout(),
+        Some(due.plus(Limits::default().request_timeout_secs))
+    );
+    flow.abandon("the token store /x/tokens.json.lock was not had within 35 s");
+    match flow.poll_output() {
+        Some(Output::Failed(error)) => {
+            let text = error.to_string();
+            assert!(text.contains("token refresh"), "{text}");
+            assert!(text.contains("tokens.json.lock"), "{text}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(!flow.is_busy());
+    // The refresh token was not spent: it stays, in the token and in the cache.
+    let held = flow.token().unwrap();
+    assert_eq!(held.refresh_token().unwrap().expose(), "rt-1");
+    assert_eq!(
+        flow.cache()
+            .get(&key)
+            .and_then(Token::refresh_token)
+            .map(Secret::expose),
+        Some("rt-1")
+    );
+    assert!(refreshes(&world).is_empty());
+    // The deadline passing fails a reload as well.
+    flow.handle_timeout(due.plus(1));
+    assert!(matches!(flow.poll_output(), Some(Output::Reload { .. })));
+    flow.handle_timeout(due.plus(1 + Limits::default().request_timeout_secs));
+    assert!(matches!(
+        flow.poll_output(),
+        Some(Output::Failed(Error::Timeout { .. }))
+    ));
+    assert_eq!(
+        flow.token().unwrap().refresh_token().unwrap().expose(),
+        "rt-1"
+    );
+    assert!(matches!(
+        run(&mut flow, &mut world, due, &mut Vec::new()),
+        End::Stalled
+    ));
+    // After a 401 (which takes the token out of the cache to renew it) as well.
+    let expired = T0.plus(700);
+    let sent = flow.token().unwrap().access_token().clone();
+    flow.handle_refusal(
+        StatusCode::UNAUTHORIZED,
+        &default_challenge(),
+        Some(&sent),
+        expired,
+    );
+    assert!(matches!(flow.poll_output(), Some(Output::Reload { .. })));
+    flow.abandon("the token store's lock was not had");
+    assert!(matches!(flow.poll_output(), Some(Output::Failed(_))));
+    assert_eq!(
+        flow.cache()
+            .get(&key)
+            .and_then(Token::refresh_token)
+            .map(Secret::expose),
+        Some("rt-1")
+    );
+    assert!(refreshes(&world).is_empty());
+}
+
+#[test]
+fn a_request_about_to_go_out_with_a_token_near_its_expiry_waits_for_its_refresh() {
+    let (mut world, mut flow, first) =
+        with_refreshable_token(&[json!({"refresh_token": "rt-2", "expires_in": 600})]);
+    let skew = Limits::default().expiry_skew_secs;
+    assert!(skew > 0);
+    // Far from expiry, and within the refresh margin but not the skew: sent as it is (the
+    // margin's refresh runs in the background).
+    for now in [T0.plus(100), T0.plus(600 - skew - 1)] {
+        assert!(!flow.refresh_ahead(now), "at {now:?}");
+        assert!(flow.poll_output().is_none());
+        assert!(!flow.is_busy());
+    }
+    // Within the skew of its expiry: refreshed before the request goes out.
+    let near = T0.plus(600 - skew);
+    assert!(flow.refresh_ahead(near));
+    let renewed = token_of(run(&mut flow, &mut world, near, &mut Vec::new()));
+    assert_ne!(renewed.access_token(), first.access_token());
+    assert_eq!(flow.bearer(near), Some(renewed.access_token()));
+    assert_eq!(refreshes(&world), ["rt-1"]);
+    // Idle past its expiry: the same, without a 401 first.
+    let idle = near.plus(10_000);
+    assert_eq!(flow.bearer(idle), None);
+    assert!(flow.refresh_ahead(idle));
+    let again = token_of(run(&mut flow, &mut world, idle, &mut Vec::new()));
+    assert_eq!(flow.bearer(idle), Some(again.access_token()));
+    assert_eq!(refreshes(&world), ["rt-1", "rt-2"]);
+    // A token that lives less than twice the skew: held back only in the second half of
+    // its life, not on every request.
+    let mut world = World::standard();
+    world.routes.remove(&format!("POST {AS}/token"));
+    world.token(AS, json!({"refresh_token": "rt-short", "expires_in": 8}));
+    let (end, mut flow, _) = refused(code_config(), &mut world, default_challenge());
+    token_of(end);
+    assert!(!flow.refresh_ahead(T0.plus(3)));
+    assert!(flow.refresh_ahead(T0.plus(4)));
+    // Nothing to refresh with: nothing to wait for (the 401 path decides).
+    let mut world = World::standard();
+    let (end, mut flow, _) = refused(code_config(), &mut world, default_challenge());
+    assert!(token_of(end).refresh_token().is_none());
+    assert!(!flow.refresh_ahead(T0.plus(10_000)));
+    assert!(flow.poll_output().is_none());
+    assert!(!flow.is_busy());
 }
 
 #[test]

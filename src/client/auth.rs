@@ -13,7 +13,15 @@
 //! One [`OAuth`] serves one MCP server and may be shared by every client that connects to it
 //! (an `Arc`): they share its tokens, and one flow runs at a time. A token store keeps
 //! [`OAuth::cache`] and starts the next process with [`OAuth::with_cache`], or implements
-//! [`TokenProvider`] itself.
+//! [`TokenProvider`] itself; [`store::TokenStore`] is one that processes share (each refresh
+//! under its lock, with what it holds then).
+//!
+//! A token is refreshed in the background once it is due (its refresh margin), while it
+//! stays in use; a request about to go out with one within [`Limits::expiry_skew_secs`] of
+//! its expiry, or past it (a client that sat idle), waits for its refresh instead of taking
+//! a 401 ([`Flow::refresh_ahead`]).
+//!
+//! [`Limits::expiry_skew_secs`]: crate::auth::Limits::expiry_skew_secs
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -204,6 +212,17 @@ impl Auth {
         }
     }
 
+    /// Before a request goes out: an OAuth token that has expired or is about to (see
+    /// [`Flow::refresh_ahead`]) is refreshed first, so the request does not take a 401 for
+    /// it. Waits for a run of the flow under way (a background refresh) at most one token
+    /// request's time; whatever happens, the request goes out after (with the token there
+    /// is then).
+    pub(crate) async fn refresh_ahead(&self, pool: &HttpPool, log: Option<&WireLog>) {
+        if let Source::OAuth(oauth) = &self.source {
+            oauth.refresh_ahead(pool, log).await;
+        }
+    }
+
     /// Starts the background refresh of an OAuth token that is due, if one is, at the time
     /// this source's clock says.
     pub(crate) fn refresh_if_due(&self, pool: &HttpPool, log: Option<&WireLog>) {
@@ -369,10 +388,13 @@ pub struct OAuth {
     authorizer: Option<Arc<dyn Authorizer>>,
     request_timeout: Duration,
     authorize_timeout: Duration,
-    /// Told after each run of the flow (a grant, a refresh, a failure): a token store's hook.
+    /// Told after each run of the flow (a grant, a refresh, a failure): a host's hook.
     on_change: Option<ChangeHook>,
     /// Where the flow's time is read.
     clock: Arc<dyn Clock>,
+    /// A token store other processes share: refreshes under its lock, written back after
+    /// each run.
+    store: Option<Arc<store::TokenStore>>,
 }
 
 /// What [`OAuth::on_change`] calls: with the `OAuth` whose flow just ran.
@@ -439,6 +461,7 @@ impl OAuth {
             authorize_timeout: Duration::from_secs(limits.authorize_timeout_secs.max(1)),
             on_change: None,
             clock: Arc::new(SystemClock),
+            store: None,
         })
     }
 
@@ -456,6 +479,15 @@ impl OAuth {
         if let Ok(flow) = self.flow.get_mut() {
             flow.set_randomness(randomness);
         }
+        self
+    }
+
+    /// With `store` as a cache other processes share: each refresh reloads it under its
+    /// lock ([`Output::Reload`]), and each run of the flow ends by writing back what it
+    /// changed (see the [store's docs](store)).
+    fn shared_with(mut self, store: Arc<store::TokenStore>) -> OAuth {
+        self.with_flow(|flow| flow.share_cache(true));
+        self.store = Some(store);
         self
     }
 
@@ -506,6 +538,24 @@ impl OAuth {
     fn refresh_due(&self, now: UnixTime) -> bool {
         self.with_flow(|flow| refresh_due(flow, now))
             .unwrap_or(false)
+    }
+
+    /// Refreshes a token that has expired or is about to, before a request goes out.
+    async fn refresh_ahead(&self, pool: &HttpPool, log: Option<&WireLog>) {
+        let now = self.clock.now();
+        let due = self.with_flow(|flow| !flow.is_busy() && flow.near_expiry(now));
+        if due != Some(true) {
+            return;
+        }
+        // A run under way (a background refresh, another request's) settles it, or not.
+        let Ok(_running) = tokio::time::timeout(self.request_timeout, self.running.lock()).await
+        else {
+            return;
+        };
+        let now = self.clock.now();
+        if self.with_flow(|flow| flow.refresh_ahead(now)) == Some(true) {
+            let _ = self.drive(pool, log).await;
+        }
     }
 
     /// Refreshes a token that is due, in the background: the current one stays in use.
@@ -562,24 +612,33 @@ impl OAuth {
         }
     }
 
-    /// Runs the flow (see [`drive_flow`](OAuth::drive_flow)), then tells the hook.
+    /// Runs the flow (see [`drive_flow`](OAuth::drive_flow)), writes a shared store back
+    /// (under the lock a refresh took, or one taken for the write), then tells the hook.
     async fn drive(
         &self,
         pool: &HttpPool,
         log: Option<&WireLog>,
     ) -> Result<Option<Secret>, String> {
-        let result = self.drive_flow(pool, log).await;
+        let mut held = None;
+        let result = self.drive_flow(pool, log, &mut held).await;
+        if let Some(store) = &self.store {
+            store
+                .write_back(self, held.take(), self.request_timeout)
+                .await;
+        }
         if let Some(hook) = &self.on_change {
             hook(self);
         }
         result
     }
 
-    /// Runs the flow's outputs until it yields a token, fails, or has nothing left to do.
+    /// Runs the flow's outputs until it yields a token, fails, or has nothing left to do;
+    /// a shared store's lock, once a refresh takes it, stays in `held` for the write-back.
     async fn drive_flow(
         &self,
         pool: &HttpPool,
         log: Option<&WireLog>,
+        held: &mut Option<store::StoreLock>,
     ) -> Result<Option<Secret>, String> {
         let note = |line: String| {
             if let Some(log) = log {
@@ -618,6 +677,9 @@ impl OAuth {
                     }
                 }
                 Some(Output::Authorize { url }) => {
+                    // Nobody waits on a person with a shared store's lock held (a refresh
+                    // that was refused led here); the write-back takes it again.
+                    *held = None;
                     note(format!("> authorize {}", url.origin_text()));
                     let Some(authorizer) = &self.authorizer else {
                         self.with_flow(|flow| flow.abandon("no authorizer is configured"));
@@ -652,6 +714,41 @@ impl OAuth {
                                 self.authorize_timeout.as_secs()
                             );
                             note(format!("< authorize: {why}"));
+                            self.with_flow(|flow| flow.abandon(&why));
+                        }
+                    }
+                }
+                Some(Output::Reload { .. }) => {
+                    let Some(store) = &self.store else {
+                        // Nobody else holds this cache: it is as fresh as it gets.
+                        self.with_flow(|flow| {
+                            let tokens = flow.cache().clone();
+                            flow.handle_reload(tokens, self.clock.now());
+                        });
+                        continue;
+                    };
+                    if held.is_none() {
+                        match store.lock(self.request_timeout).await {
+                            Ok(lock) => *held = Some(lock),
+                            Err(error) => {
+                                let why = error.to_string();
+                                note(format!("< auth lock: {why}"));
+                                self.with_flow(|flow| flow.abandon(&why));
+                                continue;
+                            }
+                        }
+                    }
+                    let reloaded = match held.as_ref() {
+                        Some(lock) => store.reload(lock),
+                        None => continue,
+                    };
+                    match reloaded {
+                        Ok(tokens) => {
+                            self.with_flow(|flow| flow.handle_reload(tokens, self.clock.now()));
+                        }
+                        Err(error) => {
+                            let why = error.to_string();
+                            note(format!("< auth reload: {why}"));
                             self.with_flow(|flow| flow.abandon(&why));
                         }
                     }

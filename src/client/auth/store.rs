@@ -33,13 +33,35 @@
 //! `https` or loopback `http` URLs, header-safe tokens, valid scopes. On unix a store that
 //! its group or others may read is refused (`chmod 600` it), and every write goes to a new
 //! file created with mode 0600 in the same directory, synced, then renamed over the store,
-//! so a reader sees the old store or the new one, never half of one. Two processes that
-//! refresh at once with a server that rotates refresh tokens may leave the one whose token
-//! the server no longer takes: the next call then says to log in again.
+//! so a reader sees the old store or the new one, never half of one.
+//!
+//! # Processes that share a store
+//!
+//! `mcpwire call` runs as one process per call, and calls at once share one store. With an
+//! authorization server that rotates refresh tokens (each usable once), two processes that
+//! refresh together would race: one spends the refresh token, the other is refused
+//! (`invalid_grant`) and, writing back what it holds, could leave the store with the spent
+//! one. So every refresh and every write-back happens under an advisory lock (on unix
+//! `flock(2)`, exclusive) on a lock file beside the store, `PATH.lock` (created with mode
+//! 0600 and left in place: the store itself is replaced by rename, so it cannot carry the
+//! lock). Before spending a refresh token, the flow asks for the store's current tokens
+//! ([`Output::Reload`](crate::auth::Output::Reload)): under the lock the store is read
+//! afresh, and a token another process renewed meanwhile is used as it is (or, if it has
+//! expired too, refreshed with its own refresh token); only when the store still holds the
+//! token about to be refreshed does the refresh go out. The lock is held until the tokens
+//! it brought are written back. A write-back outside a refresh (a login, a token the server
+//! refused) takes the lock too, reads the store again, and changes only the entries this
+//! process changed since it last read or wrote them, so it never puts back a token another
+//! process has rotated. The lock is waited for no longer than one token request may take
+//! (`request_timeout_secs` of the flow's [`Limits`](crate::auth::Limits), 30 s by default):
+//! after that the refresh fails with a message naming the lock file, and nothing is spent
+//! or written. The lock belongs to the open lock file, so a process that dies holding it
+//! lets it go. On other platforms no lock is taken.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -56,6 +78,161 @@ pub const STORE_VERSION: u64 = 1;
 const MAX_STORED_TOKENS: usize = 64;
 /// The longest token taken from a store (as from a token endpoint).
 const MAX_TOKEN_BYTES: usize = 16 * 1024;
+/// How long [`TokenStore::save`] and [`TokenStore::save_from`] wait for the lock: a flow's
+/// default request timeout (a holder keeps it for one token request and a write).
+const DEFAULT_LOCK_WAIT: Duration = Duration::from_secs(30);
+/// The longest pause between two tries of a lock another process holds.
+const MAX_LOCK_PAUSE: Duration = Duration::from_millis(20);
+
+/// A store's advisory lock (see the [module docs](self)), held until dropped.
+pub struct StoreLock {
+    #[cfg(unix)]
+    _file: std::fs::File,
+}
+
+impl std::fmt::Debug for StoreLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StoreLock")
+    }
+}
+
+/// One try at the lock at `path` (created 0600 if missing, never through a symbolic link):
+/// `None` while another process holds it.
+#[cfg(unix)]
+fn try_lock(path: &Path) -> Result<Option<StoreLock>, StoreError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::io::AsRawFd;
+    let io = |error| StoreError::Io {
+        path: path.to_owned(),
+        error,
+    };
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(io)?;
+    if flock_exclusive(file.as_raw_fd()) {
+        return Ok(Some(StoreLock { _file: file }));
+    }
+    match std::io::Error::last_os_error() {
+        e if e.kind() == std::io::ErrorKind::WouldBlock
+            || e.kind() == std::io::ErrorKind::Interrupted =>
+        {
+            Ok(None)
+        }
+        e => Err(io(e)),
+    }
+}
+
+/// `flock(fd, LOCK_EX | LOCK_NB)`: whether the lock was had (else see `errno`). The lock
+/// belongs to the open file, so it ends when the file is closed, even if the process dies.
+#[cfg(unix)]
+#[allow(unsafe_code)]
+fn flock_exclusive(fd: std::os::unix::io::RawFd) -> bool {
+    // SAFETY: flock takes a file descriptor and flags and touches no memory; `fd` belongs to
+    // a file the caller keeps open for the call.
+    unsafe { libc::flock(fd, libc::LOCK_EX | libc::LOCK_NB) == 0 }
+}
+
+#[cfg(not(unix))]
+fn try_lock(_path: &Path) -> Result<Option<StoreLock>, StoreError> {
+    Ok(Some(StoreLock {}))
+}
+
+/// Reads and checks the store at `path`: what it holds, and its bytes.
+fn read(path: &Path) -> Result<(Contents, Vec<u8>), StoreError> {
+    let io = |error| StoreError::Io {
+        path: path.to_owned(),
+        error,
+    };
+    let file = std::fs::File::open(path).map_err(io)?;
+    let meta = file.metadata().map_err(io)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = meta.permissions().mode();
+        if mode & 0o077 != 0 {
+            return Err(StoreError::Permissions {
+                path: path.to_owned(),
+                mode,
+            });
+        }
+    }
+    if meta.len() > MAX_STORE_BYTES {
+        return Err(StoreError::TooLarge {
+            path: path.to_owned(),
+        });
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_STORE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    if bytes.len() as u64 > MAX_STORE_BYTES {
+        return Err(StoreError::TooLarge {
+            path: path.to_owned(),
+        });
+    }
+    let contents = parse(&bytes).map_err(|reason| StoreError::Invalid {
+        path: path.to_owned(),
+        reason,
+    })?;
+    Ok((contents, bytes))
+}
+
+/// `theirs` (the file as it is now) with the changes `ours` made to `base` (the file as this
+/// process last read or wrote it): each token entry, and the client, that this process
+/// changed (added, renewed, removed) is taken from `ours`, every other from `theirs`; a
+/// removal only of the token this process knew (not of one another process renewed).
+fn merge(base: &Contents, ours: &Contents, mut theirs: Contents) -> Contents {
+    let keys: Vec<TokenKey> = base
+        .tokens
+        .iter()
+        .chain(ours.tokens.iter())
+        .map(|(key, _)| key.clone())
+        .collect();
+    for key in keys {
+        let (was, now) = (base.tokens.get(&key), ours.tokens.get(&key));
+        if was.map(token_row) == now.map(token_row) {
+            continue;
+        }
+        match now {
+            Some(token) => theirs.tokens.insert(key, token.clone()),
+            // Dropped here (refused, spent): unless another process renewed it meanwhile.
+            None if theirs.tokens.get(&key).map(token_row) == was.map(token_row) => {
+                theirs.tokens.remove(&key);
+            }
+            None => {}
+        }
+    }
+    if base.client.as_ref().map(client_row) != ours.client.as_ref().map(client_row) {
+        theirs.client.clone_from(&ours.client);
+    }
+    theirs
+}
+
+/// What the file holds of a token, to compare two.
+fn token_row(token: &Token) -> (&str, Option<&str>, Option<u64>, Option<String>) {
+    (
+        token.access_token().expose(),
+        token.refresh_token().map(Secret::expose),
+        token.expires_at().map(|at| at.0),
+        token.scope().map(ToString::to_string),
+    )
+}
+
+/// What the file holds of a client, to compare two.
+fn client_row(client: &PreRegistered) -> (&str, Option<&str>, Option<&str>, Option<&str>) {
+    (
+        client.client_id.as_str(),
+        client.client_secret.as_ref().map(Secret::expose),
+        client.issuer.as_deref(),
+        client.auth_method.map(|m| m.name()),
+    )
+}
 
 /// Why a store cannot be read or written. Never holds a secret: the path, and what is wrong.
 #[derive(Debug)]
@@ -87,6 +264,13 @@ pub enum StoreError {
         /// What is wrong (a member's name, never its value).
         reason: String,
     },
+    /// Another process held the store's lock for longer than it was waited for.
+    Locked {
+        /// The lock file's path (the store's, with `.lock` after it).
+        path: PathBuf,
+        /// How long it was waited for, in milliseconds.
+        waited_ms: u64,
+    },
 }
 
 impl std::fmt::Display for StoreError {
@@ -111,6 +295,13 @@ impl std::fmt::Display for StoreError {
                 f,
                 "the token store {} is not a valid token store: {reason}",
                 path.display()
+            ),
+            StoreError::Locked { path, waited_ms } => write!(
+                f,
+                "the token store's lock {} was held by another process for more than {} ms; \
+                 nothing was refreshed or written (try again)",
+                path.display(),
+                waited_ms
             ),
         }
     }
@@ -174,13 +365,18 @@ struct Contents {
     tokens: TokenCache,
 }
 
-/// A token store file (see the [module docs](self)): read once, written back when the flow
-/// changed what it holds.
+/// A token store file (see the [module docs](self)): read when loaded and again under its
+/// lock before each refresh and write-back, written back when the flow changed what it holds.
 pub struct TokenStore {
     path: PathBuf,
+    /// What this process held when it last read the file or wrote its changes to it: the
+    /// base that tells this process's changes from other processes'.
     contents: Mutex<Contents>,
     /// The bytes last read or written: a write that would change nothing is skipped.
     written: Mutex<Vec<u8>>,
+    /// Made by [`TokenStore::create`] and not yet written: its first write replaces whatever
+    /// is at the path (a new login), rather than merging with it.
+    replaces: std::sync::atomic::AtomicBool,
     /// The last write-back that failed (from [`OAuth::on_change`], which cannot fail).
     last_error: Mutex<Option<String>>,
     /// Told of each write-back that fails.
@@ -211,14 +407,16 @@ impl TokenStore {
                 tokens: TokenCache::default(),
             },
             Vec::new(),
+            true,
         )
     }
 
-    fn with(path: PathBuf, contents: Contents, written: Vec<u8>) -> TokenStore {
+    fn with(path: PathBuf, contents: Contents, written: Vec<u8>, replaces: bool) -> TokenStore {
         TokenStore {
             path,
             contents: Mutex::new(contents),
             written: Mutex::new(written),
+            replaces: std::sync::atomic::AtomicBool::new(replaces),
             last_error: Mutex::new(None),
             error_sink: Mutex::new(None),
         }
@@ -231,35 +429,93 @@ impl TokenStore {
     /// The file cannot be read, is too large, may be read by others, or is not a valid store.
     pub fn load(path: impl Into<PathBuf>) -> Result<TokenStore, StoreError> {
         let path = path.into();
-        let io = |error| StoreError::Io {
-            path: path.clone(),
-            error,
-        };
-        let file = std::fs::File::open(&path).map_err(io)?;
-        let meta = file.metadata().map_err(io)?;
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            let mode = meta.permissions().mode();
-            if mode & 0o077 != 0 {
-                return Err(StoreError::Permissions { path, mode });
+        let (contents, bytes) = read(&path)?;
+        Ok(TokenStore::with(path, contents, bytes, false))
+    }
+
+    /// The path of the store's lock file: the store's, with `.lock` after it.
+    pub fn lock_path(&self) -> PathBuf {
+        let mut name = self.path.as_os_str().to_owned();
+        name.push(".lock");
+        PathBuf::from(name)
+    }
+
+    /// Takes the store's lock (see the [module docs](self)), waiting at most `wait` for
+    /// another process to release it; released when the [`StoreLock`] is dropped.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Locked`] when the wait ends first; the lock file cannot be opened or
+    /// locked.
+    pub async fn lock(&self, wait: Duration) -> Result<StoreLock, StoreError> {
+        let path = self.lock_path();
+        let mut pause = Duration::from_millis(1);
+        let waited = tokio::time::timeout(wait, async {
+            loop {
+                if let Some(lock) = try_lock(&path)? {
+                    return Ok(lock);
+                }
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(MAX_LOCK_PAUSE);
             }
+        })
+        .await;
+        waited.unwrap_or(Err(StoreError::Locked {
+            path,
+            waited_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+        }))
+    }
+
+    /// As [`lock`](TokenStore::lock), for a caller outside the runtime: the thread sleeps
+    /// between tries, `wait` in all at most.
+    ///
+    /// # Errors
+    ///
+    /// As [`lock`](TokenStore::lock).
+    pub fn lock_blocking(&self, wait: Duration) -> Result<StoreLock, StoreError> {
+        let path = self.lock_path();
+        let (mut pause, mut slept) = (Duration::from_millis(1), Duration::ZERO);
+        loop {
+            if let Some(lock) = try_lock(&path)? {
+                return Ok(lock);
+            }
+            if slept >= wait {
+                return Err(StoreError::Locked {
+                    path,
+                    waited_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+                });
+            }
+            let step = pause.min(wait - slept);
+            std::thread::sleep(step);
+            slept += step;
+            pause = (pause * 2).min(MAX_LOCK_PAUSE);
         }
-        if meta.len() > MAX_STORE_BYTES {
-            return Err(StoreError::TooLarge { path });
+    }
+
+    /// With the lock held: the file read afresh (as strictly as [`load`](TokenStore::load)
+    /// reads it) becomes what this store holds, and its tokens are returned, for
+    /// [`Flow::handle_reload`](crate::auth::Flow::handle_reload).
+    ///
+    /// # Errors
+    ///
+    /// As [`load`](TokenStore::load) (a store deleted meanwhile, by a logout, is an error).
+    pub fn reload(&self, _lock: &StoreLock) -> Result<TokenCache, StoreError> {
+        let (contents, bytes) = read(&self.path)?;
+        let tokens = contents.tokens.clone();
+        self.set_base(contents, bytes);
+        Ok(tokens)
+    }
+
+    fn set_base(&self, contents: Contents, bytes: Vec<u8>) {
+        match self.contents.lock() {
+            Ok(mut base) => *base = contents,
+            Err(poisoned) => *poisoned.into_inner() = contents,
         }
-        let mut bytes = Vec::new();
-        file.take(MAX_STORE_BYTES + 1)
-            .read_to_end(&mut bytes)
-            .map_err(io)?;
-        if bytes.len() as u64 > MAX_STORE_BYTES {
-            return Err(StoreError::TooLarge { path });
+        if let Ok(mut written) = self.written.lock() {
+            *written = bytes;
         }
-        let contents = parse(&bytes).map_err(|reason| StoreError::Invalid {
-            path: path.clone(),
-            reason,
-        })?;
-        Ok(TokenStore::with(path, contents, bytes))
+        self.replaces
+            .store(false, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The store's path.
@@ -346,19 +602,8 @@ impl TokenStore {
         authorizer: Arc<dyn Authorizer>,
     ) -> Result<OAuth, OAuthError> {
         let tokens = self.contents().tokens;
-        let store = self.clone();
         let oauth = OAuth::with_cache(config, tokens, Some(authorizer))?;
-        Ok(oauth.on_change(Arc::new(move |oauth: &OAuth| {
-            let failed = store.save_from(oauth).err().map(|e| e.to_string());
-            if let (Some(message), Ok(sink)) = (&failed, store.error_sink.lock())
-                && let Some(sink) = sink.as_ref()
-            {
-                sink(&format!("cannot write the tokens back: {message}"));
-            }
-            if let Ok(mut last) = store.last_error.lock() {
-                *last = failed;
-            }
-        })))
+        Ok(oauth.shared_with(self.clone()))
     }
 
     /// Makes every token that has a refresh token due now (`expires_at` = `now`) and drops
@@ -401,36 +646,118 @@ impl TokenStore {
     ///
     /// As [`save`](TokenStore::save).
     pub fn save_from(&self, oauth: &OAuth) -> Result<(), StoreError> {
-        if let Ok(mut contents) = self.contents.lock() {
-            contents.tokens = oauth.cache();
-            if let Some(client) = oauth.client() {
-                contents.client = Some(client);
-            }
+        if !self.changed_by(oauth) {
+            return Ok(());
         }
-        self.save()
+        let lock = self.lock_blocking(DEFAULT_LOCK_WAIT)?;
+        self.merge_from(oauth, &lock)
     }
 
-    /// Writes the store (a new file with mode 0600, synced, renamed over the old one) unless
-    /// it would not change, or it is a new store with no token yet (a login that failed or
-    /// was never asked for leaves no file).
-    ///
-    /// # Errors
-    ///
-    /// The file cannot be written or renamed.
-    pub fn save(&self) -> Result<(), StoreError> {
-        let contents = self.contents();
-        let bytes = render(&contents);
-        let Ok(mut written) = self.written.lock() else {
-            return Ok(());
+    /// What [`OAuth`] does after each run of its flow: writes back what the run changed,
+    /// under `held` (the lock its refresh took) or, if it changed anything, under the lock
+    /// taken now. A failure goes to the error sink and [`last_error`](TokenStore::last_error).
+    pub(super) async fn write_back(&self, oauth: &OAuth, held: Option<StoreLock>, wait: Duration) {
+        let result = match held {
+            Some(lock) => self.merge_from(oauth, &lock),
+            None if !self.changed_by(oauth) => Ok(()),
+            None => match self.lock(wait).await {
+                Ok(lock) => self.merge_from(oauth, &lock),
+                Err(error) => Err(error),
+            },
         };
-        if *written == bytes || (written.is_empty() && contents.tokens.is_empty()) {
+        let failed = result.err().map(|e| e.to_string());
+        if let (Some(message), Ok(sink)) = (&failed, self.error_sink.lock())
+            && let Some(sink) = sink.as_ref()
+        {
+            sink(&format!("cannot write the tokens back: {message}"));
+        }
+        if let Ok(mut last) = self.last_error.lock() {
+            *last = failed;
+        }
+    }
+
+    /// What this store holds with the tokens and client of `oauth` (this process's view).
+    fn ours(&self, oauth: &OAuth) -> Contents {
+        let mut ours = self.contents();
+        ours.tokens = oauth.cache();
+        if let Some(client) = oauth.client() {
+            ours.client = Some(client);
+        }
+        ours
+    }
+
+    /// Whether `oauth` holds what the store, as last read or written, does not.
+    fn changed_by(&self, oauth: &OAuth) -> bool {
+        render(&self.ours(oauth)) != render(&self.contents())
+    }
+
+    /// With the lock held: reads the file again and writes it with this process's changes
+    /// since it last read or wrote it (the tokens and the client of `oauth` that differ from
+    /// that base) over what the file holds now, which other processes may have changed.
+    /// A store made by [`create`](TokenStore::create), or a file that is gone or for another
+    /// server, is replaced with this process's view whole.
+    fn merge_from(&self, oauth: &OAuth, _lock: &StoreLock) -> Result<(), StoreError> {
+        let base = self.contents();
+        let ours = self.ours(oauth);
+        let theirs = match read(&self.path) {
+            Ok(found) => Some(found),
+            Err(StoreError::Io { error, .. }) if error.kind() == std::io::ErrorKind::NotFound => {
+                None
+            }
+            Err(error) => return Err(error),
+        };
+        let replaces = self.replaces.load(std::sync::atomic::Ordering::Relaxed);
+        let (merged, on_disk) = match theirs {
+            Some((theirs, bytes))
+                if !replaces
+                    && theirs.server == base.server
+                    && theirs.redirect_uri == base.redirect_uri =>
+            {
+                (merge(&base, &ours, theirs), bytes)
+            }
+            Some((_, bytes)) => (ours, bytes),
+            None => (ours, Vec::new()),
+        };
+        let bytes = render(&merged);
+        // The base becomes this process's view: what it holds is in the file now, and an
+        // entry it left alone is still another process's to change.
+        let ours = self.ours(oauth);
+        if bytes == on_disk || (on_disk.is_empty() && merged.tokens.is_empty()) {
+            self.set_base(ours, on_disk);
             return Ok(());
         }
         write_atomically(&self.path, &bytes).map_err(|error| StoreError::Io {
             path: self.path.clone(),
             error,
         })?;
-        *written = bytes;
+        self.set_base(ours, bytes);
+        Ok(())
+    }
+
+    /// Writes the store as this process holds it, whole (a new file with mode 0600, synced,
+    /// renamed over the old one, under the lock), unless it would not change, or it is a new
+    /// store with no token yet (a login that failed or was never asked for leaves no file).
+    ///
+    /// # Errors
+    ///
+    /// The lock is not had, or the file cannot be written or renamed.
+    pub fn save(&self) -> Result<(), StoreError> {
+        let contents = self.contents();
+        let bytes = render(&contents);
+        {
+            let Ok(written) = self.written.lock() else {
+                return Ok(());
+            };
+            if *written == bytes || (written.is_empty() && contents.tokens.is_empty()) {
+                return Ok(());
+            }
+        }
+        let _lock = self.lock_blocking(DEFAULT_LOCK_WAIT)?;
+        write_atomically(&self.path, &bytes).map_err(|error| StoreError::Io {
+            path: self.path.clone(),
+            error,
+        })?;
+        self.set_base(contents, bytes);
         Ok(())
     }
 
@@ -758,6 +1085,215 @@ mod tests {
         }
         assert!(TokenStore::remove(&path).unwrap());
         assert!(!TokenStore::remove(&path).unwrap());
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    }
+
+    const KEY_SCOPE: &str = "mcp:tools offline_access";
+
+    fn key(scope: &str) -> TokenKey {
+        TokenKey {
+            issuer: "http://127.0.0.1:8000".into(),
+            client_id: "client-1".into(),
+            resource: "http://127.0.0.1:8000/mcp".into(),
+            scope: scope.into(),
+        }
+    }
+
+    fn token(access: &str, refresh: &str, expires_at: u64) -> Token {
+        Token::new(
+            Secret::new(access),
+            Some(Secret::new(refresh)),
+            Some(UnixTime(expires_at)),
+            None,
+        )
+    }
+
+    /// A store loaded from `path`, and an OAuth that starts with its tokens.
+    fn process(path: &Path) -> (Arc<TokenStore>, OAuth) {
+        let store = Arc::new(TokenStore::load(path).unwrap());
+        let oauth = store.oauth(Arc::new(Unattended::new(path))).unwrap();
+        (store, oauth)
+    }
+
+    fn set(oauth: &OAuth, scope: &str, token: Option<Token>) {
+        oauth.with_flow(|flow| match token {
+            Some(token) => flow.cache_mut().insert(key(scope), token),
+            None => {
+                flow.cache_mut().remove(&key(scope));
+            }
+        });
+    }
+
+    fn on_disk(path: &Path, scope: &str) -> Option<(String, Option<String>)> {
+        let (contents, _) = read(path).unwrap();
+        contents.tokens.get(&key(scope)).map(|t| {
+            (
+                t.access_token().expose().to_owned(),
+                t.refresh_token().map(|r| r.expose().to_owned()),
+            )
+        })
+    }
+
+    fn pair(access: &str, refresh: &str) -> Option<(String, Option<String>)> {
+        Some((access.to_owned(), Some(refresh.to_owned())))
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn the_lock_is_one_process_at_a_time_bounded_and_named_in_its_error() {
+        use std::os::unix::fs::PermissionsExt;
+        let path = scratch("lock");
+        filled(&path).save().unwrap();
+        let store = TokenStore::load(&path).unwrap();
+        let lock_path = store.lock_path();
+        assert_eq!(lock_path, path.with_file_name("tokens.json.lock"));
+        let held = store.lock(Duration::from_secs(1)).await.unwrap();
+        let mode = std::fs::metadata(&lock_path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        // flock(2) locks belong to the open file: another open, even in this process, waits.
+        let other = TokenStore::load(&path).unwrap();
+        assert!(try_lock(&lock_path).unwrap().is_none());
+        let error = other.lock(Duration::from_millis(50)).await.unwrap_err();
+        assert!(
+            matches!(&error, StoreError::Locked { path, waited_ms: 50 } if *path == lock_path),
+            "{error:?}"
+        );
+        let text = error.to_string();
+        assert!(text.contains("tokens.json.lock"), "{text}");
+        assert!(text.contains("50 ms"), "{text}");
+        assert!(!text.contains("STORE"), "{text}");
+        let blocking = other.lock_blocking(Duration::from_millis(30)).unwrap_err();
+        assert!(
+            matches!(blocking, StoreError::Locked { .. }),
+            "{blocking:?}"
+        );
+        // A holder that lets go (or dies: the file closes) lets the next one in, which was
+        // waiting.
+        let waiting = tokio::spawn(async move { other.lock(Duration::from_secs(5)).await });
+        drop(held);
+        let next = waiting.await.unwrap().unwrap();
+        assert!(try_lock(&lock_path).unwrap().is_none());
+        drop(next);
+        assert!(try_lock(&lock_path).unwrap().is_some());
+        // Never through a symbolic link.
+        let link = scratch("lock-link");
+        std::fs::write(link.with_file_name("elsewhere"), b"").unwrap();
+        std::os::unix::fs::symlink(
+            link.with_file_name("elsewhere"),
+            link.with_file_name("tokens.json.lock"),
+        )
+        .unwrap();
+        assert!(matches!(
+            try_lock(&link.with_file_name("tokens.json.lock")),
+            Err(StoreError::Io { .. })
+        ));
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
+        let _ = std::fs::remove_dir_all(link.parent().unwrap());
+    }
+
+    #[tokio::test]
+    async fn a_reload_under_the_lock_sees_what_another_process_wrote() {
+        let path = scratch("reload");
+        filled(&path).save().unwrap();
+        let (a, a_oauth) = process(&path);
+        let (b, _) = process(&path);
+        // A renews the token and writes it back.
+        set(&a_oauth, KEY_SCOPE, Some(token("at-A-2", "rt-A-2", 9_000)));
+        a.save_from(&a_oauth).unwrap();
+        assert_eq!(on_disk(&path, KEY_SCOPE), pair("at-A-2", "rt-A-2"));
+        // B, loaded before, reads A's token under the lock, and holds it from then on.
+        let lock = b.lock(Duration::from_secs(1)).await.unwrap();
+        let tokens = b.reload(&lock).unwrap();
+        let got = tokens.get(&key(KEY_SCOPE)).unwrap();
+        assert_eq!(got.refresh_token().unwrap().expose(), "rt-A-2");
+        assert_eq!(b.expires_at(), Some(UnixTime(9_000)));
+        drop(lock);
+        // A store deleted meanwhile (a logout) is not reloaded into nothing.
+        std::fs::remove_file(&path).unwrap();
+        let lock = b.lock(Duration::from_secs(1)).await.unwrap();
+        assert!(matches!(b.reload(&lock), Err(StoreError::Io { .. })));
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    }
+
+    #[test]
+    fn a_write_back_changes_only_what_this_process_changed() {
+        let path = scratch("merge");
+        filled(&path).save().unwrap();
+        let (a, a_oauth) = process(&path);
+        let (b, b_oauth) = process(&path);
+        let (c, c_oauth) = process(&path);
+        // A rotates the token.
+        set(&a_oauth, KEY_SCOPE, Some(token("at-A-2", "rt-A-2", 9_000)));
+        a.save_from(&a_oauth).unwrap();
+        // B, which read the store before, gets a token for another scope (a step-up): its
+        // write keeps A's rotated token rather than putting back the spent one.
+        set(
+            &b_oauth,
+            "mcp:admin",
+            Some(token("at-B-1", "rt-B-1", 9_500)),
+        );
+        b.save_from(&b_oauth).unwrap();
+        assert_eq!(on_disk(&path, KEY_SCOPE), pair("at-A-2", "rt-A-2"));
+        assert_eq!(on_disk(&path, "mcp:admin"), pair("at-B-1", "rt-B-1"));
+        // C drops the token it knew (the server refused it): A's renewed one stays.
+        set(&c_oauth, KEY_SCOPE, None);
+        c.save_from(&c_oauth).unwrap();
+        assert_eq!(on_disk(&path, KEY_SCOPE), pair("at-A-2", "rt-A-2"));
+        // A drops its own (refused): gone; B's stays.
+        set(&a_oauth, KEY_SCOPE, None);
+        a.save_from(&a_oauth).unwrap();
+        assert_eq!(on_disk(&path, KEY_SCOPE), None);
+        assert_eq!(on_disk(&path, "mcp:admin"), pair("at-B-1", "rt-B-1"));
+        // Nothing changed: no write (a file put in its place stays).
+        let kept = std::fs::read(&path).unwrap();
+        std::fs::write(&path, b"replaced").unwrap();
+        b.save_from(&b_oauth).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"replaced");
+        std::fs::write(&path, kept).unwrap();
+        // The client, and the file's mode, are kept.
+        let (contents, _) = read(&path).unwrap();
+        assert_eq!(contents.client.unwrap().client_id, "client-1");
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    }
+
+    #[test]
+    fn a_new_login_replaces_the_store_whole() {
+        let path = scratch("login");
+        filled(&path).save().unwrap();
+        let store = Arc::new(TokenStore::create(
+            &path,
+            "http://127.0.0.1:8000/mcp",
+            "http://127.0.0.1:9/callback",
+        ));
+        let oauth = store.oauth(Arc::new(Unattended::new(&path))).unwrap();
+        set(
+            &oauth,
+            "mcp:other",
+            Some(token("at-NEW-1", "rt-NEW-1", 7_000)),
+        );
+        store.save_from(&oauth).unwrap();
+        assert_eq!(
+            on_disk(&path, KEY_SCOPE),
+            None,
+            "the old login's token is gone"
+        );
+        assert_eq!(on_disk(&path, "mcp:other"), pair("at-NEW-1", "rt-NEW-1"));
+        // From then on it merges like any other.
+        let (other, other_oauth) = process(&path);
+        set(
+            &other_oauth,
+            "mcp:third",
+            Some(token("at-3", "rt-3", 7_000)),
+        );
+        other.save_from(&other_oauth).unwrap();
+        set(
+            &oauth,
+            "mcp:other",
+            Some(token("at-NEW-2", "rt-NEW-2", 8_000)),
+        );
+        store.save_from(&oauth).unwrap();
+        assert_eq!(on_disk(&path, "mcp:third"), pair("at-3", "rt-3"));
+        assert_eq!(on_disk(&path, "mcp:other"), pair("at-NEW-2", "rt-NEW-2"));
         let _ = std::fs::remove_dir_all(path.parent().unwrap());
     }
 
