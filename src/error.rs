@@ -386,7 +386,7 @@ impl Error {
     }
 
     /// A request failure from the session, keeping its delivery facts.
-    pub fn from_failure(failure: Failure) -> Self {
+    pub(crate) fn from_failure(failure: Failure) -> Self {
         Error {
             kind: ErrorKind::from(&failure.kind),
             message: failure.detail.clone(),

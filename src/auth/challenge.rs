@@ -136,7 +136,7 @@ impl BearerChallenge {
     }
 
     /// Whether the error is `insufficient_scope` (a 403 asking for more scopes).
-    pub fn is_insufficient_scope(&self) -> bool {
+    pub(crate) fn is_insufficient_scope(&self) -> bool {
         self.error.as_deref() == Some("insufficient_scope")
     }
 }

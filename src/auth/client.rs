@@ -18,7 +18,7 @@ use crate::base64::{self, Flavor};
 use crate::secret::Secret;
 
 /// The longest client id taken from a registration answer.
-pub const MAX_CLIENT_ID_BYTES: usize = 1024;
+pub(crate) const MAX_CLIENT_ID_BYTES: usize = 1024;
 
 /// How the client proves itself to the token endpoint.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -46,7 +46,7 @@ impl AuthMethod {
     }
 
     /// The method a registered name stands for.
-    pub fn from_name(name: &str) -> Option<AuthMethod> {
+    pub(crate) fn from_name(name: &str) -> Option<AuthMethod> {
         [
             AuthMethod::None,
             AuthMethod::ClientSecretBasic,

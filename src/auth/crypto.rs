@@ -11,7 +11,7 @@ use crate::base64::{self, Flavor, Padding};
 use crate::secret::Secret;
 
 /// The largest PEM private key read.
-pub const MAX_KEY_PEM_BYTES: usize = 16 * 1024;
+pub(crate) const MAX_KEY_PEM_BYTES: usize = 16 * 1024;
 
 /// Why a cryptographic step failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -213,7 +213,7 @@ pub(crate) fn assertion_claims(
 }
 
 /// How long a client assertion is valid: long enough for clock skew, short against replay.
-pub const ASSERTION_LIFETIME_SECS: u64 = 120;
+pub(crate) const ASSERTION_LIFETIME_SECS: u64 = 120;
 
 #[cfg(test)]
 pub(crate) mod tests {

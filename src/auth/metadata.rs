@@ -17,9 +17,9 @@ use super::url::Url;
 /// The largest metadata document read.
 pub const MAX_METADATA_BYTES: usize = 64 * 1024;
 /// The most authorization servers taken from a resource's metadata.
-pub const MAX_AUTHORIZATION_SERVERS: usize = 16;
+pub(crate) const MAX_AUTHORIZATION_SERVERS: usize = 16;
 /// The most entries read from any other list in a document.
-pub const MAX_LIST_ENTRIES: usize = 128;
+pub(crate) const MAX_LIST_ENTRIES: usize = 128;
 
 /// Why a metadata document (or a token endpoint's or registration endpoint's answer) was
 /// refused. Carries no text from the document: it may hold what must not be echoed.
@@ -161,7 +161,7 @@ impl ResourceMetadata {
 /// The protected-resource metadata URLs to try for an MCP server without a `resource_metadata`
 /// hint, in the spec's order: the path-aware one (RFC 9728 section 3.1, the well-known suffix
 /// inserted before the path), then the root one. A server at the root has only the latter.
-pub fn resource_metadata_urls(server: &Url) -> Vec<Url> {
+pub(crate) fn resource_metadata_urls(server: &Url) -> Vec<Url> {
     const SUFFIX: &str = "/.well-known/oauth-protected-resource";
     let mut urls = Vec::new();
     let path = server.path();
@@ -213,7 +213,7 @@ pub enum MetadataKind {
 /// path (`https://auth.example.com/tenant1`): RFC 8414 with the suffix inserted, OpenID with
 /// it inserted, OpenID with it appended. Without: RFC 8414, then OpenID. A terminating `/` of
 /// the issuer's path is removed first (RFC 8414 section 3.1).
-pub fn server_metadata_urls(issuer: &Url) -> Vec<(Url, MetadataKind)> {
+pub(crate) fn server_metadata_urls(issuer: &Url) -> Vec<(Url, MetadataKind)> {
     const OAUTH: &str = "/.well-known/oauth-authorization-server";
     const OPENID: &str = "/.well-known/openid-configuration";
     let path = issuer.path().trim_end_matches('/');
@@ -395,7 +395,7 @@ impl ServerMetadata {
     /// The 2025-03-26 revision's defaults for a server with no metadata: the authorization
     /// base URL is the MCP server's origin (its path discarded), with `/authorize`, `/token`
     /// and `/register` under it. That revision required PKCE of every server, hence `S256`.
-    pub fn defaults_for(server: &Url) -> Result<ServerMetadata, DocumentError> {
+    pub(crate) fn defaults_for(server: &Url) -> Result<ServerMetadata, DocumentError> {
         let at = |path: &str| {
             server
                 .with_path(path)
@@ -423,7 +423,7 @@ impl ServerMetadata {
 
     /// Whether PKCE with `S256` is advertised (the MCP spec: a client MUST refuse a server
     /// whose metadata lacks `code_challenge_methods_supported`, and uses `S256`).
-    pub fn supports_s256(&self) -> bool {
+    pub(crate) fn supports_s256(&self) -> bool {
         self.code_challenge_methods_supported
             .as_ref()
             .is_some_and(|m| m.iter().any(|m| m == "S256"))
@@ -431,7 +431,7 @@ impl ServerMetadata {
 
     /// Whether `method` is a token endpoint authentication method it accepts (RFC 8414:
     /// `client_secret_basic` alone when the member is absent).
-    pub fn accepts_auth_method(&self, method: &str) -> bool {
+    pub(crate) fn accepts_auth_method(&self, method: &str) -> bool {
         match &self.token_endpoint_auth_methods_supported {
             Some(methods) => methods.iter().any(|m| m == method),
             None => method == "client_secret_basic",
@@ -439,7 +439,7 @@ impl ServerMetadata {
     }
 
     /// Whether the authorization server lists `offline_access` among its scopes.
-    pub fn offers_offline_access(&self) -> bool {
+    pub(crate) fn offers_offline_access(&self) -> bool {
         self.scopes_supported
             .as_ref()
             .is_some_and(|s| s.contains(super::scope::OFFLINE_ACCESS))

@@ -10,7 +10,7 @@ pub const MAX_SCOPES: usize = 128;
 pub const MAX_SCOPE_BYTES: usize = 4096;
 
 /// The scope `offline_access` (OpenID Connect Core section 11), asking for a refresh token.
-pub const OFFLINE_ACCESS: &str = "offline_access";
+pub(crate) const OFFLINE_ACCESS: &str = "offline_access";
 
 /// Why a scope string was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,7 +64,7 @@ impl Scopes {
     }
 
     /// A set from a metadata document's `scopes_supported` list.
-    pub fn from_list(list: &[String]) -> Result<Scopes, ScopeError> {
+    pub(crate) fn from_list(list: &[String]) -> Result<Scopes, ScopeError> {
         let mut scopes = Scopes::new();
         for token in list {
             if token.is_empty() || !token.bytes().all(is_scope_char) {
@@ -102,7 +102,7 @@ impl Scopes {
 
     /// This set, then what `other` adds (the step-up rule of 2026-07-28: the scopes asked for
     /// before plus those of the challenge).
-    pub fn union(&self, other: &Scopes) -> Result<Scopes, ScopeError> {
+    pub(crate) fn union(&self, other: &Scopes) -> Result<Scopes, ScopeError> {
         let mut union = self.clone();
         for token in other.iter() {
             union.insert(token)?;

@@ -14,11 +14,11 @@ use super::scope::Scopes;
 use crate::secret::Secret;
 
 /// The largest token endpoint answer read.
-pub const MAX_TOKEN_RESPONSE_BYTES: usize = 64 * 1024;
+pub(crate) const MAX_TOKEN_RESPONSE_BYTES: usize = 64 * 1024;
 /// The longest access or refresh token taken.
-pub const MAX_TOKEN_BYTES: usize = 16 * 1024;
+pub(crate) const MAX_TOKEN_BYTES: usize = 16 * 1024;
 /// The most characters of a server's `error_description` kept.
-pub const MAX_DESCRIPTION_CHARS: usize = 200;
+pub(crate) const MAX_DESCRIPTION_CHARS: usize = 200;
 
 /// An OAuth error answer (RFC 6749 section 5.2, RFC 7591 section 3.2.2, or the `error` of an
 /// authorization response): the code, and the description cut short and stripped of control
@@ -157,12 +157,12 @@ impl Token {
     }
 
     /// Whether the access token has expired at `now`.
-    pub fn is_expired(&self, now: UnixTime) -> bool {
+    pub(crate) fn is_expired(&self, now: UnixTime) -> bool {
         self.expires_at.is_some_and(|at| now >= at)
     }
 
     /// When to refresh: `margin_secs` before expiry (never before the token was issued).
-    pub fn refresh_at(&self, margin_secs: u64) -> Option<UnixTime> {
+    pub(crate) fn refresh_at(&self, margin_secs: u64) -> Option<UnixTime> {
         self.expires_at
             .map(|at| UnixTime(at.0.saturating_sub(margin_secs)))
     }

@@ -171,7 +171,7 @@ impl Url {
     }
 
     /// Whether the scheme is `https`.
-    pub fn is_https(&self) -> bool {
+    pub(crate) fn is_https(&self) -> bool {
         self.https
     }
 
@@ -200,12 +200,12 @@ impl Url {
     }
 
     /// `scheme://host[:port]` as written, without path or query.
-    pub fn origin_text(&self) -> &str {
+    pub(crate) fn origin_text(&self) -> &str {
         &self.text[..self.path.0]
     }
 
     /// Whether the host is a loopback name or address: `localhost`, `127.0.0.0/8` or `[::1]`.
-    pub fn is_loopback(&self) -> bool {
+    pub(crate) fn is_loopback(&self) -> bool {
         let host = self.host().to_ascii_lowercase();
         if host == "localhost" || host == "[::1]" {
             return true;
@@ -220,7 +220,7 @@ impl Url {
 
     /// Whether credentials may go to this URL: `https`, or plain `http` to a loopback host
     /// (OAuth 2.1 section 1.5; the MCP authorization spec's "Communication Security").
-    pub fn is_secure(&self) -> bool {
+    pub(crate) fn is_secure(&self) -> bool {
         self.https || self.is_loopback()
     }
 

@@ -14,9 +14,9 @@ use crate::transport::stdio::StdioConfig;
 use crate::transport::{Secret, WireLog};
 
 /// The default `timeout_seconds` of a binding.
-pub const DEFAULT_TIMEOUT_SECONDS: u64 = 300;
+pub(crate) const DEFAULT_TIMEOUT_SECONDS: u64 = 300;
 /// The default `max_output_bytes` of a binding.
-pub const DEFAULT_MAX_OUTPUT_BYTES: u64 = 1024 * 1024;
+pub(crate) const DEFAULT_MAX_OUTPUT_BYTES: u64 = 1024 * 1024;
 /// The most tools one discovery may name.
 pub const MAX_NAMED_TOOLS: usize = 128;
 
@@ -212,7 +212,7 @@ fn binding_for(tool: &Tool, discovery: &Discovery) -> Binding {
 
 /// A binding name from a remote tool name: characters outside `[A-Za-z0-9_-]` become `_`
 /// and the result is cut to 64 characters (what a binding name allows).
-pub fn binding_name(tool: &str) -> String {
+pub(crate) fn binding_name(tool: &str) -> String {
     let name: String = tool
         .chars()
         .map(|c| {

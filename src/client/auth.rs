@@ -159,7 +159,7 @@ impl Auth {
     }
 
     /// The OAuth flows, if that is the source.
-    pub fn as_oauth(&self) -> Option<&Arc<OAuth>> {
+    pub(crate) fn as_oauth(&self) -> Option<&Arc<OAuth>> {
         match &self.source {
             Source::OAuth(oauth) => Some(oauth),
             Source::Provider(_) => None,

@@ -121,7 +121,7 @@ impl CancelToken {
     }
 
     /// Whether [`cancel`](CancelToken::cancel) was called.
-    pub fn is_cancelled(&self) -> bool {
+    pub(crate) fn is_cancelled(&self) -> bool {
         self.0.0.load(Ordering::SeqCst)
     }
 

@@ -360,7 +360,7 @@ impl Connection {
     }
 
     /// The host's answer to a 2025-era server request.
-    pub(crate) fn answer_server_request(
+    pub fn answer_server_request(
         &mut self,
         id: &Id,
         answer: Result<Box<RawValue>, ErrorObject<'static>>,

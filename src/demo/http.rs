@@ -69,7 +69,7 @@ impl Request {
     }
 
     /// Every value of header `name` (lowercase) that is valid UTF-8, trimmed.
-    pub fn headers_named<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+    pub(crate) fn headers_named<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a str> + 'a {
         self.headers
             .iter()
             .filter(move |(n, _)| n == name)
@@ -78,7 +78,7 @@ impl Request {
     }
 
     /// Every value of header `name` (lowercase), as sent.
-    pub fn raw_headers<'a, 'n>(
+    pub(crate) fn raw_headers<'a, 'n>(
         &'a self,
         name: &'n str,
     ) -> impl Iterator<Item = &'a [u8]> + use<'a, 'n> {

@@ -511,7 +511,7 @@ impl StateKey {
     }
 
     /// Checks a state that came back: issued by this server, for this item, not expired.
-    pub fn verify(&self, state: &str, item: &str, now_ms: u64) -> Result<(), &'static str> {
+    pub(crate) fn verify(&self, state: &str, item: &str, now_ms: u64) -> Result<(), &'static str> {
         let parsed: Value =
             serde_json::from_str(state).map_err(|_| "not a state of this server")?;
         let (Some(tool), Some(signed_item), Some(issued_ms), Some(mac)) = (

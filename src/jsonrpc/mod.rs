@@ -106,7 +106,7 @@ pub const INTERNAL_ERROR: i64 = -32603;
 /// When one of these invariants breaks; that is the point.
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
-pub fn fuzz_roundtrip(data: &[u8]) {
+pub(crate) fn fuzz_roundtrip(data: &[u8]) {
     fuzz_typed(data);
     let Ok(first) = decode(data) else {
         return;

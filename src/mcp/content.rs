@@ -422,7 +422,7 @@ pub enum ContentBlock {
 impl ContentBlock {
     /// The `type` tag of a known block, or `None` for [`Unknown`](Self::Unknown) (see
     /// [`type_name`](Self::type_name)).
-    pub fn known_type(&self) -> Option<&'static str> {
+    pub(crate) fn known_type(&self) -> Option<&'static str> {
         Some(match self {
             Self::Text(_) => "text",
             Self::Image(_) => "image",

@@ -14,9 +14,9 @@ use serde_json::{Map, Value};
 use crate::base64::{self, Flavor, Padding};
 
 /// The schema keyword that marks a property as mirrored into a header.
-pub const ANNOTATION: &str = "x-mcp-header";
+pub(crate) const ANNOTATION: &str = "x-mcp-header";
 /// The prefix of a mirrored argument's header name.
-pub const PARAM_HEADER_PREFIX: &str = "Mcp-Param-";
+pub(crate) const PARAM_HEADER_PREFIX: &str = "Mcp-Param-";
 
 const SENTINEL_START: &str = "=?base64?";
 const SENTINEL_END: &str = "?=";

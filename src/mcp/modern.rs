@@ -39,13 +39,13 @@ use super::lifecycle::{ClientCapabilities, ServerCapabilities};
 use super::version::ProtocolVersion;
 
 /// `_meta` key: the revision the request is made at (required on every request).
-pub const PROTOCOL_VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
+pub(crate) const PROTOCOL_VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
 /// `_meta` key: what the client can do for this request (required; `{}` for nothing).
-pub const CLIENT_CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
+pub(crate) const CLIENT_CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
 /// `_meta` key: who the client is.
-pub const CLIENT_INFO_KEY: &str = "io.modelcontextprotocol/clientInfo";
+pub(crate) const CLIENT_INFO_KEY: &str = "io.modelcontextprotocol/clientInfo";
 /// `_meta` key of a result: who the server is.
-pub const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
+pub(crate) const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
 /// `_meta` key tying a notification to the `subscriptions/listen` request that asked for it.
 pub const SUBSCRIPTION_ID_KEY: &str = "io.modelcontextprotocol/subscriptionId";
 
@@ -793,7 +793,7 @@ impl ResultEnvelope {
     }
 
     /// The result's type.
-    pub fn result_type(&self) -> ResultType {
+    pub(crate) fn result_type(&self) -> ResultType {
         ResultType::read(self.result_type.as_deref())
     }
 

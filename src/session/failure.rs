@@ -112,7 +112,7 @@ impl Failure {
     }
 
     /// A JSON-RPC error response.
-    pub fn from_error_object(error: &ErrorObject<'_>) -> Self {
+    pub(crate) fn from_error_object(error: &ErrorObject<'_>) -> Self {
         let mut detail = format!("server error {}: {}", error.code, error.message);
         if let Some(data) = &error.data {
             let data = data.get();

@@ -210,7 +210,7 @@ pub struct Transmit {
 
 impl Transmit {
     /// The id when the message is a request of ours, whose answer the driver must read.
-    pub fn request_id(&self) -> Option<&Id> {
+    pub(crate) fn request_id(&self) -> Option<&Id> {
         match &self.message {
             Message::Request(request) => Some(&request.id),
             _ => None,

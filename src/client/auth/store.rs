@@ -73,7 +73,7 @@ use crate::auth::{
 /// The largest store read.
 pub const MAX_STORE_BYTES: u64 = 64 * 1024;
 /// The format version written and read.
-pub const STORE_VERSION: u64 = 1;
+pub(crate) const STORE_VERSION: u64 = 1;
 /// The most tokens a store holds.
 const MAX_STORED_TOKENS: usize = 64;
 /// The longest token taken from a store (as from a token endpoint).
@@ -472,7 +472,7 @@ impl TokenStore {
     /// # Errors
     ///
     /// As [`lock`](TokenStore::lock).
-    pub fn lock_blocking(&self, wait: Duration) -> Result<StoreLock, StoreError> {
+    pub(crate) fn lock_blocking(&self, wait: Duration) -> Result<StoreLock, StoreError> {
         let path = self.lock_path();
         let (mut pause, mut slept) = (Duration::from_millis(1), Duration::ZERO);
         loop {
@@ -499,7 +499,7 @@ impl TokenStore {
     /// # Errors
     ///
     /// As [`load`](TokenStore::load) (a store deleted meanwhile, by a logout, is an error).
-    pub fn reload(&self, _lock: &StoreLock) -> Result<TokenCache, StoreError> {
+    pub(crate) fn reload(&self, _lock: &StoreLock) -> Result<TokenCache, StoreError> {
         let (contents, bytes) = read(&self.path)?;
         let tokens = contents.tokens.clone();
         self.set_base(contents, bytes);
