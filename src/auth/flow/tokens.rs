@@ -1,0 +1,142 @@
+//! Tokens: the token endpoint's answers read into the current token and the cache, expiry
+//! ahead of a request, and the reload of a cache other processes share.
+
+#[cfg(doc)]
+use super::Limits;
+use super::{Error, Flow, Origin_, Output, Purpose, Stage};
+use crate::auth::UnixTime;
+use crate::auth::token::{TokenCache, TokenKey, TokenResponseError, parse_token_response};
+use crate::secret::Secret;
+
+impl Flow {
+    /// Whether the current token may be refreshed and has expired at `now`, or will within
+    /// [`Limits::expiry_skew_secs`] (or half its life, if that is shorter: a token that lives
+    /// less than the skew is not refreshed before every request): what
+    /// [`refresh_ahead`](Flow::refresh_ahead) acts on, for a driver to ask first.
+    pub fn near_expiry(&self, now: UnixTime) -> bool {
+        self.token.as_ref().is_some_and(|(token, ..)| {
+            let life = token
+                .expires_at()
+                .map_or(0, |at| at.0.saturating_sub(self.token_since.0));
+            let skew = self.config.limits.expiry_skew_secs.min(life / 2);
+            token.refresh_token().is_some() && token.is_expired(now.plus(skew))
+        })
+    }
+
+    /// The shared cache's tokens as they are now, read under its lock after an
+    /// [`Output::Reload`]: they replace the flow's cache. When they hold a token for the key
+    /// being refreshed other than the one the flow was about to refresh, another process
+    /// renewed it: one that has not expired is taken as it is, with no request; one that has
+    /// is refreshed with its own refresh token. Otherwise the refresh goes ahead. Ignored
+    /// when no reload was asked for.
+    pub fn handle_reload(&mut self, tokens: TokenCache, now: UnixTime) {
+        let Stage::Reloading {
+            rediscover,
+            announce,
+            ..
+        } = self.stage
+        else {
+            return;
+        };
+        self.stage = Stage::Idle;
+        let replaced = std::mem::replace(&mut self.cache, tokens);
+        // Tokens this flow may have sent that the shared cache no longer holds: still secret.
+        let kept: Vec<Secret> = self.cache.secrets().cloned().collect();
+        self.spend(
+            replaced
+                .secrets()
+                .filter(|secret| !kept.contains(secret))
+                .cloned()
+                .collect::<Vec<_>>(),
+        );
+        let Some((held, key, origin)) = self.token.take() else {
+            return;
+        };
+        let renewed = self.cache.get(&key).filter(|fresh| {
+            fresh.access_token() != held.access_token()
+                || fresh.refresh_token() != held.refresh_token()
+        });
+        match renewed.cloned() {
+            Some(fresh) if !fresh.is_expired(now) => {
+                self.spend(held.secrets().cloned());
+                self.token = Some((fresh.clone(), key, Origin_::Refreshed));
+                self.token_since = now;
+                if announce {
+                    self.outputs.push_back(Output::Token(fresh));
+                }
+            }
+            Some(fresh) if fresh.refresh_token().is_some() => {
+                self.spend(held.secrets().cloned());
+                self.token = Some((fresh, key, Origin_::Proven));
+                self.token_since = now;
+                self.send_refresh(now, rediscover, announce);
+            }
+            _ => {
+                self.token = Some((held, key, origin));
+                self.send_refresh(now, rediscover, announce);
+            }
+        }
+    }
+
+    pub(super) fn got_token(
+        &mut self,
+        purpose: Purpose,
+        status: u16,
+        body: &[u8],
+        rediscover: bool,
+        announce: bool,
+        now: UnixTime,
+    ) {
+        let previous = match purpose {
+            Purpose::Refresh => self.token.as_ref().map(|(t, ..)| t.clone()),
+            _ => None,
+        };
+        let requested = match &previous {
+            Some(previous) => previous.scope().cloned(),
+            None => self.requested.clone(),
+        };
+        match parse_token_response(status, body, now, requested.as_ref(), previous.as_ref()) {
+            Ok(token) => {
+                self.quiet = false;
+                if let Some((old, ..)) = self.token.take() {
+                    self.spend(old.secrets().cloned());
+                }
+                let key = self.pending_key.take().unwrap_or_else(|| TokenKey {
+                    issuer: String::new(),
+                    client_id: String::new(),
+                    resource: self.resource.clone(),
+                    scope: String::new(),
+                });
+                let origin = if purpose == Purpose::Refresh {
+                    Origin_::Refreshed
+                } else {
+                    Origin_::Fresh
+                };
+                self.cache.insert(key.clone(), token.clone());
+                self.token = Some((token.clone(), key, origin));
+                self.token_since = now;
+                if announce {
+                    self.outputs.push_back(Output::Token(token));
+                }
+            }
+            Err(_) if purpose == Purpose::Refresh && rediscover => {
+                // The refresh token is spent or revoked: authorize anew.
+                self.quiet = false;
+                if let Some((old, key, _)) = self.token.take() {
+                    self.cache.remove(&key);
+                    self.spend(old.secrets().cloned());
+                }
+                self.discover(now);
+            }
+            Err(error) => {
+                let error = match error {
+                    TokenResponseError::Refused(e) => {
+                        TokenResponseError::Refused(e.redacted(&self.secrets()))
+                    }
+                    other => other,
+                };
+                self.fail(Error::Token { purpose, error });
+            }
+        }
+    }
+}
