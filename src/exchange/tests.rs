@@ -12,9 +12,13 @@ use std::time::{Duration, Instant};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use serde_json::{Value, json};
 
+use super::credentials::describe_challenge;
+use super::legacy::resolve_same_origin;
+use super::request::method_header;
 use super::*;
 use crate::jsonrpc::{Id, Message, Notification, RawValue, Request};
 use crate::secret::Secret;
+use crate::session::ResumePolicy;
 
 const URL: &str = "http://127.0.0.1:9/mcp";
 const TOKEN: &str = "tok-SECRET-0123456789";

@@ -1,0 +1,241 @@
+//! What each HTTP request carries: the request POST, the one-way POSTs sent in order behind a
+//! barrier, the headers every request gets (session id, revision, `Mcp-Method`, extra headers),
+//! and the per-request [`SendOptions`].
+
+use std::time::Instant;
+
+use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderName, HeaderValue};
+use http::{HeaderMap, Method, Uri};
+use serde::de::DeserializeOwned;
+
+use crate::jsonrpc::Message;
+use crate::session::Resumption;
+
+use super::reply::{ByteBudget, ResultDecoder, decode_result_as};
+use super::{Closing, Exchange, Held, HttpRequest, Op, RequestOp, StreamId};
+
+pub(super) const ACCEPT_BOTH: &str = "application/json, text/event-stream";
+pub(super) const EVENT_STREAM: &str = "text/event-stream";
+pub(super) const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
+const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+/// 2026-07-28: the body's method, mirrored on every request POST.
+const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
+pub(super) const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
+
+/// How many one-way messages may wait; a server that floods us with requests while not
+/// reading our answers cannot grow the queue past this.
+pub(super) const ONE_WAY_QUEUE: usize = 1024;
+
+/// How a request is sent and its reply read.
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct SendOptions {
+    /// Bytes of reply (bodies and streams, resumptions included) the request may receive.
+    pub max_response_bytes: Option<u64>,
+    /// Decodes the response with its result in the type the caller wants, in the same pass as
+    /// the envelope ([`decode_result_as`]); `None` leaves the result raw.
+    pub decode_result: Option<ResultDecoder>,
+    /// Headers this request carries at a stateless revision, beyond those the exchange
+    /// derives itself: `Mcp-Name` and the `Mcp-Param-*` headers of the tool's annotated
+    /// arguments ([`crate::mcp::headers`]). Ignored at 2025-era revisions.
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+}
+
+impl SendOptions {
+    /// Options that decode the result as `R` in the same pass as the envelope.
+    pub fn decoding<R: DeserializeOwned + Send + 'static>() -> Self {
+        SendOptions {
+            decode_result: Some(decode_result_as::<R>),
+            ..SendOptions::default()
+        }
+    }
+
+    /// These options with a byte budget for the reply.
+    pub fn with_max_response_bytes(mut self, limit: Option<u64>) -> Self {
+        self.max_response_bytes = limit;
+        self
+    }
+
+    /// These options with the request's `Mcp-Name` and `Mcp-Param-*` headers.
+    pub fn with_headers(mut self, headers: Vec<(HeaderName, HeaderValue)>) -> Self {
+        self.headers = headers;
+        self
+    }
+}
+
+impl Exchange {
+    pub(super) fn dispatch(
+        &mut self,
+        message: Message<'static>,
+        limits: SendOptions,
+        barrier: bool,
+        now: Instant,
+    ) {
+        let Message::Request(request) = &message else {
+            if self.one_way.len() >= ONE_WAY_QUEUE {
+                self.log(|| "dropped a one-way message: the queue is full".to_owned());
+                return;
+            }
+            if barrier {
+                self.barrier_pending = true;
+            }
+            self.one_way.push_back((message, barrier));
+            self.pump_one_way(now);
+            return;
+        };
+        let id = request.id.clone();
+        let is_initialize = request.method == crate::mcp::methods::INITIALIZE;
+        let method_header = self
+            .learned
+            .modern
+            .then(|| method_header(&request.method))
+            .flatten();
+        let body = message.encode().into_bytes();
+        let uri = self.message_uri();
+        self.log(|| format!("> POST {uri} {}", String::from_utf8_lossy(&body)));
+        let legacy = self.is_legacy();
+        let op = RequestOp {
+            id,
+            is_initialize,
+            decode_result: limits.decode_result,
+            budget: ByteBudget::new(limits.max_response_bytes),
+            resumption: Resumption::new(self.config.resume),
+            decoder: None,
+            resuming: false,
+            legacy,
+            retained: None,
+            sent_token: self.bearer.clone(),
+            resends: 0,
+            resent_after_401: false,
+        };
+        let mut op = Box::new(op);
+        let mut request = self.build(Method::POST, uri, body, ACCEPT_BOTH);
+        if self.learned.modern {
+            if let Some(value) = method_header {
+                request.headers.insert(MCP_METHOD, value);
+            }
+            for (name, value) in limits.headers {
+                request.headers.insert(name, value);
+            }
+        }
+        if self.hold_refusals && !legacy {
+            op.retained = Some(request.clone());
+        }
+        self.issue(Op::Request(op), request);
+    }
+
+    // --- one-way messages -----------------------------------------------------------------
+
+    fn pump_one_way(&mut self, now: Instant) {
+        if self.one_way_in_flight.is_some() {
+            return;
+        }
+        let Some((message, barrier)) = self.one_way.pop_front() else {
+            return;
+        };
+        let body = message.encode().into_bytes();
+        let uri = self.message_uri();
+        self.log(|| format!("> POST {uri} {}", String::from_utf8_lossy(&body)));
+        let request = self.build(Method::POST, uri, body, ACCEPT_BOTH);
+        let deadline = match self.closing {
+            Closing::Flushing { deadline, .. } => deadline.min(now + self.config.post_timeout),
+            _ => now + self.config.post_timeout,
+        };
+        let stream = self.issue(Op::OneWay { deadline, barrier }, request);
+        self.one_way_in_flight = Some(stream);
+    }
+
+    /// A one-way POST is over (answered, failed or timed out): the next goes out, and a
+    /// delivered barrier releases what it held.
+    pub(super) fn one_way_done(&mut self, stream: StreamId, barrier: bool, now: Instant) {
+        if self.one_way_in_flight == Some(stream) {
+            self.one_way_in_flight = None;
+        }
+        if barrier {
+            self.barrier_pending = false;
+            while !self.barrier_pending
+                && let Some(held) = self.held.pop_front()
+            {
+                match held {
+                    Held::Message(message, limits, barrier) => {
+                        self.dispatch(message, limits, barrier, now);
+                    }
+                    Held::ServerStream => self.open_server_stream(now),
+                }
+            }
+        }
+        self.pump_one_way(now);
+        self.advance_close(now);
+    }
+
+    fn message_uri(&self) -> Uri {
+        self.learned
+            .legacy_endpoint
+            .clone()
+            .unwrap_or_else(|| self.config.url.clone())
+    }
+
+    /// A request to the endpoint (or the legacy message endpoint) with every header this
+    /// session needs.
+    pub(super) fn build(
+        &self,
+        method: Method,
+        uri: Uri,
+        body: Vec<u8>,
+        accept: &'static str,
+    ) -> HttpRequest {
+        // Room for what the caller (`Mcp-Method`, `Mcp-Name`, some `Mcp-Param-*`), the driver
+        // (`Host`) and hyper (`Content-Length`) add, so that the map is made once rather than
+        // grown for each request.
+        let mut headers = HeaderMap::with_capacity(12 + self.config.headers.0.len());
+        headers.insert(ACCEPT, HeaderValue::from_static(accept));
+        if method == Method::POST {
+            headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        }
+        if let Some(value) = self.authorization() {
+            headers.insert(AUTHORIZATION, value);
+        }
+        // Checked when added: none of them is a header set here.
+        for header in &self.config.headers.0 {
+            headers.insert(header.name.clone(), header.value.clone());
+        }
+        if let Some(session_id) = &self.learned.session_id
+            && !self.learned.modern
+            && let Ok(value) = HeaderValue::from_str(session_id)
+        {
+            headers.insert(SESSION_ID, value);
+        }
+        if let Some(version) = self.learned.protocol_version {
+            headers.insert(PROTOCOL_VERSION, HeaderValue::from_static(version));
+        }
+        HttpRequest {
+            method,
+            uri,
+            headers,
+            body,
+        }
+    }
+}
+
+/// The `Mcp-Method` value of a request: without a copy for the methods a client sends.
+pub(super) fn method_header(method: &str) -> Option<HeaderValue> {
+    use crate::mcp::methods::*;
+    const KNOWN: [&str; 12] = [
+        TOOLS_CALL,
+        TOOLS_LIST,
+        SERVER_DISCOVER,
+        RESOURCES_READ,
+        RESOURCES_LIST,
+        RESOURCES_TEMPLATES_LIST,
+        PROMPTS_GET,
+        PROMPTS_LIST,
+        COMPLETION_COMPLETE,
+        SUBSCRIPTIONS_LISTEN,
+        TASKS_GET,
+        TASKS_RESULT,
+    ];
+    match KNOWN.iter().find(|known| **known == method) {
+        Some(known) => Some(HeaderValue::from_static(known)),
+        None => HeaderValue::from_str(method).ok(),
+    }
+}
