@@ -139,7 +139,7 @@ impl std::error::Error for MappingError {}
 /// assert_eq!(output.content, vec![json!({"type": "text", "text": "7^2 = 49"})]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub(crate) fn map_result(
+pub fn map_result(
     result: &CallToolResult,
     output_schema: Option<&CompiledSchema>,
 ) -> Result<ToolOutput, MappingError> {
