@@ -113,6 +113,23 @@ struct HttpSetup {
 }
 
 impl Client {
+    /// Connects to the Streamable HTTP endpoint `url` with every default: a connection pool
+    /// of its own (TLS with the webpki roots), no credentials, the era probe, default
+    /// options. For a shared pool, a token or other options, [`connect_http`](Self::connect_http).
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), mcpwire::Error> {
+    /// let client = mcpwire::Client::connect("http://127.0.0.1:3001/mcp").await?;
+    /// println!("{} tools", client.list_tools().await?.len());
+    /// client.close().await;
+    /// # Ok(()) }
+    /// ```
+    pub async fn connect(url: &str) -> Result<Client, Error> {
+        let pool = HttpPool::new(&crate::transport::http::TlsOptions::default())?;
+        let config = HttpConfig::new(url)?;
+        Client::connect_http(&pool, config, ClientOptions::default()).await
+    }
+
     /// Opens a session over Streamable HTTP (falling back to legacy HTTP+SSE when the server
     /// speaks only that, if the config allows it).
     pub async fn connect_http(

@@ -609,12 +609,13 @@ impl Clock for ManualClock {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn auth_a_token_due_for_refresh_is_refreshed_in_the_background() {
-    // Expiring in 6 s, within the 60 s refresh margin: refreshed half-way through its life
-    // (3 s on, by the OAuth driver's clock, which the test moves), not on every request, and
-    // used meanwhile.
+    // Expiring in 100 s, within the 60 s refresh margin: refreshed in the background
+    // half-way through its life (50 s on, by the OAuth driver's clock, which the test moves),
+    // not on every request, and used meanwhile. (Only a token within the 10 s expiry skew
+    // would hold the request back for its refresh: see the kept-idle-client test.)
     let mock = Mock::start(false, |s| {
         s.refresh = true;
-        s.expires_in = 6;
+        s.expires_in = 100;
     })
     .await;
     let clock = ManualClock::at(1_800_000_000);
@@ -646,7 +647,7 @@ async fn auth_a_token_due_for_refresh_is_refreshed_in_the_background() {
     );
     // Half-way through the token's life, the next request starts the refresh, and goes with
     // the current token.
-    clock.advance(1);
+    clock.advance(48);
     client.list_tools().await.unwrap();
     let refreshed = tokio::time::timeout(Duration::from_secs(10), runs.recv())
         .await

@@ -652,3 +652,27 @@ async fn legacy_http_sse_servers_are_reached_through_their_endpoint_event() {
     assert!(posted.iter().all(|r| r.header("authorization").is_some()));
     client.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connect_with_every_default_probes_lists_and_calls() {
+    let server = mcpwire::demo::DemoServer::start()
+        .await
+        .expect("demo server");
+    let client = Client::connect(&server.url()).await.expect("connect");
+    assert!(client.is_modern(), "the dual-era demo answers the probe");
+    let tools = client.list_tools().await.expect("tools/list");
+    assert!(tools.iter().any(|tool| tool.name == "echo"));
+    let arguments = serde_json::json!({"message": "hi"}).as_object().cloned();
+    let result = client
+        .call_tool("echo", arguments, CallOptions::default())
+        .await
+        .expect("tools/call");
+    assert!(!result.is_error());
+    client.close().await;
+    // Not an endpoint: refused before anything is sent.
+    let refused = Client::connect("ftp://127.0.0.1/mcp").await;
+    assert_eq!(
+        refused.err().map(|e| e.kind()),
+        Some(mcpwire::ErrorKind::Config)
+    );
+}

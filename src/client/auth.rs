@@ -311,7 +311,7 @@ pub type AuthorizeFuture =
 /// What a host plugs in for the person's part of the authorization code grant: send the
 /// person (their browser) to the authorization URL, and hand back where the authorization
 /// server sent them. A command-line tool prints or opens the URL and listens on the loopback
-/// redirect URI; a test follows the redirect itself ([`Headless`]).
+/// redirect URI; a test follows the redirect itself (`Headless`, with the `testing` feature).
 pub trait Authorizer: Send + Sync {
     /// Sends the person to `url` (it holds no secret: `state` and the PKCE challenge) and
     /// resolves to the redirect back. The flow checks `state`, `iss` and the rest; the
@@ -322,13 +322,15 @@ pub trait Authorizer: Send + Sync {
 /// An [`Authorizer`] with no person: it requests the authorization URL itself (one bounded
 /// `GET`, no redirect followed) and takes the `Location` of the redirect as the way back. For
 /// authorization servers that approve at once (test and conformance servers); a real one
-/// wants a person and a browser.
+/// wants a person and a browser. Test tooling: only with the `testing` feature.
+#[cfg(feature = "testing")]
 #[derive(Clone, Debug)]
 pub struct Headless {
     pool: HttpPool,
     timeout: Duration,
 }
 
+#[cfg(feature = "testing")]
 impl Headless {
     /// A headless authorizer whose `GET` goes through `pool`, within `timeout`.
     pub fn new(pool: &HttpPool, timeout: Duration) -> Headless {
@@ -340,8 +342,10 @@ impl Headless {
 }
 
 /// How much of the authorization endpoint's answer is read (only its head matters).
+#[cfg(feature = "testing")]
 const HEADLESS_BODY_BYTES: usize = 16 * 1024;
 
+#[cfg(feature = "testing")]
 impl Authorizer for Headless {
     fn authorize(&self, url: &Url) -> AuthorizeFuture {
         let (pool, timeout, url) = (self.pool.clone(), self.timeout, url.clone());

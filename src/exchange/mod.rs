@@ -103,6 +103,10 @@ pub struct HttpRequest {
     pub headers: HeaderMap,
     /// The body (empty for `GET` and `DELETE`).
     pub body: Vec<u8>,
+    /// Its response stays open for as long as the session (a `GET` stream, a 2026-07-28
+    /// `subscriptions/listen`): a transport that limits the requests in flight to an origin
+    /// does not count it.
+    pub long_lived: bool,
 }
 
 /// Why an HTTP request produced no response, or its body broke off.

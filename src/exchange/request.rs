@@ -85,6 +85,7 @@ impl Exchange {
         };
         let id = request.id.clone();
         let is_initialize = request.method == crate::mcp::methods::INITIALIZE;
+        let is_listen = request.method == crate::mcp::methods::SUBSCRIPTIONS_LISTEN;
         let method_header = self
             .learned
             .modern
@@ -110,6 +111,7 @@ impl Exchange {
         };
         let mut op = Box::new(op);
         let mut request = self.build(Method::POST, uri, body, ACCEPT_BOTH);
+        request.long_lived = is_listen;
         if self.learned.modern {
             if let Some(value) = method_header {
                 request.headers.insert(MCP_METHOD, value);
@@ -209,6 +211,7 @@ impl Exchange {
             headers.insert(PROTOCOL_VERSION, HeaderValue::from_static(version));
         }
         HttpRequest {
+            long_lived: method == Method::GET,
             method,
             uri,
             headers,

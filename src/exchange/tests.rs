@@ -36,6 +36,7 @@ struct Sent {
     uri: String,
     headers: HeaderMap,
     body: String,
+    long_lived: bool,
 }
 
 impl Sent {
@@ -109,6 +110,7 @@ impl Harness {
                     uri: request.uri.to_string(),
                     headers: request.headers,
                     body: String::from_utf8(request.body).unwrap(),
+                    long_lived: request.long_lived,
                 }),
                 Output::Abort(stream) => Event::Abort(stream),
                 Output::Message(message) => Event::Message(message),
@@ -511,6 +513,24 @@ fn a_request_post_accepts_json_and_event_streams_and_carries_no_credentials_by_d
         sent.json(),
         json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
     );
+}
+
+#[test]
+fn the_exchange_marks_the_requests_whose_response_stays_open() {
+    let mut h = Harness::with(|c| c.server_stream = true);
+    h.send_request(1, "tools/call");
+    assert!(
+        !h.last_sent().long_lived,
+        "a call's reply ends with its answer"
+    );
+    h.exchange.set_modern(Some("2026-07-28"));
+    h.send_request(2, "subscriptions/listen");
+    assert!(h.last_sent().long_lived, "a listen stream stays open");
+    h.exchange.set_modern(None);
+    h.open_server_stream();
+    let sent = h.last_sent();
+    assert_eq!(sent.method, Method::GET);
+    assert!(sent.long_lived, "the GET stream stays open");
 }
 
 #[test]

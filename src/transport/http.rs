@@ -311,17 +311,6 @@ impl Lanes {
     }
 }
 
-/// Whether a request's response stays open for as long as the session: not counted in its
-/// origin's lane.
-fn stays_open(request: &HttpRequest) -> bool {
-    const MCP_METHOD: http::HeaderName = http::HeaderName::from_static("mcp-method");
-    request.method == http::Method::GET
-        || request
-            .headers
-            .get(&MCP_METHOD)
-            .is_some_and(|method| method == "subscriptions/listen")
-}
-
 /// A reply read by [`HttpPool::fetch`]: the head, and the body up to a limit.
 #[derive(Debug)]
 pub(crate) struct RawReply {
@@ -552,7 +541,8 @@ impl HttpLink {
         if let Some(host) = known.and_then(|known| known.host.clone()) {
             request.headers.entry(http::header::HOST).or_insert(host);
         }
-        let lane = match stays_open(&request) {
+        // A response that stays open for the session's life would hold its lane forever.
+        let lane = match request.long_lived {
             true => None,
             false => known.and_then(KnownOrigin::lane),
         };
