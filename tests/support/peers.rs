@@ -8,7 +8,7 @@
 //!
 //! A test that needs a peer is `#[ignore]`d with the reason [`IGNORE_REASON`] says, so a plain
 //! `cargo test` lists it as *ignored*, never as passed, when nobody has installed the peers;
-//! `scripts/test` (so CI) runs them with `cargo test --test main -- --ignored`. Its first line is
+//! `scripts/test` (so CI) runs them with the rest (`cargo test -- --include-ignored`). Its first line is
 //! [`require`], which fails the test when the peer is missing: a test run explicitly without its
 //! peer fails instead of passing vacuously. A test in `tests/` that calls [`require`] without the
 //! `#[ignore]` (or is ignored without calling it) fails `every_peer_test_is_ignored_and_checks_its_peer`.
