@@ -9,16 +9,18 @@
 //!
 //! ## The layers
 //!
-//! Each layer uses only the ones below it; the parsers, the session, the exchange and the
-//! OAuth core never touch sockets, threads or clocks.
+//! Each layer uses only the ones below it; the parsers, the session, the exchange, the OAuth
+//! core and the connection machine above them never touch sockets, threads or clocks.
 //!
 //! ```text
 //!  binding       bindings, discovery, the call pipeline, tool.result events   (feature bindings)
 //!     |
-//!  client        the async API: connect, list tools, call a tool, ping, close  (feature client)
+//!  client        the async API and its driver task: moves frames, runs the host's handlers,
+//!     |          sleeps to the machine's deadline                          (feature client)
+//!  transport     hyper + rustls pool, CONNECT proxies, stdio processes; the clock
 //!     |
-//!  transport     drivers: hyper + rustls pool, CONNECT proxies, stdio processes; the clock
-//!     |                   \
+//!  connection    one machine per client: every request-level rule (era probe, list paging
+//!     |          and caching, the tools/call rounds), over the session and the link (sans-IO)
 //!  exchange      Streamable HTTP rules    auth   OAuth 2.1 core             (sans-IO)
 //!     |
 //!  session       ids, pending requests, deadlines, the handshake, era choice    (sans-IO)
@@ -36,8 +38,9 @@
 //! | [`session`] | the client state machine: ids, pending requests, deadlines, the handshake | `mcp` |
 //! | [`exchange`] | the Streamable HTTP exchange: requests to issue, replies, resumption, fallback | `session`, `sse`, http's types |
 //! | [`auth`] | OAuth 2.1 as the MCP authorization spec has it: challenges, discovery metadata, PKCE, tokens, the flow from a 401 to a token | http's types, serde, ring |
+//! | `connection` (internal) | the connection machine: operations (`list_tools`, `call_tool`, `listen`, `ping`, a raw request, `close`) in, transmits, progress, input rounds, refusals and outcomes out; credentials taken out of all it hands back | `session`, `exchange` |
 //! | [`transport`] | the drivers: hyper with a pooled connection set, rustls (roots, client certificates) and CONNECT proxies; stdio processes | tokio, hyper, rustls |
-//! | [`client`] | the async API: connect, list tools, call a tool, ping, close | `transport` |
+//! | [`client`] | the async API: connect, list tools, call a tool, ping, close; the driver task under it | `connection`, `transport` |
 //! | `binding` | binding config and validation, discovery, the call pipeline, result mapping, `mcpwire probe` | `client`, jsonschema |
 //!
 //! [`Error`] and its [`ErrorKind`] are the one vocabulary of failures, from a session's
@@ -47,29 +50,28 @@
 //!
 //! The sans-IO core is driven like quinn-proto or str0m: the driver feeds it input with the
 //! current time, drains its outputs, and sleeps until the deadline it reports. The core never
-//! reads a clock; the driver ([`client::Client`]'s task) is the only place that does.
+//! reads a clock; the driver ([`client::Client`]'s task) is the only place that does. The
+//! core is one connection machine per client, which owns the session and the link machine
+//! (the Streamable HTTP exchange, or the stdio framing):
 //!
 //! ```text
-//!  session.start(now)                          // queues the era probe or `initialize`
+//!  connection.start(now)                       // queues the era probe or `initialize`
 //!  loop {
-//!      while let Some(output) = session.poll_output() {
-//!          Transmit(t)  -> exchange.send(t.message, ..)   // or a stdio line
-//!          Ready(..)    -> the handshake is done          Settled(s) -> a caller's answer
-//!          Progress ..  -> a caller's progress callback
+//!      while let Some(output) = connection.poll_output() {
+//!          HttpSend { stream, request } -> issue the HTTP request   StdioSend(m) -> a line
+//!          Progress / Notification      -> the host's callbacks
+//!          Input { op, requests }       -> the input handler, then connection.answer_input
+//!          Refused(refusal)             -> the token source, then connection.resend / reject
+//!          Done { op, outcome }         -> the caller waiting on op
 //!      }
-//!      while let Some(output) = exchange.poll_output() {
-//!          Send { stream, request } -> the driver issues the HTTP request
-//!          Message(m)  -> session.handle_message(m, now)
-//!          ...
-//!      }
-//!      wait for the first of: an HTTP head, body chunk or end (exchange.handle_head /
-//!      handle_body / handle_end(stream, .., now)), a caller's command (session.request,
-//!      cancel, close), or the earliest of session.poll_timeout() and exchange.poll_timeout(),
-//!      then session.handle_timeout(now) and exchange.handle_timeout(now)
+//!      wait for the first of: an HTTP head, body chunk or end (connection.handle_head /
+//!      handle_body / handle_end(stream, .., now)), a stdio line, a caller's command
+//!      (connection.call_tool / list_tools / cancel / close ..), or connection.poll_timeout(),
+//!      then connection.handle_timeout(now)
 //!  }
 //! ```
 //!
-//! The [`session`] and [`exchange`] module docs give each machine's own loop in detail.
+//! The [`session`] and [`exchange`] module docs give each inner machine's own loop in detail.
 //!
 //! ## Feature flags
 //!
