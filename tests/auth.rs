@@ -418,6 +418,14 @@ async fn refused_before_any_token(mock: &Mock, expected: &str) -> Error {
         .expect_err("refused");
     assert!(error.to_string().contains(expected), "{error}");
     assert!(!error.outcome_unknown(), "{error}");
+    // The flow's typed error is the failure's source: Error -> Failure -> auth::Error.
+    use std::error::Error as _;
+    let failure = error.source().expect("the failure");
+    let flow = failure
+        .source()
+        .and_then(|cause| cause.downcast_ref::<mcpwire::auth::Error>())
+        .unwrap_or_else(|| panic!("no typed OAuth error behind {error}"));
+    assert!(error.to_string().contains(&flow.to_string()), "{flow}");
     no_token_request(mock);
     error
 }

@@ -203,10 +203,12 @@ impl Auth {
         pool: &HttpPool,
         refusal: &Refusal,
         log: Option<&WireLog>,
-    ) -> Result<Secret, String> {
+    ) -> Result<Secret, NoToken> {
         match &self.source {
             Source::Provider(provider) => {
-                provider_refused(provider.as_ref(), refusal, self.clock.as_ref()).await
+                provider_refused(provider.as_ref(), refusal, self.clock.as_ref())
+                    .await
+                    .map_err(NoToken::from)
             }
             Source::OAuth(oauth) => oauth.refused(pool, refusal, log).await,
         }
@@ -374,6 +376,31 @@ impl Authorizer for Headless {
                 .ok_or("the authorization endpoint's redirect has no Location")?;
             Ok(location.to_owned())
         })
+    }
+}
+
+/// Why a token source has no token for a refused request: a message for people (no secret
+/// in it), and the typed error behind it when there is one (an OAuth flow's
+/// [`auth::Error`](crate::auth::Error)), which becomes the request's failure's
+/// [`source`](std::error::Error::source).
+#[derive(Debug)]
+pub(crate) struct NoToken {
+    pub(crate) message: String,
+    pub(crate) cause: Option<crate::session::Cause>,
+}
+
+impl From<String> for NoToken {
+    fn from(message: String) -> Self {
+        NoToken {
+            message,
+            cause: None,
+        }
+    }
+}
+
+impl From<&str> for NoToken {
+    fn from(message: &str) -> Self {
+        NoToken::from(message.to_owned())
     }
 }
 
@@ -586,7 +613,7 @@ impl OAuth {
         pool: &HttpPool,
         refusal: &Refusal,
         log: Option<&WireLog>,
-    ) -> Result<Secret, String> {
+    ) -> Result<Secret, NoToken> {
         let _running = self.running.lock().await;
         let now = self.clock.now();
         let current = self.with_flow(|flow| {
@@ -606,11 +633,11 @@ impl OAuth {
             None
         });
         match current {
-            None => Err("the token state is unusable (a thread panicked)".to_owned()),
+            None => Err("the token state is unusable (a thread panicked)".into()),
             Some(Some(token)) => Ok(token),
             Some(None) => match self.drive(pool, log).await {
                 Ok(Some(token)) => Ok(token),
-                Ok(None) => Err("the authorization flow ended without a token".to_owned()),
+                Ok(None) => Err("the authorization flow ended without a token".into()),
                 Err(reason) => Err(reason),
             },
         }
@@ -622,7 +649,7 @@ impl OAuth {
         &self,
         pool: &HttpPool,
         log: Option<&WireLog>,
-    ) -> Result<Option<Secret>, String> {
+    ) -> Result<Option<Secret>, NoToken> {
         let mut held = None;
         let result = self.drive_flow(pool, log, &mut held).await;
         if let Some(store) = &self.store {
@@ -643,7 +670,7 @@ impl OAuth {
         pool: &HttpPool,
         log: Option<&WireLog>,
         held: &mut Option<store::StoreLock>,
-    ) -> Result<Option<Secret>, String> {
+    ) -> Result<Option<Secret>, NoToken> {
         let note = |line: String| {
             if let Some(log) = log {
                 let secrets = self.secrets();
@@ -652,7 +679,7 @@ impl OAuth {
         };
         loop {
             let Some(output) = self.with_flow(Flow::poll_output) else {
-                return Err("the token state is unusable (a thread panicked)".to_owned());
+                return Err("the token state is unusable (a thread panicked)".into());
             };
             match output {
                 Some(Output::Send {
@@ -760,10 +787,15 @@ impl OAuth {
                 Some(Output::Token(token)) => return Ok(Some(token.access_token().clone())),
                 Some(Output::Failed(error)) => {
                     let secrets = self.secrets();
-                    return Err(crate::secret::redact_all(
-                        &secrets,
-                        &format!("authorization failed: {error}"),
-                    ));
+                    let text = format!("authorization failed: {error}");
+                    let message = crate::secret::redact_all(&secrets, &text);
+                    // The typed error goes with the message only when its text holds no
+                    // secret (a server may echo one in its error description).
+                    let cause: Option<crate::session::Cause> = match message == text {
+                        true => Some(Arc::new(error)),
+                        false => None,
+                    };
+                    return Err(NoToken { message, cause });
                 }
                 None => {
                     let busy = self.with_flow(|flow| flow.is_busy()).unwrap_or(false);
@@ -771,7 +803,7 @@ impl OAuth {
                         return Ok(None);
                     }
                     // A flow that is busy with nothing to hand out waits on a deadline only.
-                    return Err("the authorization flow stalled".to_owned());
+                    return Err("the authorization flow stalled".into());
                 }
             }
         }

@@ -69,7 +69,7 @@ pub(super) enum Command {
         id: Id,
         /// The token the request was refused with.
         sent: Option<Secret>,
-        token: Result<Secret, String>,
+        token: Result<Secret, auth::NoToken>,
     },
     /// The input handler's answer to a 2025-era server request.
     Answer {
@@ -353,7 +353,10 @@ impl Driver {
                     }
                     self.connection.resend(&id, Some(token), now);
                 }
-                Err(reason) => self.connection.reject(&id, &reason, now),
+                Err(no_token) => {
+                    self.connection
+                        .reject(&id, &no_token.message, no_token.cause, now);
+                }
             },
             Command::Close { .. } => {}
         }
@@ -386,7 +389,7 @@ impl Driver {
     fn on_refusal(&mut self, refusal: Refusal) {
         let Some(auth) = &self.auth else {
             self.connection
-                .reject(&refusal.id, "no token source is configured", now());
+                .reject(&refusal.id, "no token source is configured", None, now());
             return;
         };
         let (source, pool, log) = (auth.auth.clone(), auth.pool.clone(), auth.log.clone());

@@ -351,10 +351,16 @@ impl Connection {
         self.flush(now);
     }
 
-    /// Gives up on the refused request `id`: it fails with `reason`.
-    pub(crate) fn reject(&mut self, id: &Id, reason: &str, now: Instant) {
+    /// Gives up on the refused request `id`: it fails with `reason`, caused by `cause`.
+    pub(crate) fn reject(
+        &mut self,
+        id: &Id,
+        reason: &str,
+        cause: Option<session::Cause>,
+        now: Instant,
+    ) {
         if let Some(exchange) = self.exchange() {
-            exchange.reject(id, reason);
+            exchange.reject_with(id, reason, cause);
         }
         self.flush(now);
     }

@@ -129,6 +129,12 @@ impl Exchange {
     /// Gives up on the refused request `id`: it fails as refused (it did not run), with
     /// `reason` (why no new token came) after the server's challenge.
     pub fn reject(&mut self, id: &Id, reason: &str) {
+        self.reject_with(id, reason, None);
+    }
+
+    /// [`reject`](Self::reject), with the typed error that caused it as the failure's
+    /// [`source`](std::error::Error::source).
+    pub fn reject_with(&mut self, id: &Id, reason: &str, cause: Option<crate::session::Cause>) {
         let Some(Parked {
             op, mut failure, ..
         }) = self.parked.remove(id)
@@ -136,7 +142,7 @@ impl Exchange {
             return;
         };
         failure.detail = format!("{}; {}", failure.detail, self.redact(reason));
-        self.fail(op.id.clone(), failure);
+        self.fail(op.id.clone(), failure.with_cause(cause));
     }
 
     /// A request's credentials were refused (401, 403): park it for the driver, or fail it

@@ -74,7 +74,10 @@ pub enum FailureKind {
 }
 
 /// A request's failure: what went wrong, how far the request got, and a message for people.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Its [`source`](std::error::Error::source) is the typed error that caused it, when another
+/// layer had one (an OAuth flow's [`auth::Error`](crate::auth) when the credentials could not
+/// be renewed).
+#[derive(Clone, Debug)]
 pub struct Failure {
     /// What went wrong.
     pub kind: FailureKind,
@@ -84,7 +87,24 @@ pub struct Failure {
     pub detail: String,
     /// The `data` of a JSON-RPC error, as sent (bounded).
     data: Option<std::sync::Arc<str>>,
+    /// The typed error behind it, if any (never one whose text holds a credential).
+    cause: Option<Cause>,
 }
+
+/// A typed error behind a [`Failure`].
+pub type Cause = std::sync::Arc<dyn std::error::Error + Send + Sync>;
+
+/// Failures are equal when they say the same; the typed cause is not compared.
+impl PartialEq for Failure {
+    fn eq(&self, other: &Self) -> bool {
+        self.kind == other.kind
+            && self.delivery == other.delivery
+            && self.detail == other.detail
+            && self.data == other.data
+    }
+}
+
+impl Eq for Failure {}
 
 impl Failure {
     /// A failure.
@@ -94,7 +114,19 @@ impl Failure {
             delivery,
             detail: detail.into(),
             data: None,
+            cause: None,
         }
+    }
+
+    /// This failure, caused by `cause` (its [`source`](std::error::Error::source)).
+    pub fn with_cause(mut self, cause: Option<Cause>) -> Self {
+        self.cause = cause;
+        self
+    }
+
+    /// The typed error behind this failure, if another layer had one.
+    pub fn cause(&self) -> Option<&Cause> {
+        self.cause.as_ref()
     }
 
     /// The `data` member of the JSON-RPC error this failure reports, as the server sent it;
@@ -160,4 +192,10 @@ impl fmt::Display for Failure {
     }
 }
 
-impl std::error::Error for Failure {}
+impl std::error::Error for Failure {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.cause
+            .as_deref()
+            .map(|cause| cause as &(dyn std::error::Error + 'static))
+    }
+}

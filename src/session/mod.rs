@@ -55,7 +55,7 @@ use crate::mcp::{
     InitializeResult, ProgressNotificationParams, ProgressToken, ProtocolVersion, methods,
 };
 
-pub use failure::{Delivery, Failure, FailureKind};
+pub use failure::{Cause, Delivery, Failure, FailureKind};
 pub use resume::{ResumePolicy, Resumption};
 
 /// What a session needs to know before it starts.
@@ -549,7 +549,8 @@ impl Session {
                         failure.kind.clone(),
                         failure.delivery,
                         format!("the era probe (server/discover) failed: {}", failure.detail),
-                    );
+                    )
+                    .with_cause(failure.cause().cloned());
                     self.settle(id, method, Err(failure));
                     self.close();
                     return;
@@ -854,7 +855,8 @@ impl Session {
                 } else {
                     failure.delivery
                 };
-                let failure = Failure::new(failure.kind.clone(), delivery, failure.detail.clone());
+                let failure = Failure::new(failure.kind.clone(), delivery, failure.detail.clone())
+                    .with_cause(failure.cause().cloned());
                 self.settle(id, pending.method, Err(failure));
             }
         }
