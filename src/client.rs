@@ -489,9 +489,7 @@ impl Client {
         };
         match self.operate(operation, None, None).await? {
             Outcome::Raw(Some(raw)) => Ok(raw),
-            _ => Err(Error::internal(format!(
-                "{method} ended with another operation's outcome"
-            ))),
+            _ => Err(mismatched()),
         }
     }
 
@@ -648,6 +646,11 @@ impl Drop for CancelOnDrop {
             });
         }
     }
+}
+
+/// An operation that ended with another kind's outcome (a bug of the machine's).
+fn mismatched() -> Error {
+    Error::internal("the operation ended with another operation's outcome")
 }
 
 /// The error a host sees for an operation's.

@@ -7,7 +7,6 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::Instant;
 
-use serde_json::value::RawValue;
 use tokio::sync::{mpsc, oneshot};
 
 use super::auth;
@@ -17,7 +16,7 @@ use super::reply;
 use crate::connection::{CallTool, Connected, Connection, OpError, OpId, Outcome, Output};
 use crate::exchange::{Refusal, StreamId};
 use crate::idmap::IdMap;
-use crate::jsonrpc::{ErrorObject, Id, Notification, Request};
+use crate::jsonrpc::{Id, Notification, Request};
 use crate::mcp::modern::InputRequest;
 use crate::mcp::{JsonObject, ProtocolVersion};
 use crate::session::{Delivery, Failure, FailureKind};
@@ -74,7 +73,7 @@ pub(super) enum Command {
     /// The input handler's answer to a 2025-era server request.
     Answer {
         id: Id,
-        answer: Result<Box<RawValue>, ErrorObject<'static>>,
+        answer: Result<serde_json::Value, String>,
     },
     /// The input handler's answers to an `input_required` round.
     Input {
@@ -568,12 +567,9 @@ impl Driver {
     fn on_server_request(&mut self, request: Request<'static>) {
         let id = request.id.clone();
         let Some(handler) = self.input_handler.clone() else {
-            let error = ErrorObject::new(
-                crate::jsonrpc::METHOD_NOT_FOUND,
-                "this client has no input handler",
-            );
-            self.connection
-                .answer_server_request(&id, Err(error), now());
+            // Not forwarded without a handler (the machine answers those itself).
+            let why = "this client has no input handler".to_owned();
+            self.connection.answer_server_request(&id, Err(why), now());
             return;
         };
         let answers = self.answers.clone();
@@ -583,18 +579,7 @@ impl Driver {
             params: request.params.map(|p| p.into_owned()),
         };
         tokio::spawn(async move {
-            let answer = match handler.answer(input).await {
-                Ok(value) => serde_json::value::to_raw_value(&value).map_err(|e| {
-                    ErrorObject::new(
-                        crate::jsonrpc::INTERNAL_ERROR,
-                        format!("the answer is not JSON: {e}"),
-                    )
-                }),
-                Err(error) => Err(ErrorObject::new(
-                    crate::jsonrpc::INTERNAL_ERROR,
-                    format!("the client could not answer: {error}"),
-                )),
-            };
+            let answer = handler.answer(input).await.map_err(|e| e.to_string());
             let _ = answers.send(Command::Answer { id, answer }).await;
         });
     }

@@ -365,13 +365,25 @@ impl Connection {
         self.flush(now);
     }
 
-    /// The host's answer to a 2025-era server request.
-    pub fn answer_server_request(
+    /// The host's answer to a 2025-era server request (its result), or why it has none
+    /// (answered as an internal error).
+    pub(crate) fn answer_server_request(
         &mut self,
         id: &Id,
-        answer: Result<Box<RawValue>, ErrorObject<'static>>,
+        answer: Result<serde_json::Value, String>,
         now: Instant,
     ) {
+        let answer = answer
+            .and_then(|value| {
+                serde_json::value::to_raw_value(&value)
+                    .map_err(|e| format!("the answer is not JSON: {e}"))
+            })
+            .map_err(|why| {
+                ErrorObject::new(
+                    crate::jsonrpc::INTERNAL_ERROR,
+                    format!("the client could not answer: {why}"),
+                )
+            });
         self.session.answer_server_request(id, answer);
         self.flush(now);
     }
