@@ -135,6 +135,17 @@ impl Client {
     pub async fn connect_http(
         pool: &HttpPool,
         config: HttpConfig,
+        options: ClientOptions,
+    ) -> Result<Client, Error> {
+        // On the heap: connecting builds the machine and its driver, many kilobytes that a
+        // caller's future (a binding call's, spawned per call) would otherwise carry inline
+        // for its whole life.
+        Box::pin(Client::open_http(pool, config, options)).await
+    }
+
+    async fn open_http(
+        pool: &HttpPool,
+        config: HttpConfig,
         mut options: ClientOptions,
     ) -> Result<Client, Error> {
         // The bearer token and the extra headers' values.
@@ -255,7 +266,7 @@ impl Client {
             events,
             respawn: Some(Box::new(respawn)),
         };
-        Client::start(link, None, options, secrets, None).await
+        Box::pin(Client::start(link, None, options, secrets, None)).await
     }
 
     async fn start(
