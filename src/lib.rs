@@ -41,7 +41,8 @@
 //! | `connection` (internal) | the connection machine: operations (`list_tools`, `call_tool`, `listen`, `ping`, a raw request, `close`) in, transmits, progress, input rounds, refusals and outcomes out; credentials taken out of all it hands back | `session`, `exchange` |
 //! | [`transport`] | the drivers: hyper with a pooled connection set, rustls (roots, client certificates) and CONNECT proxies; stdio processes | tokio, hyper, rustls |
 //! | [`client`] | the async API: connect, list tools, call a tool, ping, close; the driver task under it | `connection`, `transport` |
-//! | `binding` | binding config and validation, discovery, the call pipeline, result mapping, `mcpwire probe` | `client`, jsonschema |
+//! | `binding` | binding config and validation, discovery, the call pipeline, result mapping | `client`, jsonschema |
+//! | `probe` | the server diagnostic behind `mcpwire probe`: what a server speaks and where it breaks the spec | `client`, `binding` |
 //!
 //! [`Error`] and its [`ErrorKind`] are the one vocabulary of failures, from a session's
 //! `FailureKind` up to the `error.kind` of a `tool.result` event.
@@ -164,6 +165,8 @@ mod idmap;
 pub mod jsonrpc;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+#[cfg(feature = "bindings")]
+pub mod probe;
 #[cfg(any(feature = "exchange", feature = "auth"))]
 mod secret;
 #[cfg(feature = "session")]

@@ -19,13 +19,13 @@ use std::net::TcpStream;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use mcpwire::binding::probe::{Deviation, ProbeOptions, ProbeReport, ReplySeen, probe};
 use mcpwire::client::{CallOptions, CancelToken, Client, ClientOptions, ProgressSink};
 use mcpwire::jsonrpc::Notification;
 use mcpwire::mcp::{
     CallToolResult, ContentBlock, InitializeResult, JsonObject, ProgressNotificationParams,
     ProtocolVersion, ResourceContents, Tool,
 };
+use mcpwire::probe::{Deviation, ProbeOptions, ProbeReport, ReplySeen, probe};
 use mcpwire::transport::Secret;
 use mcpwire::transport::http::{HttpConfig, HttpPool, TlsOptions};
 use mcpwire::{Error, ErrorKind};

@@ -167,7 +167,7 @@ async fn py_auth_short_lived_tokens_are_refreshed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
 async fn py_auth_probe_reports_the_challenge_and_the_metadata() {
-    use mcpwire::binding::probe::{ProbeOptions, probe};
+    use mcpwire::probe::{ProbeOptions, probe};
     peers::require(Peer::Python(Sdk::V2));
     let server = PeerServer::python_auth(&[]);
     let origin = format!("http://127.0.0.1:{}", server.port);

@@ -1,11 +1,11 @@
-//! `mcpwire probe`: the library's `binding::probe` against the in-process demo server and
+//! `mcpwire probe`: the library's `probe` against the in-process demo server and
 //! fault servers that break one rule each, and the CLI end to end. The real servers are probed
 //! in `interop`.
 
 use std::time::Duration;
 
-use mcpwire::binding::probe::{Level, ProbeOptions, ProbeReport, probe};
 use mcpwire::demo::{DemoOptions, DemoServer, Era};
+use mcpwire::probe::{Level, ProbeOptions, ProbeReport, probe};
 use mcpwire::transport::Secret;
 use mcpwire::transport::http::{HttpPool, TlsOptions};
 use serde_json::{Value, json};
@@ -33,7 +33,7 @@ async fn run(options: &ProbeOptions) -> ProbeReport {
 
 /// The deviation whose rule contains `rule`, or a panic listing them all.
 #[track_caller]
-fn deviation<'a>(report: &'a ProbeReport, rule: &str) -> &'a mcpwire::binding::probe::Deviation {
+fn deviation<'a>(report: &'a ProbeReport, rule: &str) -> &'a mcpwire::probe::Deviation {
     report
         .deviations
         .iter()
@@ -42,7 +42,7 @@ fn deviation<'a>(report: &'a ProbeReport, rule: &str) -> &'a mcpwire::binding::p
 }
 
 #[track_caller]
-fn reply<'a>(report: &'a ProbeReport, request: &str) -> &'a mcpwire::binding::probe::ReplySeen {
+fn reply<'a>(report: &'a ProbeReport, request: &str) -> &'a mcpwire::probe::ReplySeen {
     report
         .replies
         .iter()

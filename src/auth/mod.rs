@@ -87,7 +87,7 @@ pub use flow::{
     AuthorizationError, Config, Error, Flow, GrantKind, Limits, Output, Purpose, RedirectError,
     RequestId,
 };
-pub use provider::{Refusal, StaticToken, TokenProvider};
+pub use provider::{Refusal, TokenProvider};
 pub use scope::{ScopeError, Scopes};
 pub use token::{OAuthError, Token, TokenCache, TokenKey, TokenResponseError};
 pub use url::{FormError, Origin, Url, UrlError};

@@ -97,32 +97,32 @@ pub trait TokenProvider: Send + Sync {
     }
 }
 
-/// A fixed token (the `token_env` API key of a binding): always the same, and a refusal is
-/// final.
-#[derive(Debug, Clone)]
-pub struct StaticToken(pub Secret);
-
-impl TokenProvider for StaticToken {
-    fn token(&self, _now: UnixTime) -> Option<Secret> {
-        Some(self.0.clone())
-    }
-
-    fn refused(
-        &self,
-        status: StatusCode,
-        _headers: &HeaderMap,
-        _sent: Option<&Secret>,
-        _now: UnixTime,
-    ) -> Refusal {
-        Refusal::Fail(format!(
-            "the server refused the configured token ({status})"
-        ))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A fixed token (the `token_env` API key of a binding): always the same, and a refusal is
+    /// final.
+    #[derive(Debug, Clone)]
+    struct StaticToken(Secret);
+
+    impl TokenProvider for StaticToken {
+        fn token(&self, _now: UnixTime) -> Option<Secret> {
+            Some(self.0.clone())
+        }
+
+        fn refused(
+            &self,
+            status: StatusCode,
+            _headers: &HeaderMap,
+            _sent: Option<&Secret>,
+            _now: UnixTime,
+        ) -> Refusal {
+            Refusal::Fail(format!(
+                "the server refused the configured token ({status})"
+            ))
+        }
+    }
 
     #[test]
     fn a_static_token_never_changes_and_a_refusal_is_final() {

@@ -993,7 +993,7 @@ fn parse_probe_args(args: &[String]) -> Result<ProbeArgs, Failure> {
 }
 
 fn probe_command(args: &[String]) -> Result<(), Failure> {
-    use mcpwire::binding::probe::{ProbeOptions, probe};
+    use mcpwire::probe::{ProbeOptions, probe};
     use mcpwire::transport::Secret;
 
     let args = parse_probe_args(args)?;
