@@ -7,7 +7,7 @@
 //! revision switch, `-32021`). Credentials are taken out of everything it hands back.
 //!
 //! Like quinn-proto's `Connection` and str0m's `Rtc`: no sockets, no runtime, no clock. The
-//! driver (the [`Client`](crate::client::Client)'s task) starts operations, each with an
+//! driver (the client's task) starts operations, each with an
 //! [`OpId`]; it feeds in what the link delivers and the time, and drains [`Output`]s: HTTP
 //! requests to issue or abort, stdio lines to write, progress, requests for the host's input,
 //! refused credentials, notifications, and finished operations with their outcome. It sleeps
