@@ -66,7 +66,7 @@ pub use options::{
 pub struct Client {
     /// With a token source over HTTP: what a token about to expire is refreshed with before
     /// an operation starts (the flow's pool and wire log).
-    ahead: Option<(auth::Auth, HttpPool, Option<crate::exchange::WireLog>)>,
+    ahead: Option<Ahead>,
     commands: mpsc::Sender<Command>,
     driver: Option<JoinHandle<()>>,
     next_key: AtomicU64,
@@ -105,7 +105,17 @@ fn fingerprint(secrets: &[Secret], principal: u64) -> u64 {
     hasher.finish()
 }
 
-/// What the HTTP-only setup of a connection gives [`Client::start`].
+/// A token source to refresh ahead of each request, with what its flow's requests need.
+type Ahead = (auth::Auth, HttpPool, Option<crate::exchange::WireLog>);
+
+/// A driver task started, before its handshake.
+struct Launched {
+    commands: mpsc::Sender<Command>,
+    driver: JoinHandle<()>,
+    shared: Arc<Shared>,
+}
+
+/// What the HTTP-only setup of a connection gives [`Client::launch`].
 struct HttpSetup {
     lists: ListCacheRef,
     eras: EraCache,
@@ -133,17 +143,6 @@ impl Client {
     /// Opens a session over Streamable HTTP (falling back to legacy HTTP+SSE when the server
     /// speaks only that, if the config allows it).
     pub async fn connect_http(
-        pool: &HttpPool,
-        config: HttpConfig,
-        options: ClientOptions,
-    ) -> Result<Client, Error> {
-        // On the heap: connecting builds the machine and its driver, many kilobytes that a
-        // caller's future (a binding call's, spawned per call) would otherwise carry inline
-        // for its whole life.
-        Box::pin(Client::open_http(pool, config, options)).await
-    }
-
-    async fn open_http(
         pool: &HttpPool,
         config: HttpConfig,
         mut options: ClientOptions,
@@ -195,30 +194,37 @@ impl Client {
                 .build_hasher()
                 .finish()
         };
-        let mut exchange = Exchange::new(config, seed);
-        if options.auth.is_some() {
-            exchange.hold_refusals(true);
+        let ahead = options
+            .auth
+            .clone()
+            .map(|auth| (auth, pool.clone(), config.wire_log.clone()));
+        if let Some((auth, pool, log)) = &ahead {
+            // The handshake too goes out with a token that will still be valid.
+            auth.refresh_ahead(pool, log.as_ref()).await;
         }
-        let principal = options.auth.as_ref().map_or(0, auth::Auth::identity);
-        let lists = ListCacheRef {
-            cache: pool.list_cache().clone(),
-            url: url.clone(),
-            fingerprint: fingerprint(&secrets, principal),
+        // In a block: what it builds is moved into the driver before the await below, and
+        // takes no room in this future.
+        let launched = {
+            let mut exchange = Exchange::new(config, seed);
+            if options.auth.is_some() {
+                exchange.hold_refusals(true);
+            }
+            let principal = options.auth.as_ref().map_or(0, auth::Auth::identity);
+            let lists = ListCacheRef {
+                cache: pool.list_cache().clone(),
+                url: url.clone(),
+                fingerprint: fingerprint(&secrets, principal),
+            };
+            let setup = HttpSetup {
+                lists,
+                eras: eras.clone(),
+                url: url.clone(),
+            };
+            let link = Link::Http(Box::new(HttpLink::new(pool.clone())));
+            let http = Some((exchange, pool.clone()));
+            Client::launch(link, http, &mut options, secrets, Some(setup))
         };
-        let setup = HttpSetup {
-            lists,
-            eras: eras.clone(),
-            url: url.clone(),
-        };
-        let link = Link::Http(Box::new(HttpLink::new(pool.clone())));
-        let started = Client::start(
-            link,
-            Some((exchange, pool.clone())),
-            options,
-            secrets,
-            Some(setup),
-        )
-        .await;
+        let started = Client::started(launched, ahead).await;
         match started {
             Ok(mut client) => {
                 match &cached {
@@ -266,16 +272,20 @@ impl Client {
             events,
             respawn: Some(Box::new(respawn)),
         };
-        Box::pin(Client::start(link, None, options, secrets, None)).await
+        let launched = Client::launch(link, None, &mut options, secrets, None);
+        Client::started(launched, None).await
     }
 
-    async fn start(
+    /// Builds the machine and its driver and starts the driver task. A plain function, so
+    /// that none of that (kilobytes) is part of the connecting future, which a binding
+    /// call's future carries.
+    fn launch(
         link: Link,
         http: Option<(Exchange, HttpPool)>,
-        mut options: ClientOptions,
+        options: &mut ClientOptions,
         secrets: Vec<Secret>,
         setup: Option<HttpSetup>,
-    ) -> Result<Client, Error> {
+    ) -> Launched {
         if let Some(handler) = &options.input_handler {
             options.session.capabilities = handler.capabilities();
             options.session.forward_input_requests = true;
@@ -309,13 +319,6 @@ impl Client {
         if let Some(auth) = &auth {
             connection.add_secrets(auth.auth.secrets());
         }
-        let ahead = auth
-            .as_ref()
-            .map(|d| (d.auth.clone(), d.pool.clone(), d.log.clone()));
-        if let Some((auth, pool, log)) = &ahead {
-            // The handshake too goes out with a token that will still be valid.
-            auth.refresh_ahead(pool, log.as_ref()).await;
-        }
         let shared = Arc::new(Shared {
             version: std::sync::Mutex::new(ProtocolVersion::LATEST_INITIALIZE),
         });
@@ -341,6 +344,20 @@ impl Client {
         let driver = tokio::spawn(tracing::Instrument::in_current_span(driver.run()));
         #[cfg(not(feature = "tracing"))]
         let driver = tokio::spawn(driver.run());
+        Launched {
+            commands,
+            driver,
+            shared,
+        }
+    }
+
+    /// Starts the handshake on a launched driver and waits for it.
+    async fn started(launched: Launched, ahead: Option<Ahead>) -> Result<Client, Error> {
+        let Launched {
+            commands,
+            driver,
+            shared,
+        } = launched;
         let (reply, answer) = oneshot::channel();
         let _ = commands.send(Command::Start { reply }).await;
         let connected = match answer.await {
