@@ -91,7 +91,8 @@ pub(super) enum Link {
     Stdio {
         link: StdioLink,
         events: mpsc::Receiver<LinkEvent>,
-        /// How to start the server again, once, if it exits on the era probe.
+        /// How to start the server again, once, when the machine asks for it (a server that
+        /// exits on the era probe; the machine never asks past the handshake).
         respawn: Option<Box<StdioConfig>>,
     },
 }
@@ -245,14 +246,7 @@ impl Driver {
                         .and_then(|op| self.entries.get(&op))
                         .map(|entry| entry.span.clone().entered());
                     self.prepare_bearer();
-                    match frame {
-                        Frame::Head(status, headers) => {
-                            self.connection.handle_head(stream, status, &headers, now);
-                        }
-                        Frame::Data(chunk) => self.connection.handle_body(stream, &chunk, now),
-                        Frame::End => self.connection.handle_end(stream, now),
-                        Frame::Failed(error) => self.connection.handle_error(stream, error, now),
-                    }
+                    self.connection.handle_frame(stream, frame, now);
                 }
                 Wake::Stdio(Some(LinkEvent::Message(message))) => {
                     self.connection.handle_message(message, now);
@@ -466,10 +460,6 @@ impl Driver {
                 }
             }
             Output::Connected(connected) => {
-                if let Link::Stdio { respawn, .. } = &mut self.link {
-                    // Past the handshake a server that exits is gone.
-                    *respawn = None;
-                }
                 if let Ok(mut version) = self.shared.version.lock() {
                     *version = connected.version;
                 }

@@ -185,6 +185,19 @@ pub(crate) enum Output {
     Closed,
 }
 
+/// What the link reports about an HTTP request in flight, one frame at a time.
+#[derive(Debug)]
+pub(crate) enum Frame {
+    /// The response's head.
+    Head(StatusCode, HeaderMap),
+    /// A chunk of its body.
+    Data(bytes::Bytes),
+    /// Its end.
+    End,
+    /// No response, or its body broke off.
+    Failed(TransportError),
+}
+
 /// The outcome of the handshake.
 #[derive(Debug)]
 pub(crate) struct Connected {
@@ -411,40 +424,15 @@ impl Connection {
         self.flush(now);
     }
 
-    /// An HTTP response's head.
-    pub(crate) fn handle_head(
-        &mut self,
-        stream: StreamId,
-        status: StatusCode,
-        headers: &HeaderMap,
-        now: Instant,
-    ) {
+    /// A frame of the HTTP request on `stream`.
+    pub(crate) fn handle_frame(&mut self, stream: StreamId, frame: Frame, now: Instant) {
         if let Some(exchange) = self.exchange() {
-            exchange.handle_head(stream, status, headers, now);
-        }
-        self.flush(now);
-    }
-
-    /// A chunk of an HTTP response's body.
-    pub(crate) fn handle_body(&mut self, stream: StreamId, chunk: &[u8], now: Instant) {
-        if let Some(exchange) = self.exchange() {
-            exchange.handle_body(stream, chunk, now);
-        }
-        self.flush(now);
-    }
-
-    /// An HTTP response's end.
-    pub(crate) fn handle_end(&mut self, stream: StreamId, now: Instant) {
-        if let Some(exchange) = self.exchange() {
-            exchange.handle_end(stream, now);
-        }
-        self.flush(now);
-    }
-
-    /// An HTTP request that failed in the transport.
-    pub(crate) fn handle_error(&mut self, stream: StreamId, error: TransportError, now: Instant) {
-        if let Some(exchange) = self.exchange() {
-            exchange.handle_error(stream, error, now);
+            match frame {
+                Frame::Head(status, headers) => exchange.handle_head(stream, status, &headers, now),
+                Frame::Data(chunk) => exchange.handle_body(stream, &chunk, now),
+                Frame::End => exchange.handle_end(stream, now),
+                Frame::Failed(error) => exchange.handle_error(stream, error, now),
+            }
         }
         self.flush(now);
     }
@@ -505,7 +493,7 @@ impl Connection {
     fn finish_close(&mut self) {
         if !self.closed {
             self.closed = true;
-            self.fail_ops(|| OpError::Refused(RequestError::Closed));
+            self.fail_ops();
             self.outputs.push_back(Output::Closed);
         }
     }
@@ -588,11 +576,11 @@ impl Connection {
     }
 
     /// Fails every operation (the connection is closing).
-    fn fail_ops(&mut self, error: fn() -> OpError) {
+    fn fail_ops(&mut self) {
         let mut ids: Vec<OpId> = self.ops.keys().copied().collect();
         ids.sort_unstable();
         for op in ids {
-            self.end(op, Err(error()));
+            self.end(op, Err(OpError::Refused(RequestError::Closed)));
         }
     }
 

@@ -429,9 +429,11 @@ impl Connection {
             idle_timeout: call.idle_timeout,
             progress_token: Some(call.token.clone()),
         };
-        let limits = match call.content_only {
-            true => SendOptions::decoding::<ContentOnly>(),
-            false => SendOptions::decoding::<CallToolResult>(),
+        // A raw call's answer is given back as sent: nothing to decode.
+        let limits = match (call.raw, call.content_only) {
+            (true, _) => SendOptions::default(),
+            (false, true) => SendOptions::decoding::<ContentOnly>(),
+            (false, false) => SendOptions::decoding::<CallToolResult>(),
         }
         .with_max_response_bytes(call.max_response_bytes)
         .with_headers(call.headers.clone());
@@ -852,21 +854,20 @@ pub(super) fn typed<T: DeserializeOwned + 'static>(
 /// A `tools/call` result, read whole or for its content only (as the call's decoder read
 /// it); given back raw for a raw request.
 fn call_outcome(payload: Payload, content_only: bool, raw: bool) -> Result<Outcome, OpError> {
-    if raw && let Payload::Raw(raw) = payload {
-        // Read whole, as a check that it is a call's result, and given back as sent.
-        typed::<CallToolResult>(Payload::Raw(raw.clone()), methods::TOOLS_CALL)?;
-        return Ok(Outcome::Raw(Some(raw)));
+    match (raw, payload) {
+        (true, Payload::Raw(raw)) => {
+            // Read whole, as a check that it is a call's result, and given back as sent.
+            serde_json::from_str::<CallToolResult>(raw.get())
+                .map_err(|e| malformed(methods::TOOLS_CALL, &e))?;
+            Ok(Outcome::Raw(Some(raw)))
+        }
+        // A raw call is sent with no decoder.
+        (true, Payload::Decoded(_)) => Err(malformed(methods::TOOLS_CALL, &"decoded")),
+        (false, payload) if content_only => {
+            typed::<ContentOnly>(payload, methods::TOOLS_CALL).map(|result| Outcome::Call(result.0))
+        }
+        (false, payload) => typed(payload, methods::TOOLS_CALL).map(Outcome::Call),
     }
-    let result = match content_only {
-        true => typed::<ContentOnly>(payload, methods::TOOLS_CALL).map(|result| result.0)?,
-        false => typed::<CallToolResult>(payload, methods::TOOLS_CALL)?,
-    };
-    if raw {
-        return serde_json::value::to_raw_value(&result)
-            .map(|raw| Outcome::Raw(Some(raw)))
-            .map_err(|e| OpError::Internal(e.to_string()));
-    }
-    Ok(Outcome::Call(result))
 }
 
 /// A `tools/call` answered -32021 (MissingRequiredClientCapability), never sent again. When

@@ -54,11 +54,9 @@ impl Seen {
 
 type Server = Box<dyn FnMut(&Seen) -> Reply>;
 
-enum Frame {
-    Head(StatusCode, HeaderMap),
-    Body(Vec<u8>),
-    End,
-    Lost,
+/// A dropped connection, as the transport reports it.
+fn lost() -> Frame {
+    Frame::Failed(TransportError::Lost("connection reset".to_owned()))
 }
 
 /// The machine, the server, what went over the wire and the fake clock.
@@ -171,19 +169,7 @@ impl Pair {
             self.steps += 1;
             assert!(self.steps < 10_000, "no end after 10,000 steps");
             if let Some((stream, frame)) = self.frames.pop_front() {
-                let now = self.now;
-                match frame {
-                    Frame::Head(status, headers) => {
-                        self.connection.handle_head(stream, status, &headers, now);
-                    }
-                    Frame::Body(body) => self.connection.handle_body(stream, &body, now),
-                    Frame::End => self.connection.handle_end(stream, now),
-                    Frame::Lost => self.connection.handle_error(
-                        stream,
-                        TransportError::Lost("connection reset".to_owned()),
-                        now,
-                    ),
-                }
+                self.connection.handle_frame(stream, frame, self.now);
                 continue;
             }
             let Some(deadline) = self.connection.poll_timeout() else {
@@ -253,7 +239,7 @@ impl Pair {
                 (status, body)
             }
             Reply::Lost => {
-                self.frames.push_back((stream, Frame::Lost));
+                self.frames.push_back((stream, lost()));
                 return;
             }
             Reply::Hang => {
@@ -275,11 +261,15 @@ impl Pair {
         // Two chunks, so every reader sees a body split across frames.
         let half = body.len() / 2;
         if half > 0 {
-            self.frames
-                .push_back((stream, Frame::Body(body[..half].to_vec())));
+            self.frames.push_back((
+                stream,
+                Frame::Data(bytes::Bytes::copy_from_slice(&body[..half])),
+            ));
         }
-        self.frames
-            .push_back((stream, Frame::Body(body[half..].to_vec())));
+        self.frames.push_back((
+            stream,
+            Frame::Data(bytes::Bytes::copy_from_slice(&body[half..])),
+        ));
         self.frames.push_back((stream, Frame::End));
     }
 

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use http::{HeaderMap, HeaderValue, StatusCode};
 
-use crate::connection::{CallTool, Connection, Limits, OpError, OpId, Outcome, Output};
+use crate::connection::{CallTool, Connection, Frame, Limits, OpError, OpId, Outcome, Output};
 use crate::exchange::{Exchange, HttpConfig, HttpRequest, StreamId, TransportError};
 use crate::jsonrpc::{self, Message};
 use crate::mcp::JsonObject;
@@ -92,11 +92,9 @@ impl Sections for [u8] {
     }
 }
 
-enum Frame {
-    Head(StatusCode, HeaderMap),
-    Body(Vec<u8>),
-    End,
-    Lost,
+/// A dropped connection, as the transport reports it.
+fn lost() -> Frame {
+    Frame::Failed(TransportError::Lost("connection reset".to_owned()))
 }
 
 struct Harness {
@@ -240,19 +238,7 @@ impl Harness {
                 "{phase}: no end after {MAX_STEPS} steps"
             );
             if let Some((stream, frame)) = self.frames.pop_front() {
-                let now = self.now;
-                match frame {
-                    Frame::Head(status, headers) => {
-                        self.connection.handle_head(stream, status, &headers, now);
-                    }
-                    Frame::Body(chunk) => self.connection.handle_body(stream, &chunk, now),
-                    Frame::End => self.connection.handle_end(stream, now),
-                    Frame::Lost => self.connection.handle_error(
-                        stream,
-                        TransportError::Lost("connection reset".to_owned()),
-                        now,
-                    ),
-                }
+                self.connection.handle_frame(stream, frame, self.now);
                 continue;
             }
             let deadline = self
@@ -378,11 +364,11 @@ impl Harness {
         }
         self.note_call(&body);
         let Some((kind, payload)) = self.next_reply(&body) else {
-            self.frames.push_back((stream, Frame::Lost));
+            self.frames.push_back((stream, lost()));
             return;
         };
         match kind {
-            b'l' => self.frames.push_back((stream, Frame::Lost)),
+            b'l' => self.frames.push_back((stream, lost())),
             b'h' => {
                 let mut headers = HeaderMap::new();
                 headers.insert(
@@ -431,8 +417,10 @@ impl Harness {
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407)
                 >> 1;
-            self.frames
-                .push_back((stream, Frame::Body(rest[..size].to_vec())));
+            self.frames.push_back((
+                stream,
+                Frame::Data(bytes::Bytes::copy_from_slice(&rest[..size])),
+            ));
             rest = &rest[size..];
         }
         self.frames.push_back((stream, Frame::End));

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 
 use crate::binding::call::finish_call;
-use crate::connection::{CallTool, Connection, Limits, OpError, OpId, Outcome, Output};
+use crate::connection::{CallTool, Connection, Frame, Limits, OpError, OpId, Outcome, Output};
 use crate::error::{Error, ErrorKind};
 use crate::exchange::{Exchange, HttpConfig, HttpLimits, HttpRequest, StreamId, TransportError};
 use crate::mcp::{CallToolResult, ProgressToken};
@@ -161,13 +161,9 @@ fn initialize_reply(session_id: bool, older: bool) -> Vec<u8> {
     .into_bytes()
 }
 
-/// What the transport reports about one response, as `HttpLink`'s frames do.
-#[derive(Debug)]
-enum Frame {
-    Head(StatusCode, HeaderMap),
-    Body(Vec<u8>),
-    End,
-    Lost(String),
+/// A dropped connection, as the transport reports it.
+fn lost(detail: impl Into<String>) -> Frame {
+    Frame::Failed(TransportError::Lost(detail.into()))
 }
 
 /// A raw response read as hyper reads it, its body cut into chunks by `chunk_seed`.
@@ -176,7 +172,7 @@ fn frames(raw: &[u8], chunk_seed: u64) -> VecDeque<Frame> {
     let (status, headers, body, complete) = match read_response(raw) {
         Ok(read) => read,
         Err(detail) => {
-            frames.push_back(Frame::Lost(detail));
+            frames.push_back(lost(detail));
             return frames;
         }
     };
@@ -193,13 +189,13 @@ fn frames(raw: &[u8], chunk_seed: u64) -> VecDeque<Frame> {
             1 + (state % 64) as usize
         };
         let (chunk, after) = rest.split_at(take.min(rest.len()));
-        frames.push_back(Frame::Body(chunk.to_vec()));
+        frames.push_back(Frame::Data(bytes::Bytes::copy_from_slice(chunk)));
         rest = after;
     }
     frames.push_back(if complete {
         Frame::End
     } else {
-        Frame::Lost("connection closed before message completed".to_owned())
+        lost("connection closed before message completed")
     });
     frames
 }
@@ -582,21 +578,12 @@ impl Harness {
     }
 
     fn deliver(&mut self, stream: StreamId, frame: Frame) {
-        let now = self.now;
-        match frame {
-            Frame::Head(status, headers) => {
-                if self.call_stream == Some(stream) {
-                    self.call_status = Some(status.as_u16());
-                }
-                self.connection.handle_head(stream, status, &headers, now);
-            }
-            Frame::Body(chunk) => self.connection.handle_body(stream, &chunk, now),
-            Frame::End => self.connection.handle_end(stream, now),
-            Frame::Lost(detail) => {
-                self.connection
-                    .handle_error(stream, TransportError::Lost(detail), now);
-            }
+        if let Frame::Head(status, _) = &frame
+            && self.call_stream == Some(stream)
+        {
+            self.call_status = Some(status.as_u16());
         }
+        self.connection.handle_frame(stream, frame, self.now);
     }
 
     /// Carries out what the machine asks for until it asks for nothing (the client driver's
@@ -658,7 +645,7 @@ impl Harness {
             match self.script.resumes.get(n) {
                 Some(reply) => reply,
                 None => {
-                    let lost = Frame::Lost("connection closed before message completed".into());
+                    let lost = lost("connection closed before message completed");
                     self.streams.insert(stream, VecDeque::from([lost]));
                     return;
                 }

@@ -458,14 +458,8 @@ impl tower_service::Service<Uri> for RoutingConnector {
     }
 }
 
-/// What a request in flight reports about its response.
-#[derive(Debug)]
-pub(crate) enum Frame {
-    Head(StatusCode, HeaderMap),
-    Data(Bytes),
-    End,
-    Failed(TransportError),
-}
+/// What a request in flight reports about its response: the machine's own frame.
+pub(crate) use crate::connection::Frame;
 
 /// One connection's Streamable HTTP link: the requests it has in flight, which the
 /// connection machine ([`Exchange`](crate::exchange::Exchange) inside it) asked for.
