@@ -142,6 +142,11 @@ impl Client {
 
     /// Opens a session over Streamable HTTP (falling back to legacy HTTP+SSE when the server
     /// speaks only that, if the config allows it).
+    ///
+    /// The connection comes from `pool`; what the client learns about the endpoint (its era
+    /// verdict, cacheable `tools/list` pages) goes to the caches in `options`
+    /// ([`ClientOptions::era_cache`], [`ClientOptions::list_cache`]), so clients made with
+    /// clones of one `ClientOptions` probe each endpoint once.
     pub async fn connect_http(
         pool: &HttpPool,
         config: HttpConfig,
@@ -165,7 +170,7 @@ impl Client {
                 )));
             }
         }
-        let eras = pool.era_cache().clone();
+        let eras = options.era_cache.clone();
         let mut cached = match options.session.era {
             EraPolicy::Auto => eras.get(&url),
             _ => None,
@@ -211,7 +216,7 @@ impl Client {
             }
             let principal = options.auth.as_ref().map_or(0, auth::Auth::identity);
             let lists = ListCacheRef {
-                cache: pool.list_cache().clone(),
+                cache: options.list_cache.clone(),
                 url: url.clone(),
                 fingerprint: fingerprint(&secrets, principal),
             };

@@ -293,33 +293,6 @@ impl From<&RequestError> for ErrorKind {
     }
 }
 
-/// A tool result that cannot be returned, as a kind (SPEC.md: "result not matching
-/// `output_schema`" covers both schema errors).
-#[cfg(feature = "bindings")]
-impl From<&crate::binding::mapping::MappingError> for ErrorKind {
-    fn from(error: &crate::binding::mapping::MappingError) -> Self {
-        use crate::binding::mapping::MappingError;
-        match error {
-            MappingError::UnsupportedContent { .. } => ErrorKind::UnsupportedContent,
-            MappingError::OutputSchema { .. } | MappingError::MissingStructuredContent => {
-                ErrorKind::OutputSchemaMismatch
-            }
-        }
-    }
-}
-
-impl ErrorKind {
-    /// The kind a tool call's `tool.result` reports for a client error of this kind once the
-    /// call was made: a reply over a limit is the call's output being too large.
-    #[cfg(feature = "bindings")]
-    pub(crate) fn of_tool_call(self) -> Self {
-        match self {
-            ErrorKind::LimitExceeded => ErrorKind::OutputTooLarge,
-            kind => kind,
-        }
-    }
-}
-
 /// An error from the client. [`source`](std::error::Error::source) is the session's
 /// [`Failure`] when a request failed, or the typed error a configuration was refused with
 /// ([`UrlError`](crate::exchange::UrlError), [`TlsError`](crate::transport::http::TlsError),

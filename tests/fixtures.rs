@@ -20,6 +20,7 @@ use mcpwire::fixture::replay::{ReplayOptions, ReplayServer, Split};
 use mcpwire::fixture::{
     Exchange, Framing, client_protocol, load_exchanges, load_provenance, server_info,
 };
+use mcpwire::session::EraPolicy;
 use mcpwire::transport::Secret;
 use mcpwire::transport::http::{HttpPool, TlsOptions};
 
@@ -86,7 +87,8 @@ fn same(what: &str, expected: &Value, actual: &Value) -> Result<(), String> {
     ))
 }
 
-async fn run_step(pool: &HttpPool, url: &str, step: &Value) -> Result<(), String> {
+/// `legacy`: the step was recorded by a 2025-era client, so it is replayed by one (no probe).
+async fn run_step(pool: &HttpPool, url: &str, step: &Value, legacy: bool) -> Result<(), String> {
     if let Some(what) = step.get("discover") {
         let tools = what["tools"]
             .as_array()
@@ -99,12 +101,15 @@ async fn run_step(pool: &HttpPool, url: &str, step: &Value) -> Result<(), String
             .and_then(Value::as_str)
             .unwrap_or(url)
             .to_owned();
-        let discovery = Discovery::new(
+        let mut discovery = Discovery::new(
             Server::http(url),
             what["tenant"].as_str().unwrap_or_default().to_owned(),
             tools,
         )
         .with_timeout(Duration::from_secs(30));
+        if legacy {
+            discovery.era = EraPolicy::Legacy;
+        }
         return match (discover(pool, &discovery).await, step.get("error")) {
             (Ok(bindings), None) => {
                 let actual = serde_json::to_value(&bindings).map_err(|e| e.to_string())?;
@@ -126,8 +131,20 @@ async fn run_step(pool: &HttpPool, url: &str, step: &Value) -> Result<(), String
         .ok_or("a step is neither discover nor call")?;
     let bindings = parse_config(&json!([call["binding"]])).map_err(|e| e.to_string())?;
     let tool = bindings[0].name.clone();
+    let urls: Vec<String> = bindings
+        .iter()
+        .filter_map(|binding| match &binding.server {
+            Server::Http { url, .. } => Some(url.clone()),
+            _ => None,
+        })
+        .collect();
     let caller =
         Caller::new(pool.clone(), bindings, Arc::new(FixtureTokens)).map_err(|e| e.to_string())?;
+    if legacy {
+        for url in &urls {
+            caller.era_cache().remember(url, None);
+        }
+    }
     let context = CallContext::new(
         call["tenant"].as_str().unwrap_or_default().to_owned(),
         call["session_id"].as_str().unwrap_or_default().to_owned(),
@@ -210,18 +227,7 @@ async fn replay_fixture(dir: PathBuf, mode: Mode) -> Result<(), String> {
         // each gets a pool of its own: nothing a step learnt (an era verdict, a tool list)
         // carries over to the next.
         let pool = HttpPool::new(&TlsOptions::default()).map_err(|e| e.to_string())?;
-        if seed_2025 {
-            let mut urls = vec![url.clone()];
-            for pointer in ["/discover/url", "/call/binding/url"] {
-                if let Some(u) = step.pointer(pointer).and_then(Value::as_str) {
-                    urls.push(u.to_owned());
-                }
-            }
-            for u in urls {
-                pool.era_cache().remember(&u, None);
-            }
-        }
-        run_step(&pool, &url, step)
+        run_step(&pool, &url, step, seed_2025)
             .await
             .map_err(|e| format!("step {number}: {e}"))?;
     }
@@ -437,14 +443,14 @@ async fn a_request_that_does_not_match_gets_a_diff_and_fails_the_replay() {
     .await
     .expect("start replay");
     let pool = HttpPool::new(&TlsOptions::default()).expect("pool");
-    // Recorded by a 2025-era client: replayed by one.
-    pool.era_cache().remember(&server.url(), None);
-    let discovery = Discovery::new(
+    let mut discovery = Discovery::new(
         Server::http(server.url()),
         "local",
         vec!["echo_text".into()],
     )
     .with_timeout(Duration::from_secs(10));
+    // Recorded by a 2025-era client: replayed by one.
+    discovery.era = EraPolicy::Legacy;
     // The recording holds a tools/call after initialize, not a tools/list.
     let error = discover(&pool, &discovery)
         .await

@@ -1952,7 +1952,9 @@ async fn py_v2_modern_cancel_closes_the_stream_and_a_second_client_skips_the_pro
     crate::support::peers::require(crate::support::peers::Peer::Python(Sdk::V2));
     let server = PeerServer::python(Sdk::V2, &[]);
     let pool = pool();
-    let client = connect_with(&pool, config(&server.url), options()).await;
+    // Clones of one `ClientOptions` share its era cache.
+    let shared = options();
+    let client = connect_with(&pool, config(&server.url), shared.clone()).await;
     assert!(client.is_modern());
     let cancel = CancelToken::new();
     let trigger = cancel.clone();
@@ -1974,11 +1976,11 @@ async fn py_v2_modern_cancel_closes_the_stream_and_a_second_client_skips_the_pro
     assert_eq!(error.kind(), ErrorKind::Cancelled, "{error}");
     assert!(error.outcome_unknown());
     assert!(started.elapsed() < Duration::from_secs(2));
-    // The pool kept the verdict: the next client's first message is its first request.
+    // The options kept the verdict: the next client's first message is its first request.
     let mut config = config(&server.url);
     let wire = Wire::default();
     wire.attach(&mut config);
-    let second = connect_with(&pool, config, options()).await;
+    let second = connect_with(&pool, config, shared).await;
     assert!(second.is_modern());
     assert_eq!(
         only_text(&call(&second, "echo_text", json!({"text": "one POST"})).await),
@@ -2108,9 +2110,10 @@ async fn ts2_listen_and_cache_hints() {
     let (sink, mut received) = tokio::sync::mpsc::channel(16);
     let mut options = options();
     options.notifications = Some(sink);
+    let lists = options.list_cache.clone();
     let client = Arc::new(connect_with(&pool, config(&server.url), options).await);
     client.list_tools().await.unwrap();
-    assert_eq!(pool.list_cache().len(), 1, "a 60 s public page");
+    assert_eq!(lists.len(), 1, "a 60 s public page");
     let listener = client.clone();
     let cancel = CancelToken::new();
     let stop = cancel.clone();
@@ -2134,7 +2137,7 @@ async fn ts2_listen_and_cache_hints() {
         .unwrap()
         .unwrap();
     assert_eq!(changed.method, "notifications/tools/list_changed");
-    assert!(pool.list_cache().is_empty(), "the change dropped the page");
+    assert!(lists.is_empty(), "the change dropped the page");
     cancel.cancel();
     let ended = listening.await.unwrap();
     assert_eq!(ended.unwrap_err().kind(), ErrorKind::Cancelled);

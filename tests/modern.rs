@@ -301,7 +301,9 @@ async fn tools_list_pages_are_cached_as_their_hints_say() {
     })
     .await;
     let pool = pool();
-    let client = connect(&pool, &server, ClientOptions::default()).await;
+    // Clients made with clones of these options share their list cache.
+    let options = ClientOptions::default();
+    let client = connect(&pool, &server, options.clone()).await;
     client.list_tools().await.unwrap();
     client.list_tools().await.unwrap();
     assert_eq!(
@@ -311,17 +313,21 @@ async fn tools_list_pages_are_cached_as_their_hints_say() {
     );
     // Another client with the same credentials shares the private page; other credentials
     // do not.
-    let same = connect(&pool, &server, ClientOptions::default()).await;
+    let same = connect(&pool, &server, options.clone()).await;
     same.list_tools().await.unwrap();
     assert_eq!(posts(&server, "tools/list").len(), 1);
-    let other = Client::connect_http(&pool, config(&server, "tok-b"), ClientOptions::default())
+    let other = Client::connect_http(&pool, config(&server, "tok-b"), options.clone())
         .await
         .unwrap();
     other.list_tools().await.unwrap();
     assert_eq!(posts(&server, "tools/list").len(), 2);
-    assert!(!pool.list_cache().is_empty());
-    pool.list_cache().invalidate(&server.url("/mcp"));
-    assert!(pool.list_cache().is_empty());
+    // Options of their own: a cache of their own.
+    let apart = connect(&pool, &server, ClientOptions::default()).await;
+    apart.list_tools().await.unwrap();
+    assert_eq!(posts(&server, "tools/list").len(), 3);
+    assert!(!options.list_cache.is_empty());
+    options.list_cache.invalidate(&server.url("/mcp"));
+    assert!(options.list_cache.is_empty());
 
     // A zero ttl is not cached.
     let uncached = modern_server(|req| match req.jsonrpc_method().as_deref() {
@@ -423,9 +429,10 @@ async fn listen_delivers_the_acknowledgement_and_list_changes_and_drops_cached_p
     let (sink, mut received) = tokio::sync::mpsc::channel(8);
     let mut options = ClientOptions::default();
     options.notifications = Some(sink);
+    let lists = options.list_cache.clone();
     let client = connect(&pool, &server, options).await;
     client.list_tools().await.unwrap();
-    assert!(!pool.list_cache().is_empty());
+    assert!(!lists.is_empty());
     client
         .listen(
             json!({"toolsListChanged": true}),
@@ -438,10 +445,7 @@ async fn listen_delivers_the_acknowledgement_and_list_changes_and_drops_cached_p
     assert_eq!(first.method, "notifications/subscriptions/acknowledged");
     let second = received.recv().await.unwrap();
     assert_eq!(second.method, "notifications/tools/list_changed");
-    assert!(
-        pool.list_cache().is_empty(),
-        "the change dropped the cached page"
-    );
+    assert!(lists.is_empty(), "the change dropped the cached page");
     let listen = &posts(&server, "subscriptions/listen")[0];
     assert_eq!(listen.header("mcp-method"), Some("subscriptions/listen"));
     assert_eq!(
@@ -465,12 +469,12 @@ async fn a_burst_of_first_connections_to_one_endpoint_probes_once() {
     })
     .await;
     let pool = pool();
+    // The verdict is shared by the clients made with clones of one `ClientOptions`.
+    let options = ClientOptions::default();
     let mut connects = tokio::task::JoinSet::new();
     for _ in 0..8 {
-        let (pool, config) = (pool.clone(), config(&server, "tok-a"));
-        connects.spawn(async move {
-            Client::connect_http(&pool, config, ClientOptions::default()).await
-        });
+        let (pool, config, options) = (pool.clone(), config(&server, "tok-a"), options.clone());
+        connects.spawn(async move { Client::connect_http(&pool, config, options).await });
     }
     while let Some(client) = connects.join_next().await {
         let client = client.expect("joined").expect("connected");

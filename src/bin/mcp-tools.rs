@@ -16,6 +16,7 @@ use mcpwire::client::auth::store::{TokenStore, Unattended};
 use mcpwire::client::auth::{Auth, AuthorizeFuture, Authorizer, OAuth};
 use mcpwire::client::{Client, ClientOptions};
 use mcpwire::mcp::ProtocolVersion;
+use mcpwire::session::EraPolicy;
 use mcpwire::transport::Secret;
 use mcpwire::transport::http::{
     ClientCert, ExtraHeaders, HttpConfig, HttpPool, ProxyConfig, Roots, TlsOptions,
@@ -524,8 +525,11 @@ fn run(args: &[String]) -> Result<(), Failure> {
     let bindings = runtime.block_on(async {
         let pool = HttpPool::with_proxy(&TlsOptions::default(), proxy)
             .map_err(|e| Failure::Failed(e.to_string()))?;
-        if let (Some(era), Server::Http { url, .. }) = (options.era, &discovery.server) {
-            pool.era_cache().remember(url, era);
+        if let Some(era) = options.era {
+            discovery.era = match era {
+                Some(version) => EraPolicy::Modern(version),
+                None => EraPolicy::Legacy,
+            };
         }
         let login = match (&options.url, store_path(&options)?) {
             (Some(url), Some(path)) => Some(start_login(&options, url, &path).await?),

@@ -406,15 +406,20 @@ fn call_command(args: &[String]) -> ExitCode {
             let proxy = ProxyConfig::from_env().map_err(|e| Failure::Usage(e.to_string()))?;
             let pool = HttpPool::with_proxy(&TlsOptions::default(), proxy)
                 .map_err(|e| Failure::Input(e.to_string()))?;
-            if let Some(era) = args.era {
-                for binding in &bindings {
-                    if let Server::Http { url, .. } = &binding.server {
-                        pool.era_cache().remember(url, era);
-                    }
-                }
-            }
+            let urls: Vec<String> = bindings
+                .iter()
+                .filter_map(|binding| match &binding.server {
+                    Server::Http { url, .. } => Some(url.clone()),
+                    _ => None,
+                })
+                .collect();
             let mut caller = Caller::new(pool, bindings, Arc::new(EnvTokens))
                 .map_err(|e| Failure::Usage(format!("{}: {e}", args.bindings)))?;
+            if let Some(era) = args.era {
+                for url in &urls {
+                    caller.era_cache().remember(url, era);
+                }
+            }
             if args.verbose {
                 caller.set_wire_log(Arc::new(|line: &str| eprintln!("mcpwire: {line}")));
             }

@@ -17,7 +17,7 @@ use super::mapping::{ToolOutput, map_result};
 use super::schema::{CompiledSchema, compile};
 use crate::client::auth::store::{StoreError, TokenStore, Unattended};
 use crate::client::auth::{Auth, OAuth};
-use crate::client::{CallOptions, CancelToken, Client, ClientOptions};
+use crate::client::{CallOptions, CancelToken, Client, ClientOptions, EraCache, ListCache};
 use crate::error::{Error, ErrorKind};
 use crate::mcp::{CallToolResult, ProgressToken};
 use crate::transport::http::{ExtraHeaders, HttpPool, ProxyConfig, Roots, TlsError, TlsOptions};
@@ -382,6 +382,9 @@ pub struct Caller {
     /// One OAuth per distinct server URL and `auth` object, made on its first call and kept
     /// so its tokens serve every later call.
     oauth: Mutex<HashMap<String, Arc<OAuth>>>,
+    /// The era verdicts and `tools/list` pages every binding's clients share.
+    era_cache: EraCache,
+    list_cache: ListCache,
 }
 
 /// The most bytes read from a binding's `client_secret_file` or `private_key_file`.
@@ -519,6 +522,8 @@ impl Caller {
             wire_log: None,
             scope_key: DEFAULT_SCOPE_KEY.to_owned(),
             oauth: Mutex::new(HashMap::new()),
+            era_cache: EraCache::new(),
+            list_cache: ListCache::new(),
         })
     }
 
@@ -560,6 +565,12 @@ impl Caller {
     /// opened).
     pub fn pool(&self) -> &HttpPool {
         &self.pool
+    }
+
+    /// The era verdicts of the bindings' servers: each HTTP server is probed on its first
+    /// call, unless a verdict is remembered here first ([`EraCache::remember`]).
+    pub fn era_cache(&self) -> &EraCache {
+        &self.era_cache
     }
 
     /// The pool the binding called `name` uses: [`pool`](Self::pool), or one of its own when
@@ -783,9 +794,8 @@ impl Caller {
             return Ok(client);
         }
         // A session per call: a stdio server, or one known to speak a 2025-era revision.
-        let sessions = || {
-            http_url.is_none_or(|url| matches!(prepared.pool.era_cache().verdict(url), Some(None)))
-        };
+        let sessions =
+            || http_url.is_none_or(|url| matches!(self.era_cache.verdict(url), Some(None)));
         // One maker at a time, for as long as the binding may be a stateless one.
         let mut making = None;
         if !sessions() {
@@ -822,6 +832,8 @@ impl Caller {
                 initialize_timeout: timeout.min(Duration::from_secs(30)),
                 ..crate::session::Config::default()
             },
+            era_cache: self.era_cache.clone(),
+            list_cache: self.list_cache.clone(),
             ..ClientOptions::default()
         };
         // The binding's one OAuth (kept by the caller): a kept client holds the same.
@@ -1154,7 +1166,11 @@ fn tool_output(call_id: &str, output: ToolOutput) -> ToolResult {
 }
 
 fn failed_call(call_id: &str, error: &Error, max_output_bytes: u64) -> ToolResult {
-    let kind = error.kind().of_tool_call();
+    // A reply over a limit is, once the call was made, the call's output being too large.
+    let kind = match error.kind() {
+        ErrorKind::LimitExceeded => ErrorKind::OutputTooLarge,
+        kind => kind,
+    };
     let mut message = error.to_string();
     // Name the binding's setting only when it is what stopped the call (the transport's byte
     // budget is set from it); an event-stream line or event over its own limit is reported as

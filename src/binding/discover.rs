@@ -9,6 +9,7 @@ use crate::client::auth::Auth;
 use crate::client::{Client, ClientOptions};
 use crate::error::{Error, ErrorKind};
 use crate::mcp::Tool;
+use crate::session::EraPolicy;
 use crate::transport::http::{ExtraHeaders, HttpConfig, HttpPool};
 use crate::transport::stdio::StdioConfig;
 use crate::transport::{Secret, WireLog};
@@ -39,6 +40,8 @@ pub struct Discovery {
     pub tools: Vec<String>,
     /// How long the whole discovery may take.
     pub timeout: Duration,
+    /// The era to speak: [`EraPolicy::Auto`] probes the server (at 2026-07-28 first).
+    pub era: EraPolicy,
 }
 
 impl Discovery {
@@ -53,6 +56,7 @@ impl Discovery {
             tenant: tenant.into(),
             tools,
             timeout: Duration::from_secs(30),
+            era: EraPolicy::Auto,
         }
     }
 
@@ -147,6 +151,7 @@ async fn list_all(pool: &HttpPool, discovery: &Discovery) -> Result<Vec<Tool>, E
         request_timeout: discovery.timeout,
         ..ClientOptions::default()
     };
+    options.session.era = discovery.era.clone();
     options.auth = discovery.auth.clone();
     let client = connect(
         pool,

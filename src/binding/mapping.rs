@@ -84,7 +84,12 @@ impl MappingError {
     /// [`MissingStructuredContent`](Self::MissingStructuredContent) (SPEC.md: "result not
     /// matching `output_schema`").
     pub fn kind(&self) -> ErrorKind {
-        ErrorKind::from(self)
+        match self {
+            MappingError::UnsupportedContent { .. } => ErrorKind::UnsupportedContent,
+            MappingError::OutputSchema { .. } | MappingError::MissingStructuredContent => {
+                ErrorKind::OutputSchemaMismatch
+            }
+        }
     }
 
     /// Whether the tool may have done something nobody knows about: always true, as the tool

@@ -10,6 +10,7 @@ use std::time::Duration;
 use tokio::sync::{Notify, mpsc};
 
 use super::auth;
+use super::{EraCache, ListCache};
 use crate::jsonrpc::Notification;
 use crate::mcp::modern::InputRequest;
 use crate::mcp::{ClientCapabilities, JsonObject, ProgressNotificationParams, ProgressToken};
@@ -48,6 +49,13 @@ pub struct ClientOptions {
     /// (it did not run) is sent again with the new token the source gives. Not with
     /// [`HttpConfig::bearer_token`](crate::HttpConfig::bearer_token) (a static token) at the same time; unused over stdio.
     pub auth: Option<auth::Auth>,
+    /// The era verdicts of the endpoints connected to: a client probes an endpoint only when
+    /// this cache has no verdict for it. Clones of these options share it (as clients made
+    /// with them should); a fresh one in [`ClientOptions::default`].
+    pub era_cache: EraCache,
+    /// The `tools/list` pages clients made with these options may reuse, as long as their
+    /// `ttlMs` says. Shared by clones, like [`era_cache`](Self::era_cache).
+    pub list_cache: ListCache,
 }
 
 impl std::fmt::Debug for ClientOptions {
@@ -76,6 +84,8 @@ impl Default for ClientOptions {
             max_input_rounds: 8,
             on_warning: None,
             auth: None,
+            era_cache: EraCache::new(),
+            list_cache: ListCache::new(),
         }
     }
 }

@@ -53,8 +53,6 @@ pub struct HttpPool {
     connecting: Arc<tokio::sync::watch::Sender<usize>>,
     tls: Arc<TlsOptions>,
     proxy: Arc<ProxyConfig>,
-    eras: crate::client::EraCache,
-    lists: crate::client::ListCache,
     lanes: Arc<Lanes>,
 }
 
@@ -122,8 +120,6 @@ impl HttpPool {
             connecting,
             tls: Arc::new(tls.clone()),
             proxy,
-            eras: crate::client::EraCache::new(),
-            lists: crate::client::ListCache::new(),
             lanes: Arc::new(Lanes::new(DEFAULT_ORIGIN_LIMIT, DEFAULT_ORIGIN_PATIENCE)),
         })
     }
@@ -140,18 +136,6 @@ impl HttpPool {
     pub fn with_origin_limit(mut self, in_flight: usize, patience: Duration) -> HttpPool {
         self.lanes = Arc::new(Lanes::new(in_flight, patience));
         self
-    }
-
-    /// The `tools/list` pages this pool's clients may reuse, as long as their `ttlMs` says
-    /// (see [`ListCache`](crate::client::ListCache)).
-    pub fn list_cache(&self) -> &crate::client::ListCache {
-        &self.lists
-    }
-
-    /// The era verdicts of the endpoints this pool's clients connected to: a client probes an
-    /// endpoint only the first time (see [`EraCache`](crate::client::EraCache)).
-    pub fn era_cache(&self) -> &crate::client::EraCache {
-        &self.eras
     }
 
     /// How many connections this pool has opened (a measure of keep-alive reuse). Through a

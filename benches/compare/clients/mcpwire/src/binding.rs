@@ -63,19 +63,16 @@ fn bindings(url: &str) -> Value {
 
 fn caller(url: &str, era: &str) -> Result<Arc<Caller>, Failure> {
     let pool = HttpPool::new(&TlsOptions::default())?;
+    let bindings = load_config(&bindings(url).to_string())?;
+    let caller =
+        Caller::with_default_proxy(pool, bindings, Arc::new(EnvTokens), ProxyConfig::none())?;
     match era {
         "2026" => {}
-        // What a host that persisted "2025-era server" for this endpoint tells the pool.
-        "2025" => pool.era_cache().remember(url, None),
+        // What a host that persisted "2025-era server" for this endpoint tells the caller.
+        "2025" => caller.era_cache().remember(url, None),
         other => return Err(format!("unknown era {other}: 2026 or 2025").into()),
     }
-    let bindings = load_config(&bindings(url).to_string())?;
-    Ok(Arc::new(Caller::with_default_proxy(
-        pool,
-        bindings,
-        Arc::new(EnvTokens),
-        ProxyConfig::none(),
-    )?))
+    Ok(Arc::new(caller))
 }
 
 fn context(call: usize) -> CallContext {

@@ -154,8 +154,8 @@ async fn run(url: &str, workload: &str, n: usize, rest: &[String]) -> Result<(),
             let seen = Arc::new(AtomicUsize::new(0));
             let counter = seen.clone();
             let options = CallOptions::new().with_on_progress(move |_| {
-                    counter.fetch_add(1, Ordering::Relaxed);
-                });
+                counter.fetch_add(1, Ordering::Relaxed);
+            });
             let result = client
                 .call_tool(
                     "progress_burst",
