@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use mcpwire::auth::{Config, PreRegistered, Secret, SigningKey, Url};
 use mcpwire::client::auth::{Auth, Authorizer, Headless, OAuth};
 use mcpwire::client::{CallOptions, Client, ClientOptions, InputFuture, InputHandler};
-use mcpwire::mcp::modern::InputRequest;
+use mcpwire::mcp::InputRequest;
 use mcpwire::mcp::{CallToolResult, ClientCapabilities, ContentBlock, JsonObject};
 use mcpwire::transport::http::{HttpConfig, HttpPool, TlsOptions};
 use serde_json::{Value, json};

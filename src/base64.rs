@@ -33,7 +33,7 @@ pub(crate) fn encode(bytes: &[u8], flavor: Flavor) -> String {
 }
 
 /// `bytes` encoded, appended to `out`.
-pub fn encode_into(bytes: &[u8], flavor: Flavor, out: &mut String) {
+pub(crate) fn encode_into(bytes: &[u8], flavor: Flavor, out: &mut String) {
     let alphabet = flavor.alphabet();
     for chunk in bytes.chunks(3) {
         let b = [

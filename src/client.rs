@@ -54,7 +54,7 @@ use crate::transport::http::{HttpConfig, HttpLink, HttpPool};
 use crate::transport::stdio::{StdioConfig, StdioLink};
 
 pub use crate::connection::ListCache;
-pub use crate::mcp::modern::InputRequest;
+pub use crate::mcp::InputRequest;
 use driver::{Command, Driver, DriverAuth, Link, Operation, Shared};
 pub use era::EraCache;
 use era::Verdict;

@@ -295,7 +295,7 @@ impl From<&RequestError> for ErrorKind {
 
 /// An error from the client. [`source`](std::error::Error::source) is the session's
 /// [`Failure`] when a request failed, or the typed error a configuration was refused with
-/// ([`UrlError`](crate::exchange::UrlError), [`TlsError`](crate::transport::http::TlsError),
+/// ([`EndpointError`](crate::transport::http::EndpointError), [`TlsError`](crate::transport::http::TlsError),
 /// [`ProxyError`](crate::transport::http::ProxyError)).
 #[derive(Clone, Debug)]
 pub struct Error {
@@ -323,8 +323,8 @@ impl From<crate::transport::http::TlsError> for Error {
 
 /// A URL that is no Streamable HTTP endpoint: a [`Config`](ErrorKind::Config) error.
 #[cfg(feature = "client")]
-impl From<crate::exchange::UrlError> for Error {
-    fn from(error: crate::exchange::UrlError) -> Self {
+impl From<crate::exchange::EndpointError> for Error {
+    fn from(error: crate::exchange::EndpointError) -> Self {
         Error::config(error.to_string()).with_source(error)
     }
 }

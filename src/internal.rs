@@ -22,6 +22,11 @@ mod headers;
 #[cfg(feature = "mcp")]
 pub use self::headers::fuzz_mcp_headers;
 
+#[cfg(feature = "exchange")]
+mod reply;
+#[cfg(feature = "exchange")]
+pub use self::reply::{ClientDecoded, decode_reply_as_client};
+
 #[cfg(feature = "session")]
 mod era;
 #[cfg(feature = "session")]

@@ -35,9 +35,9 @@
 //! | [`sse`] | WHATWG event-stream decoding with memory limits | std, memchr |
 //! | [`jsonrpc`] | the JSON-RPC 2.0 message model and its strict codec, batches | serde, serde_json |
 //! | [`mcp`] | MCP message types, protocol versions, content blocks | serde, `jsonrpc` |
-//! | [`session`] | the client state machine: ids, pending requests, deadlines, the handshake | `mcp` |
-//! | [`exchange`] | the Streamable HTTP exchange: requests to issue, replies, resumption, fallback | `session`, `sse`, http's types |
-//! | [`auth`] | OAuth 2.1 as the MCP authorization spec has it: challenges, discovery metadata, PKCE, tokens, the flow from a 401 to a token | http's types, serde, ring |
+//! | [`session`] | the client state machine: ids, pending requests, deadlines, the handshake (public: its configuration and the failures it reports; the machine is internal) | `mcp` |
+//! | `exchange` (internal) | the Streamable HTTP exchange: requests to issue, replies, resumption, fallback | `session`, `sse`, http's types |
+//! | [`auth`] | OAuth 2.1 as the MCP authorization spec has it: challenges, discovery metadata, PKCE, tokens, the flow from a 401 to a token (public: its configuration, tokens and errors; the flow machine is internal) | http's types, serde, ring |
 //! | `connection` (internal) | the connection machine: operations (`list_tools`, `call_tool`, `listen`, `ping`, a raw request, `close`) in, transmits, progress, input rounds, refusals and outcomes out; credentials taken out of all it hands back | `session`, `exchange` |
 //! | [`transport`] | the drivers: hyper with a pooled connection set, rustls (roots, client certificates) and CONNECT proxies; stdio processes | tokio, hyper, rustls |
 //! | [`client`] | the async API: connect, list tools, call a tool, ping, close; the driver task under it | `connection`, `transport` |
@@ -72,7 +72,8 @@
 //!  }
 //! ```
 //!
-//! The [`session`] and [`exchange`] module docs give each inner machine's own loop in detail.
+//! The inner machines (the session, the exchange, the OAuth flow) are internal: their module
+//! docs, in the source, give each one's own loop.
 //!
 //! ## Feature flags
 //!
@@ -83,8 +84,8 @@
 //! | `jsonrpc` | | [`jsonrpc`] | serde, serde_json |
 //! | `mcp` | | [`mcp`] (with `jsonrpc`) | |
 //! | `parsers` | | `sse`, `jsonrpc`, `mcp` | no runtime |
-//! | `session` | | [`session`] | no runtime |
-//! | `exchange` | | [`exchange`] (with `session`, `sse`) | http |
+//! | `session` | | [`session`]'s configuration (the machine is built, internal, to prove it needs no runtime) | no runtime |
+//! | `exchange` | | nothing public: the internal exchange machine, built to prove it needs no runtime (with `session`, `sse`) | http |
 //! | `auth` | | [`auth`] | http, serde, ring |
 //! | `bindings` | | `binding` | jsonschema |
 //! | `tracing` | | one span per binding call and events for retries, era fallbacks and resumptions, never a secret | tracing (no subscriber) |
@@ -125,6 +126,14 @@
 //! | `stdio [PROGRAM ARGS...]` | a server run as a child process over stdio (by default the example itself, serving the demo tools with [`demo::serve_stdio`]), its stderr as logging |
 //! | `host [URL]` | what a host does with [`binding`]: discover bindings, keep them in its config, load and validate it, call tools for tenants through a [`binding::call::Caller`] (progress events, structured output checked against its schema, concurrent calls, calls refused before sending) with the bearer token from a host-side [`binding::call::TokenSource`] |
 #![deny(missing_docs)]
+#![warn(unreachable_pub)]
+// Builds without the client (the parser, exchange, auth, demo and fixture slices) compile the
+// internal pieces only the client uses, to prove that they need no runtime; they are unused
+// there. Every build with the client uses them all, and is checked for dead code.
+#![cfg_attr(
+    not(feature = "client"),
+    allow(dead_code, unused_imports, unreachable_pub)
+)]
 // Four audited exceptions: sending SIGTERM to a stdio server's process group
 // (`transport::stdio::signal_group`); and in the SSE decoder, reading text already checked to
 // be ASCII or valid UTF-8 without a second check (`sse::decoder::source_text`), the SSE2
@@ -155,8 +164,11 @@ mod connection;
 pub mod demo;
 #[cfg(feature = "client")]
 mod error;
+// The Streamable HTTP exchange machine is internal: the connection machine drives it, and
+// an `exchange`-only build exists to prove that it needs no runtime.
 #[cfg(feature = "exchange")]
-pub mod exchange;
+#[cfg_attr(not(feature = "client"), allow(dead_code))]
+mod exchange;
 #[cfg(feature = "fixtures")]
 pub mod fixture;
 #[cfg(any(feature = "session", feature = "exchange"))]
@@ -169,7 +181,10 @@ pub mod mcp;
 pub mod probe;
 #[cfg(any(feature = "exchange", feature = "auth"))]
 mod secret;
+// Public for the session's configuration and the failures it reports (an `Error`'s source);
+// the machine itself is internal, driven by the connection machine.
 #[cfg(feature = "session")]
+#[cfg_attr(not(feature = "client"), allow(dead_code))]
 pub mod session;
 #[cfg(feature = "sse")]
 pub mod sse;

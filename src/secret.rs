@@ -24,7 +24,7 @@ impl Secret {
 
     /// Replaces every occurrence of the credential in `text` with `<redacted>`, for text that
     /// may echo it (a server's error body, a wire trace).
-    pub fn redact(&self, text: &str) -> String {
+    pub(crate) fn redact(&self, text: &str) -> String {
         if self.0.len() < 4 {
             // Too short to search for without mangling ordinary text; such a value is not a
             // real credential anyway.
@@ -48,7 +48,7 @@ impl Secret {
     /// Like [`redact`](Secret::redact), for text cut short from a longer one (an excerpt of a
     /// server's body or header): also hides a start of the credential at the very end, where
     /// the cut may have split an echoed credential whose whole no longer matches.
-    pub fn redact_cut(&self, text: &str) -> String {
+    pub(crate) fn redact_cut(&self, text: &str) -> String {
         let mut text = self.redact(text);
         if self.0.len() < MIN_CUT_BYTES {
             return text;

@@ -2007,7 +2007,7 @@ impl mcpwire::client::InputHandler for ConfirmAll {
         }
     }
 
-    fn answer(&self, request: mcpwire::mcp::modern::InputRequest) -> mcpwire::client::InputFuture {
+    fn answer(&self, request: mcpwire::mcp::InputRequest) -> mcpwire::client::InputFuture {
         Box::pin(async move {
             assert_eq!(request.method, "elicitation/create");
             Ok(json!({"action": "accept", "content": {"confirmed": true}}))

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use mcpwire::ErrorKind;
 use mcpwire::client::{CallOptions, Client, ClientOptions, InputFuture, InputHandler};
-use mcpwire::mcp::modern::InputRequest;
+use mcpwire::mcp::InputRequest;
 use mcpwire::mcp::{ClientCapabilities, JsonObject, ProtocolVersion};
 use mcpwire::transport::Secret;
 use mcpwire::transport::http::{HttpConfig, HttpPool, TlsOptions};

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use mcpwire::ErrorKind;
 use mcpwire::client::{CallOptions, Client, ClientOptions, InputFuture, InputHandler};
-use mcpwire::mcp::modern::InputRequest;
+use mcpwire::mcp::InputRequest;
 use mcpwire::mcp::{CallToolResult, ClientCapabilities, ProtocolVersion};
 use mcpwire::transport::stdio::StdioConfig;
 use serde_json::{Value, json};

@@ -12,16 +12,16 @@
 use std::fmt;
 
 /// The most bytes read from all `WWW-Authenticate` fields of one response together.
-pub const MAX_CHALLENGE_BYTES: usize = 8 * 1024;
+pub(crate) const MAX_CHALLENGE_BYTES: usize = 8 * 1024;
 /// The most challenges taken from one response.
-pub const MAX_CHALLENGES: usize = 16;
+pub(crate) const MAX_CHALLENGES: usize = 16;
 /// The most auth-params in one challenge.
-pub const MAX_PARAMS: usize = 32;
+pub(crate) const MAX_PARAMS: usize = 32;
 
 /// Why a `WWW-Authenticate` value was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum ChallengeError {
+pub(crate) enum ChallengeError {
     /// The fields hold more than [`MAX_CHALLENGE_BYTES`].
     TooLong,
     /// More than [`MAX_CHALLENGES`] challenges.
@@ -72,7 +72,7 @@ impl std::error::Error for ChallengeError {}
 
 /// One challenge: its scheme, and its parameters or token68.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Challenge {
+pub(crate) struct Challenge {
     scheme: String,
     token68: Option<String>,
     /// Names in lower case (they are case-insensitive), values as sent after unquoting.
@@ -80,38 +80,41 @@ pub struct Challenge {
 }
 
 impl Challenge {
+    #[cfg(any(test, feature = "fuzzing"))]
     /// The auth-scheme as sent.
-    pub fn scheme(&self) -> &str {
+    pub(crate) fn scheme(&self) -> &str {
         &self.scheme
     }
 
     /// Whether the scheme is `scheme`, ignoring case (schemes are case-insensitive).
-    pub fn is(&self, scheme: &str) -> bool {
+    pub(crate) fn is(&self, scheme: &str) -> bool {
         self.scheme.eq_ignore_ascii_case(scheme)
     }
 
     /// The value of the parameter `name` (compared ignoring case), unquoted.
-    pub fn param(&self, name: &str) -> Option<&str> {
+    pub(crate) fn param(&self, name: &str) -> Option<&str> {
         self.params
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_str())
     }
 
+    #[cfg(any(test, feature = "fuzzing"))]
     /// The parameters in order: names in lower case, values unquoted.
-    pub fn params(&self) -> impl Iterator<Item = (&str, &str)> {
+    pub(crate) fn params(&self) -> impl Iterator<Item = (&str, &str)> {
         self.params.iter().map(|(n, v)| (n.as_str(), v.as_str()))
     }
 
+    #[cfg(any(test, feature = "fuzzing"))]
     /// The token68, for schemes that carry one instead of parameters.
-    pub fn token68(&self) -> Option<&str> {
+    pub(crate) fn token68(&self) -> Option<&str> {
         self.token68.as_deref()
     }
 }
 
 /// What a `Bearer` challenge says to an OAuth client.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct BearerChallenge {
+pub(crate) struct BearerChallenge {
     /// RFC 9728 section 5.1: where the protected-resource metadata is.
     pub resource_metadata: Option<String>,
     /// RFC 6750 section 3: the scopes the request needs, space-separated.
@@ -124,7 +127,7 @@ pub struct BearerChallenge {
 
 impl BearerChallenge {
     /// The `Bearer` challenge among `challenges` (the first, if several), if any.
-    pub fn find(challenges: &[Challenge]) -> Option<BearerChallenge> {
+    pub(crate) fn find(challenges: &[Challenge]) -> Option<BearerChallenge> {
         let bearer = challenges.iter().find(|c| c.is("Bearer"))?;
         let get = |name| bearer.param(name).map(str::to_owned);
         Some(BearerChallenge {
@@ -144,8 +147,7 @@ impl BearerChallenge {
 /// Parses every `WWW-Authenticate` field of a response (each a list of challenges), in
 /// order. An empty result means no field (or only empty list elements).
 ///
-/// ```
-/// # #[cfg(feature = "auth")] {
+/// ```text
 /// use mcpwire::auth::challenge::{parse, BearerChallenge};
 ///
 /// let fields: [&[u8]; 1] = [br#"Basic realm="x", Bearer scope="files:read", resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource""#];
@@ -153,9 +155,8 @@ impl BearerChallenge {
 /// assert_eq!(challenges.len(), 2);
 /// let bearer = BearerChallenge::find(&challenges).unwrap();
 /// assert_eq!(bearer.scope.as_deref(), Some("files:read"));
-/// # }
 /// ```
-pub fn parse<'a>(
+pub(crate) fn parse<'a>(
     fields: impl IntoIterator<Item = &'a [u8]>,
 ) -> Result<Vec<Challenge>, ChallengeError> {
     let mut challenges = Vec::new();
@@ -175,7 +176,7 @@ pub fn parse<'a>(
 }
 
 /// The `Bearer` challenge of a response's headers, if it has one.
-pub fn bearer(headers: &http::HeaderMap) -> Result<Option<BearerChallenge>, ChallengeError> {
+pub(crate) fn bearer(headers: &http::HeaderMap) -> Result<Option<BearerChallenge>, ChallengeError> {
     let fields = headers
         .get_all(http::header::WWW_AUTHENTICATE)
         .iter()

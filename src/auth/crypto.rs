@@ -42,7 +42,7 @@ impl std::error::Error for CryptoError {}
 
 /// Where the OAuth core's random values come from: PKCE verifiers, `state` values and the JWT
 /// ids of client assertions. Like time, randomness is an input: [`SystemRandomness`] unless
-/// the driver is given another ([`Flow::with_randomness`](super::Flow::with_randomness),
+/// the driver is given another (`Flow::with_randomness`,
 /// `client::auth::OAuth::with_randomness`), such as a test's seeded one that makes a flow's
 /// requests predictable. (The ECDSA signature of an assertion and a generated key take ring's
 /// system generator, which ring lets no caller replace.)

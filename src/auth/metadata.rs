@@ -15,7 +15,7 @@ use super::scope::Scopes;
 use super::url::Url;
 
 /// The largest metadata document read.
-pub const MAX_METADATA_BYTES: usize = 64 * 1024;
+pub(crate) const MAX_METADATA_BYTES: usize = 64 * 1024;
 /// The most authorization servers taken from a resource's metadata.
 pub(crate) const MAX_AUTHORIZATION_SERVERS: usize = 16;
 /// The most entries read from any other list in a document.
@@ -119,7 +119,7 @@ pub(crate) fn issuer_url(text: &str, member: &'static str) -> Result<Url, Docume
 /// What a protected resource says about itself (RFC 9728 section 2), the members an MCP
 /// client uses.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ResourceMetadata {
+pub(crate) struct ResourceMetadata {
     /// The resource identifier, checked against the MCP server's URL by [`resource_matches`].
     pub resource: Url,
     /// The issuers of the authorization servers that serve it (at least one, as MCP requires).
@@ -139,7 +139,7 @@ struct RawResourceMetadata {
 
 impl ResourceMetadata {
     /// Parses a protected-resource metadata document.
-    pub fn parse(body: &[u8]) -> Result<ResourceMetadata, DocumentError> {
+    pub(crate) fn parse(body: &[u8]) -> Result<ResourceMetadata, DocumentError> {
         let raw: RawResourceMetadata = parse_json(body, MAX_METADATA_BYTES)?;
         let resource = Url::parse(&raw.resource).map_err(|_| DocumentError::Invalid("resource"))?;
         let servers = raw.authorization_servers.unwrap_or_default();
@@ -184,7 +184,7 @@ pub(crate) fn resource_metadata_urls(server: &Url) -> Vec<Url> {
 /// identifier the metadata URL was formed from; a server whose metadata sits at the root names
 /// its origin, one with path-aware metadata its endpoint, so both forms are taken. A trailing
 /// `/` is not significant.
-pub fn resource_matches(resource: &Url, server: &Url) -> bool {
+pub(crate) fn resource_matches(resource: &Url, server: &Url) -> bool {
     if resource.origin() != server.origin() {
         return false;
     }
@@ -202,7 +202,7 @@ pub fn resource_matches(resource: &Url, server: &Url) -> bool {
 /// Which discovery standard a well-known URL belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum MetadataKind {
+pub(crate) enum MetadataKind {
     /// RFC 8414, `/.well-known/oauth-authorization-server`.
     OAuth,
     /// OpenID Connect Discovery 1.0, `/.well-known/openid-configuration`.
@@ -238,7 +238,7 @@ pub(crate) fn server_metadata_urls(issuer: &Url) -> Vec<(Url, MetadataKind)> {
 /// What an authorization server says about itself (RFC 8414 section 2), the members an MCP
 /// client uses.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ServerMetadata {
+pub(crate) struct ServerMetadata {
     /// The issuer identifier, exactly as the document gives it (equal to the one asked for).
     pub issuer: String,
     /// Where the user agent is sent; absent for servers of client credentials only.
@@ -340,7 +340,7 @@ impl From<DocumentError> for ServerMetadataError {
 impl ServerMetadata {
     /// Parses the metadata document of the issuer `expected_issuer`, which the document's
     /// `issuer` must equal exactly (simple string comparison, no normalization).
-    pub fn parse(
+    pub(crate) fn parse(
         body: &[u8],
         expected_issuer: &str,
     ) -> Result<ServerMetadata, ServerMetadataError> {
@@ -447,7 +447,7 @@ impl ServerMetadata {
 
     /// The origins of every endpoint the metadata names (and of the issuer): where requests
     /// for this authorization server may go.
-    pub fn origins(&self) -> Vec<super::url::Origin> {
+    pub(crate) fn origins(&self) -> Vec<super::url::Origin> {
         let mut origins = Vec::new();
         if let Ok(issuer) = Url::parse(&self.issuer) {
             origins.push(issuer.origin());

@@ -1,15 +1,17 @@
 //! OAuth 2.1 for an MCP client, as the MCP authorization spec defines it (revisions
 //! 2025-11-25 and 2026-07-28, `basic/authorization`, with the 2025-03-26 fallbacks), as a
 //! sans-IO core: it parses what servers send, builds the requests to send them, and runs
-//! the flow from a server's refusal to a token in [`Flow`]. It owns no socket, runtime or
-//! clock: the driver issues the requests, opens the browser, and gives the time.
+//! the flow from a server's refusal to a token in `Flow`. It owns no socket, runtime or
+//! clock: the driver issues the requests, opens the browser, and gives the time. Public here:
+//! the configuration, tokens, the host's traits and the errors; the parsers and the flow
+//! machine are internal, driven by [`client::auth::OAuth`](crate::client::auth::OAuth).
 //!
 //! What it owns:
 //!
 //! | piece | spec |
 //! | --- | --- |
-//! | [`challenge`]: `WWW-Authenticate` parsing, the `Bearer` challenge | RFC 9110 11.6.1, RFC 6750 3, RFC 9728 5.1 |
-//! | [`metadata`]: protected-resource and authorization-server metadata, their well-known URLs, the `resource` and `issuer` checks, the 2025-03-26 defaults | RFC 9728, RFC 8414, OpenID Discovery |
+//! | `challenge`: `WWW-Authenticate` parsing, the `Bearer` challenge | RFC 9110 11.6.1, RFC 6750 3, RFC 9728 5.1 |
+//! | `metadata`: protected-resource and authorization-server metadata, their well-known URLs, the `resource` and `issuer` checks, the 2025-03-26 defaults | RFC 9728, RFC 8414, OpenID Discovery |
 //! | PKCE `S256`, `state`, ES256 client assertions | RFC 7636, RFC 7523 |
 //! | the authorization URL and response (`state`, `iss`), the token requests and answers | OAuth 2.1, RFC 8707, RFC 9207 |
 //! | client identity: pre-registered, Client ID Metadata Document, dynamic registration | RFC 7591, the CIMD draft |
@@ -76,17 +78,15 @@ mod flow;
 mod provider;
 pub(crate) mod token;
 
-pub mod challenge;
-pub mod metadata;
+pub(crate) mod challenge;
+pub(crate) mod metadata;
 pub mod scope;
 pub mod url;
 
 pub use client::{ApplicationType, AuthMethod, ClientMetadata, PreRegistered, RegistrationError};
 pub use crypto::{CryptoError, Randomness, SigningKey, SystemRandomness};
-pub use flow::{
-    AuthorizationError, Config, Error, Flow, GrantKind, Limits, Output, Purpose, RedirectError,
-    RequestId,
-};
+pub use flow::{AuthorizationError, Config, Error, GrantKind, Limits, Purpose, RedirectError};
+pub(crate) use flow::{Flow, Output};
 pub use provider::{Refusal, TokenProvider};
 pub use scope::{ScopeError, Scopes};
 pub use token::{OAuthError, Token, TokenCache, TokenKey, TokenResponseError};

@@ -5,9 +5,9 @@
 use std::fmt;
 
 /// The most scope tokens kept in one set.
-pub const MAX_SCOPES: usize = 128;
+pub(crate) const MAX_SCOPES: usize = 128;
 /// The longest scope string read.
-pub const MAX_SCOPE_BYTES: usize = 4096;
+pub(crate) const MAX_SCOPE_BYTES: usize = 4096;
 
 /// The scope `offline_access` (OpenID Connect Core section 11), asking for a refresh token.
 pub(crate) const OFFLINE_ACCESS: &str = "offline_access";
@@ -16,7 +16,7 @@ pub(crate) const OFFLINE_ACCESS: &str = "offline_access";
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ScopeError {
-    /// More than [`MAX_SCOPE_BYTES`] or [`MAX_SCOPES`] tokens.
+    /// More than `MAX_SCOPE_BYTES` or `MAX_SCOPES` tokens.
     TooLong,
     /// A character outside `%x21 / %x23-5B / %x5D-7E`, or a separator other than one space.
     Character,
@@ -117,8 +117,9 @@ impl Scopes {
         Ok(with)
     }
 
+    #[cfg(test)]
     /// Whether every token of `self` is in `other`.
-    pub fn is_subset(&self, other: &Scopes) -> bool {
+    pub(crate) fn is_subset(&self, other: &Scopes) -> bool {
         self.iter().all(|t| other.contains(t))
     }
 }

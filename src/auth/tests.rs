@@ -10,6 +10,7 @@ use http::{HeaderMap, HeaderValue, Method, StatusCode};
 use serde_json::{Value, json};
 
 use super::crypto::tests::test_key_pem;
+use super::flow::RequestId;
 use super::metadata::ServerMetadataError;
 use super::url::decode_form;
 use super::*;

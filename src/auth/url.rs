@@ -5,15 +5,15 @@
 use std::fmt;
 
 /// The longest URL taken from a server or a configuration.
-pub const MAX_URL_BYTES: usize = 2048;
+pub(crate) const MAX_URL_BYTES: usize = 2048;
 /// The most parameters read from a query string or a form.
-pub const MAX_FORM_PAIRS: usize = 64;
+pub(crate) const MAX_FORM_PAIRS: usize = 64;
 
 /// Why a URL was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum UrlError {
-    /// Longer than [`MAX_URL_BYTES`].
+    /// Longer than `MAX_URL_BYTES`.
     TooLong,
     /// Not `http://` or `https://` (compared ignoring case).
     Scheme,
@@ -336,7 +336,7 @@ pub(crate) fn encode_form(pairs: &[(&str, &str)]) -> String {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum FormError {
-    /// Longer than [`MAX_URL_BYTES`], or more than [`MAX_FORM_PAIRS`] parameters.
+    /// Longer than `MAX_URL_BYTES`, or more than `MAX_FORM_PAIRS` parameters.
     TooLong,
     /// A `%` not followed by two hex digits.
     Escape,

@@ -48,7 +48,7 @@ const MAX_DESCRIBED_URI_CHARS: usize = 200;
 /// A tool result as mcpwire returns it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[non_exhaustive]
-pub struct ToolOutput {
+pub(crate) struct ToolOutput {
     /// Whether the tool reported an error (`isError: true`).
     pub is_error: bool,
     /// The content blocks: `{"type":"text","text"}` and
@@ -63,7 +63,7 @@ pub struct ToolOutput {
 /// the caller ([`unknown_outcome`](Self::unknown_outcome) is true).
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum MappingError {
+pub(crate) enum MappingError {
     /// A successful result holds a content block of a type mcpwire does not return.
     UnsupportedContent {
         /// The block's `type`.
@@ -83,7 +83,7 @@ impl MappingError {
     /// [`ErrorKind::OutputSchemaMismatch`] for both [`OutputSchema`](Self::OutputSchema) and
     /// [`MissingStructuredContent`](Self::MissingStructuredContent) (SPEC.md: "result not
     /// matching `output_schema`").
-    pub fn kind(&self) -> ErrorKind {
+    pub(crate) fn kind(&self) -> ErrorKind {
         match self {
             MappingError::UnsupportedContent { .. } => ErrorKind::UnsupportedContent,
             MappingError::OutputSchema { .. } | MappingError::MissingStructuredContent => {
@@ -92,9 +92,10 @@ impl MappingError {
         }
     }
 
+    #[cfg(test)]
     /// Whether the tool may have done something nobody knows about: always true, as the tool
     /// ran and its result is not returned (SPEC.md, "Failures and `unknown_outcome`").
-    pub fn unknown_outcome(&self) -> bool {
+    pub(crate) fn unknown_outcome(&self) -> bool {
         true
     }
 }
@@ -131,7 +132,7 @@ impl std::error::Error for MappingError {}
 ///
 /// # Example
 ///
-/// ```
+/// ```text
 /// use mcpwire::binding::mapping::map_result;
 /// use mcpwire::mcp::CallToolResult;
 /// use serde_json::json;
@@ -142,9 +143,8 @@ impl std::error::Error for MappingError {}
 /// let output = map_result(&result, None)?;
 /// assert!(!output.is_error);
 /// assert_eq!(output.content, vec![json!({"type": "text", "text": "7^2 = 49"})]);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn map_result(
+pub(crate) fn map_result(
     result: &CallToolResult,
     output_schema: Option<&CompiledSchema>,
 ) -> Result<ToolOutput, MappingError> {

@@ -7,5 +7,5 @@
 pub mod call;
 pub mod config;
 pub mod discover;
-pub mod mapping;
-pub mod schema;
+pub(crate) mod mapping;
+pub(crate) mod schema;

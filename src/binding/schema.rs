@@ -33,21 +33,21 @@ use jsonschema::{Retrieve, Uri, Validator};
 use serde_json::Value;
 
 /// The longest schema accepted, in bytes of compact JSON (1 MiB).
-pub const MAX_SCHEMA_BYTES: usize = 1 << 20;
+pub(crate) const MAX_SCHEMA_BYTES: usize = 1 << 20;
 
 /// The deepest nesting accepted: an object or array at the top is level 1, each object or array
 /// inside adds one.
-pub const MAX_SCHEMA_DEPTH: usize = 64;
+pub(crate) const MAX_SCHEMA_DEPTH: usize = 64;
 
 /// How many validation errors [`CompiledSchema::validate`] reports at most.
-pub const MAX_REPORTED_ERRORS: usize = 5;
+pub(crate) const MAX_REPORTED_ERRORS: usize = 5;
 
 /// How many characters of one error message [`CompiledSchema::validate`] keeps (the message
 /// quotes the offending value, which may be large).
-pub const MAX_ERROR_CHARS: usize = 300;
+pub(crate) const MAX_ERROR_CHARS: usize = 300;
 
 /// A JSON Schema compiled by [`compile`], ready to validate values.
-pub struct CompiledSchema {
+pub(crate) struct CompiledSchema {
     validator: Validator,
 }
 
@@ -68,7 +68,7 @@ impl fmt::Debug for CompiledSchema {
 ///
 /// # Example
 ///
-/// ```
+/// ```text
 /// use mcpwire::binding::schema::compile;
 /// use serde_json::json;
 ///
@@ -85,9 +85,8 @@ impl fmt::Debug for CompiledSchema {
 ///
 /// let remote = compile(&json!({"$ref": "https://example.com/s.json"})).unwrap_err();
 /// assert!(remote.contains("https://example.com/s.json"), "{remote}");
-/// # Ok::<(), String>(())
 /// ```
-pub fn compile(schema: &Value) -> Result<CompiledSchema, String> {
+pub(crate) fn compile(schema: &Value) -> Result<CompiledSchema, String> {
     check_depth(schema)?;
     check_size(schema)?;
     let validator = jsonschema::options()
@@ -108,7 +107,7 @@ impl CompiledSchema {
     /// # Errors
     ///
     /// The first [`MAX_REPORTED_ERRORS`] errors, formatted as the [module docs](self) say.
-    pub fn validate(&self, value: &Value) -> Result<(), String> {
+    pub(crate) fn validate(&self, value: &Value) -> Result<(), String> {
         let mut errors = self.validator.iter_errors(value);
         let mut report = String::new();
         for (index, error) in errors.by_ref().take(MAX_REPORTED_ERRORS).enumerate() {
@@ -129,8 +128,9 @@ impl CompiledSchema {
         Err(report)
     }
 
+    #[cfg(any(test, feature = "fuzzing"))]
     /// Whether `value` validates, without building error messages.
-    pub fn is_valid(&self, value: &Value) -> bool {
+    pub(crate) fn is_valid(&self, value: &Value) -> bool {
         self.validator.is_valid(value)
     }
 }

@@ -4,7 +4,7 @@
 //!
 //! Two sources: a host's own [`TokenProvider`] (a token store, a secrets manager), or
 //! [`OAuth`], which runs the MCP authorization spec's flows with the sans-IO
-//! [`Flow`] and carries its requests itself on the session's pool
+//! `Flow` and carries its requests itself on the session's pool
 //! (`GET`/`POST`, each body read up to its limit, no redirect followed, every request under a
 //! deadline, `https` or loopback `http` only, to the MCP server's origin and its
 //! authorization server's). A person's approval goes through the host's [`Authorizer`]. A
@@ -19,7 +19,7 @@
 //! A token is refreshed in the background once it is due (its refresh margin), while it
 //! stays in use; a request about to go out with one within [`Limits::expiry_skew_secs`] of
 //! its expiry, or past it (a client that sat idle), waits for its refresh instead of taking
-//! a 401 ([`Flow::refresh_ahead`]).
+//! a 401 (`Flow::refresh_ahead`).
 //!
 //! [`Limits::expiry_skew_secs`]: crate::auth::Limits::expiry_skew_secs
 //!
@@ -88,7 +88,7 @@ pub(crate) fn unix_now() -> UnixTime {
 /// The system's wall clock: the [`Clock`] an [`OAuth`] and an [`Auth`] read unless they are
 /// given another ([`OAuth::with_clock`], [`Auth::with_clock`]).
 #[derive(Clone, Copy, Debug, Default)]
-pub struct SystemClock;
+pub(crate) struct SystemClock;
 
 impl Clock for SystemClock {
     fn now(&self) -> UnixTime {
@@ -407,7 +407,7 @@ impl From<&str> for NoToken {
 /// Tells one principal from another, for [`Auth::identity`].
 static NEXT_AUTH: AtomicU64 = AtomicU64::new(1);
 
-/// OAuth for one MCP server, run by the client: the sans-IO [`Flow`] behind a lock, its
+/// OAuth for one MCP server, run by the client: the sans-IO `Flow` behind a lock, its
 /// requests carried on the session's pool, the person's approval through an [`Authorizer`].
 /// Tokens are kept in its [`TokenCache`] (by issuer, client, resource and scope) and
 /// refreshed before they expire and after a 401.
@@ -532,7 +532,7 @@ impl OAuth {
     }
 
     /// The client in use with the authorization server, once one is chosen (see
-    /// [`Flow::client`]).
+    /// `Flow::client`).
     pub fn client(&self) -> Option<crate::auth::PreRegistered> {
         self.with_flow(|flow| flow.client()).flatten()
     }
@@ -548,7 +548,7 @@ impl OAuth {
             .unwrap_or_default()
     }
 
-    /// Every secret the flow holds or has used (see [`Flow::secrets`]).
+    /// Every secret the flow holds or has used (see `Flow::secrets`).
     pub fn secrets(&self) -> Vec<Secret> {
         self.with_flow(|flow| flow.secrets()).unwrap_or_default()
     }

@@ -64,7 +64,7 @@ pub(super) struct Request {
 
 impl Request {
     /// The first value of header `name` (lowercase), trimmed, if it is valid UTF-8.
-    pub fn header<'a>(&'a self, name: &'a str) -> Option<&'a str> {
+    pub(super) fn header<'a>(&'a self, name: &'a str) -> Option<&'a str> {
         self.headers_named(name).next()
     }
 
@@ -126,7 +126,7 @@ pub(super) struct Response {
 
 impl Response {
     /// A response with a `text/plain` body.
-    pub fn text(status: u16, body: &str) -> Self {
+    pub(super) fn text(status: u16, body: &str) -> Self {
         Response {
             status,
             headers: vec![("Content-Type", "text/plain; charset=utf-8".to_owned())],
@@ -135,7 +135,7 @@ impl Response {
     }
 
     /// A response with an `application/json` body.
-    pub fn json(status: u16, body: String) -> Self {
+    pub(super) fn json(status: u16, body: String) -> Self {
         Response {
             status,
             headers: vec![("Content-Type", "application/json".to_owned())],
@@ -144,7 +144,7 @@ impl Response {
     }
 
     /// Adds a header field.
-    pub fn with_header(mut self, name: &'static str, value: String) -> Self {
+    pub(super) fn with_header(mut self, name: &'static str, value: String) -> Self {
         self.headers.push((name, value));
         self
     }
@@ -221,7 +221,7 @@ pub(super) struct Conn {
 }
 
 impl Conn {
-    pub fn new(stream: TcpStream, limits: Limits) -> Self {
+    pub(super) fn new(stream: TcpStream, limits: Limits) -> Self {
         Conn {
             stream,
             buf: Vec::new(),
@@ -245,7 +245,7 @@ impl Conn {
 
     /// Reads the next request. Waits at most the idle timeout for it to start, then at most
     /// the request timeout for all of it.
-    pub async fn read_request(&mut self) -> Result<Request, ReadError> {
+    pub(super) async fn read_request(&mut self) -> Result<Request, ReadError> {
         if self.buf.is_empty() {
             // Time is read here, in the driver, to set the deadlines (the sans-IO rule).
             let idle_deadline = super::now() + self.limits.idle_timeout;
@@ -399,7 +399,7 @@ impl Conn {
     }
 
     /// Writes all of `bytes` within the write timeout.
-    pub async fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+    pub(super) async fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
         match timeout(self.limits.write_timeout, self.stream.write_all(bytes)).await {
             Ok(result) => result,
             Err(_) => Err(io::Error::new(io::ErrorKind::TimedOut, "a write timed out")),
@@ -407,7 +407,7 @@ impl Conn {
     }
 
     /// Sends a whole response; only its head when answering `HEAD` (RFC 9110 §9.3.2).
-    pub async fn send(
+    pub(super) async fn send(
         &mut self,
         response: &Response,
         keep_alive: bool,
@@ -429,7 +429,7 @@ impl Conn {
     /// Closes the sending side after a refusal, then reads and discards what the client is
     /// still sending (for a short while), so that closing with unread bytes does not reset
     /// the connection before the client has read the refusal.
-    pub async fn linger(&mut self) {
+    pub(super) async fn linger(&mut self) {
         self.shutdown().await;
         let deadline = super::now() + Duration::from_secs(1);
         let mut scratch = [0u8; 16 * 1024];
@@ -445,7 +445,7 @@ impl Conn {
     /// Waits until the peer closes or sends more bytes (kept for the next request), or until
     /// `until` completes. Returns `Err` once the peer has gone, `Ok(output)` otherwise. A peer
     /// that pipelines more than a head and a body's worth of bytes is no longer read from.
-    pub async fn watch<F: Future>(&mut self, until: F) -> Result<F::Output, PeerGone> {
+    pub(super) async fn watch<F: Future>(&mut self, until: F) -> Result<F::Output, PeerGone> {
         tokio::pin!(until);
         let cap = self.limits.max_head_bytes + self.limits.max_body_bytes;
         let mut scratch = [0u8; 4096];
@@ -465,7 +465,7 @@ impl Conn {
     }
 
     /// Flushes and closes the sending side, within the write timeout.
-    pub async fn shutdown(&mut self) {
+    pub(super) async fn shutdown(&mut self) {
         let _ = timeout(self.limits.write_timeout, self.stream.shutdown()).await;
     }
 }

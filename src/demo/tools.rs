@@ -483,7 +483,7 @@ fn declares_form_elicitation(params: &Map<String, Value>) -> bool {
 pub(super) struct StateKey(RandomState);
 
 impl StateKey {
-    pub fn new() -> Self {
+    pub(super) fn new() -> Self {
         StateKey(RandomState::new())
     }
 
@@ -505,7 +505,7 @@ impl StateKey {
 
     /// A state for deleting `item`, issued at `now_ms`: a JSON text (so, inside the result, a
     /// string full of escaped quotes) that only this server can make.
-    pub fn issue(&self, item: &str, now_ms: u64) -> String {
+    pub(super) fn issue(&self, item: &str, now_ms: u64) -> String {
         let mac = self.mac(&Self::signed_part(item, now_ms));
         json!({"tool": "confirm_delete", "item": item, "issued_ms": now_ms, "mac": mac}).to_string()
     }

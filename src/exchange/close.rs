@@ -11,7 +11,7 @@ impl Exchange {
     /// Ends the session: the standalone and legacy streams close, the one-way messages still
     /// queued go out (bounded by the close timeout), then a `DELETE` ends a session the server
     /// gave an id. [`Output::Closed`] says when it is over.
-    pub fn close(&mut self, now: Instant) {
+    pub(crate) fn close(&mut self, now: Instant) {
         if self.closing != Closing::Open {
             return;
         }

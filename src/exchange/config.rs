@@ -42,7 +42,7 @@ pub struct HttpConfig {
     /// Sent as `Authorization: Bearer ...` on every request to the endpoint's origin: a static
     /// token (a binding's `token_env`), whose refusal is final. Tokens that change (a host's
     /// token store, OAuth) come from the client's token source instead
-    /// (`ClientOptions::auth`, through [`Exchange::set_bearer`](super::Exchange::set_bearer)).
+    /// (`ClientOptions::auth`, through `Exchange::set_bearer`).
     pub bearer_token: Option<Secret>,
     /// More headers sent on every request to the endpoint (`POST`, `GET` and `DELETE`), for
     /// servers that want an API key or a tenant in a header of their own. Their values are
@@ -87,20 +87,22 @@ impl std::fmt::Debug for HttpConfig {
 impl HttpConfig {
     /// A configuration for `url` with default limits and no token. Fails for anything but an
     /// absolute `http` or `https` URL with a host.
-    pub fn new(url: &str) -> Result<Self, UrlError> {
-        let uri: Uri = url.parse().map_err(|e: http::uri::InvalidUri| UrlError {
-            url: url.to_owned(),
-            problem: UrlProblem::Invalid(e.to_string()),
-        })?;
+    pub fn new(url: &str) -> Result<Self, EndpointError> {
+        let uri: Uri = url
+            .parse()
+            .map_err(|e: http::uri::InvalidUri| EndpointError {
+                url: url.to_owned(),
+                problem: EndpointProblem::Invalid(e.to_string()),
+            })?;
         let problem = match uri.scheme_str() {
             Some("http" | "https") if uri.host().is_none_or(str::is_empty) => {
-                Some(UrlProblem::NoHost)
+                Some(EndpointProblem::NoHost)
             }
             Some("http" | "https") => None,
-            _ => Some(UrlProblem::NotHttp),
+            _ => Some(EndpointProblem::NotHttp),
         };
         if let Some(problem) = problem {
-            return Err(UrlError {
+            return Err(EndpointError {
                 url: url.to_owned(),
                 problem,
             });
@@ -132,15 +134,15 @@ impl HttpConfig {
 
 /// Why a URL is not a Streamable HTTP endpoint ([`HttpConfig::new`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct UrlError {
+pub struct EndpointError {
     url: String,
-    problem: UrlProblem,
+    problem: EndpointProblem,
 }
 
 /// What is wrong with a URL.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum UrlProblem {
+pub enum EndpointProblem {
     /// It does not parse as a URI (the parser's reason).
     Invalid(String),
     /// Its scheme is not `http` or `https`.
@@ -149,30 +151,32 @@ pub enum UrlProblem {
     NoHost,
 }
 
-impl UrlError {
+impl EndpointError {
     /// The URL as given.
     pub fn url(&self) -> &str {
         &self.url
     }
 
     /// What is wrong with it.
-    pub fn problem(&self) -> &UrlProblem {
+    pub fn problem(&self) -> &EndpointProblem {
         &self.problem
     }
 }
 
-impl std::fmt::Display for UrlError {
+impl std::fmt::Display for EndpointError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let url = &self.url;
         match &self.problem {
-            UrlProblem::Invalid(why) => write!(f, "invalid URL {url:?}: {why}"),
-            UrlProblem::NotHttp => write!(f, "the URL {url:?} must start with http:// or https://"),
-            UrlProblem::NoHost => write!(f, "the URL {url:?} has no host"),
+            EndpointProblem::Invalid(why) => write!(f, "invalid URL {url:?}: {why}"),
+            EndpointProblem::NotHttp => {
+                write!(f, "the URL {url:?} must start with http:// or https://")
+            }
+            EndpointProblem::NoHost => write!(f, "the URL {url:?} has no host"),
         }
     }
 }
 
-impl std::error::Error for UrlError {}
+impl std::error::Error for EndpointError {}
 
 /// The headers the exchange sets itself, or that frame the HTTP connection (lower case):
 /// never taken as [`ExtraHeaders`]. Any `mcp-*` name is refused too.
@@ -267,7 +271,7 @@ pub(super) struct ExtraHeader {
 /// assert_eq!(config.headers.insert("X-Bad", Secret::new("a\r\nb")), Err(HeaderError::InvalidValue));
 /// assert_eq!(format!("{:?}", config.headers), r#"{"x-api-key": Secret(<redacted>)}"#);
 /// # }
-/// # Ok::<(), mcpwire::exchange::HeaderError>(())
+/// # Ok::<(), mcpwire::transport::http::HeaderError>(())
 /// ```
 #[derive(Clone, Default)]
 pub struct ExtraHeaders(pub(super) Vec<ExtraHeader>);

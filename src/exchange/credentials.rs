@@ -15,7 +15,7 @@ use super::{Exchange, HttpRequest, Op, Output, RequestOp};
 /// How many times one request may be sent again after refusals of its credentials: once
 /// after a 401, and the rest after 403 `insufficient_scope` (step-up); the token provider
 /// keeps its own, lower, limit on step-ups.
-pub const MAX_RESENDS: u8 = 3;
+pub(crate) const MAX_RESENDS: u8 = 3;
 /// How many `WWW-Authenticate` values a [`Refusal`] keeps, and how long each may be.
 const MAX_CHALLENGE_VALUES: usize = 8;
 const MAX_CHALLENGE_VALUE_BYTES: usize = 8 * 1024;
@@ -24,7 +24,7 @@ const MAX_CHALLENGE_VALUE_BYTES: usize = 8 * 1024;
 /// ([`Output::Refused`]). The request did not run, so it may be sent again with a new token.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
-pub struct Refusal {
+pub(crate) struct Refusal {
     /// The refused request.
     pub id: Id,
     /// 401 or 403.
@@ -35,6 +35,8 @@ pub struct Refusal {
     /// The bearer token the request carried.
     pub sent: Option<Secret>,
     /// How many times the request was sent again already.
+    // Only the tests read it: the exchange itself bounds the resends.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub resends: u8,
 }
 
@@ -56,7 +58,7 @@ impl Exchange {
     /// Sends `token` as `Authorization: Bearer` from the next request on (a token provider's,
     /// replacing the config's), or no token. Every token set is remembered for redaction: a
     /// server echoing an old one is caught too.
-    pub fn set_bearer(&mut self, token: Option<Secret>) {
+    pub(crate) fn set_bearer(&mut self, token: Option<Secret>) {
         if let Some(token) = &token
             && !self.secrets.contains(token)
         {
@@ -70,7 +72,7 @@ impl Exchange {
     }
 
     /// The bearer token requests carry now.
-    pub fn bearer(&self) -> Option<&Secret> {
+    pub(crate) fn bearer(&self) -> Option<&Secret> {
         self.bearer.as_ref()
     }
 
@@ -81,19 +83,19 @@ impl Exchange {
     /// 401 fails the request: nothing ran, and a third token would not be better), and never
     /// with the token it was refused with. Off by default: a static token's refusal is
     /// final. A request kept for sending again keeps its body until its reply's head.
-    pub fn hold_refusals(&mut self, hold: bool) {
+    pub(crate) fn hold_refusals(&mut self, hold: bool) {
         self.hold_refusals = hold;
     }
 
     /// Whether refused requests wait for a new token ([`hold_refusals`](Self::hold_refusals)).
-    pub fn holds_refusals(&self) -> bool {
+    pub(crate) fn holds_refusals(&self) -> bool {
         self.hold_refusals
     }
 
     /// Sends the refused request `id` again, with `token` (which also goes on every later
     /// request). A token that is the one the request was refused with fails the request
     /// instead; an `id` not waiting (settled meanwhile) is ignored.
-    pub fn resend(&mut self, id: &Id, token: Option<Secret>, _now: Instant) {
+    pub(crate) fn resend(&mut self, id: &Id, token: Option<Secret>, _now: Instant) {
         let Some(parked) = self.parked.remove(id) else {
             return;
         };
@@ -128,13 +130,19 @@ impl Exchange {
 
     /// Gives up on the refused request `id`: it fails as refused (it did not run), with
     /// `reason` (why no new token came) after the server's challenge.
-    pub fn reject(&mut self, id: &Id, reason: &str) {
+    #[cfg(test)]
+    pub(crate) fn reject(&mut self, id: &Id, reason: &str) {
         self.reject_with(id, reason, None);
     }
 
     /// [`reject`](Self::reject), with the typed error that caused it as the failure's
     /// [`source`](std::error::Error::source).
-    pub fn reject_with(&mut self, id: &Id, reason: &str, cause: Option<crate::session::Cause>) {
+    pub(crate) fn reject_with(
+        &mut self,
+        id: &Id,
+        reason: &str,
+        cause: Option<crate::session::Cause>,
+    ) {
         let Some(Parked {
             op, mut failure, ..
         }) = self.parked.remove(id)

@@ -53,19 +53,19 @@ mod close;
 mod config;
 mod credentials;
 mod legacy;
-mod reply;
+pub(crate) mod reply;
 mod request;
 mod resume;
 
 pub(crate) use config::default_port;
 pub use config::{
-    ExtraHeaders, HeaderError, HttpConfig, HttpLimits, UrlError, UrlProblem, WireLog,
+    EndpointError, EndpointProblem, ExtraHeaders, HeaderError, HttpConfig, HttpLimits, WireLog,
 };
+pub(crate) use credentials::Refusal;
 #[cfg_attr(not(feature = "bindings"), allow(unused_imports))]
 pub(crate) use credentials::auth_param;
-pub use credentials::{MAX_RESENDS, Refusal};
-pub use reply::{DecodedResponse, ResultDecoder, decode_reply, decode_result_as};
-pub use request::SendOptions;
+pub(crate) use reply::ResultDecoder;
+pub(crate) use request::SendOptions;
 
 use credentials::Parked;
 use reply::{
@@ -90,11 +90,11 @@ use crate::sse;
 
 /// Names one HTTP request the exchange asked for, and its response.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct StreamId(u64);
+pub(crate) struct StreamId(u64);
 
 /// An HTTP request to issue.
 #[derive(Clone, Debug)]
-pub struct HttpRequest {
+pub(crate) struct HttpRequest {
     /// `POST`, `GET` or `DELETE`.
     pub method: Method,
     /// Where to.
@@ -112,7 +112,7 @@ pub struct HttpRequest {
 /// Why an HTTP request produced no response, or its body broke off.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum TransportError {
+pub(crate) enum TransportError {
     /// No connection could be made: nothing was sent.
     Connect(String),
     /// The connection failed after the request may have been sent.
@@ -121,7 +121,7 @@ pub enum TransportError {
 
 /// What the exchange asks of its driver.
 #[non_exhaustive]
-pub enum Output {
+pub(crate) enum Output {
     /// Issue this request, and report what comes of it under `stream`.
     Send {
         /// The name its head, body chunks and end are reported under.
@@ -291,7 +291,7 @@ enum Closing {
 }
 
 /// The Streamable HTTP side of one MCP session; see the [module docs](self).
-pub struct Exchange {
+pub(crate) struct Exchange {
     config: Arc<HttpConfig>,
     /// [`HttpConfig::secrets`] and every bearer token set since: what is redacted from logs
     /// and failures.
@@ -335,7 +335,7 @@ impl std::fmt::Debug for Exchange {
 impl Exchange {
     /// An exchange for `config`; `seed` feeds the backoff's jitter (any value; the driver
     /// takes it from the clock or a random source, a test from a constant).
-    pub fn new(config: HttpConfig, seed: u64) -> Self {
+    pub(crate) fn new(config: HttpConfig, seed: u64) -> Self {
         Exchange {
             secrets: config.secrets(),
             bearer: config.bearer_token.clone(),
@@ -366,22 +366,22 @@ impl Exchange {
     }
 
     /// The configuration.
-    pub fn config(&self) -> &HttpConfig {
+    pub(crate) fn config(&self) -> &HttpConfig {
         &self.config
     }
 
     /// The session id the server assigned, if any.
-    pub fn session_id(&self) -> Option<&str> {
+    pub(crate) fn session_id(&self) -> Option<&str> {
         self.learned.session_id.as_deref()
     }
 
     /// Whether the server turned out to speak the legacy HTTP+SSE transport.
-    pub fn is_legacy(&self) -> bool {
+    pub(crate) fn is_legacy(&self) -> bool {
         self.learned.legacy_endpoint.is_some()
     }
 
     /// Sets the negotiated revision, sent as `MCP-Protocol-Version` on every later request.
-    pub fn set_protocol_version(&mut self, version: &'static str) {
+    pub(crate) fn set_protocol_version(&mut self, version: &'static str) {
         self.learned.protocol_version = Some(version);
     }
 
@@ -393,19 +393,20 @@ impl Exchange {
     /// there is no session id, standalone stream, resumption or `DELETE`, and one-way
     /// messages are not sent (the revision defines none over HTTP: a request is cancelled by
     /// closing its stream).
-    pub fn set_modern(&mut self, version: Option<&'static str>) {
+    pub(crate) fn set_modern(&mut self, version: Option<&'static str>) {
         self.learned.modern = version.is_some();
         self.learned.protocol_version = version;
     }
 
     /// Whether the exchange speaks a stateless revision.
-    pub fn is_modern(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_modern(&self) -> bool {
         self.learned.modern
     }
 
     /// Writes a line of the driver's to the wire log (redacted like the exchange's own), such
     /// as the era verdict.
-    pub fn note(&self, line: &str) {
+    pub(crate) fn note(&self, line: &str) {
         self.log(|| line.to_owned());
     }
 
@@ -413,7 +414,7 @@ impl Exchange {
     /// read until the session settles it; notifications and responses are POSTed one at a
     /// time, in order. A `barrier` message (`notifications/initialized`) holds everything
     /// after it until it is delivered.
-    pub fn send(
+    pub(crate) fn send(
         &mut self,
         message: Message<'static>,
         limits: SendOptions,
@@ -450,7 +451,7 @@ impl Exchange {
     /// The session settled request `id`: `answered` when a response came (its stream is read
     /// on briefly, so its connection can be reused), otherwise (timeout, cancel, close) its
     /// stream is closed at once; on HTTP, closing the stream is how a request is abandoned.
-    pub fn finish(&mut self, id: &Id, answered: bool, now: Instant) {
+    pub(crate) fn finish(&mut self, id: &Id, answered: bool, now: Instant) {
         self.parked.remove(id);
         self.waiting
             .retain(|(_, op)| !matches!(op, Op::Request(r) if &r.id == id));
@@ -480,7 +481,7 @@ impl Exchange {
     }
 
     /// The next instant at which [`handle_timeout`](Exchange::handle_timeout) has work to do.
-    pub fn poll_timeout(&self) -> Option<Instant> {
+    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
         let flights = self
             .flights
             .values()
@@ -499,7 +500,7 @@ impl Exchange {
 
     /// Does what is due at `now`: resumes streams whose wait is over, gives up on one-way
     /// POSTs, drains and `DELETE`s that took too long.
-    pub fn handle_timeout(&mut self, now: Instant) {
+    pub(crate) fn handle_timeout(&mut self, now: Instant) {
         // Closing's deadline first: nothing more goes out once it has passed.
         if let Closing::Flushing {
             deadline, status, ..
@@ -547,12 +548,12 @@ impl Exchange {
     }
 
     /// The next thing for the driver to do.
-    pub fn poll_output(&mut self) -> Option<Output> {
+    pub(crate) fn poll_output(&mut self) -> Option<Output> {
         self.outputs.pop_front()
     }
 
     /// The response head of `stream` arrived.
-    pub fn handle_head(
+    pub(crate) fn handle_head(
         &mut self,
         stream: StreamId,
         status: StatusCode,
@@ -639,7 +640,7 @@ impl Exchange {
     }
 
     /// A chunk of `stream`'s body arrived.
-    pub fn handle_body(&mut self, stream: StreamId, chunk: &[u8], now: Instant) {
+    pub(crate) fn handle_body(&mut self, stream: StreamId, chunk: &[u8], now: Instant) {
         let Some(mut flight) = self.flights.remove(&stream) else {
             return;
         };
@@ -728,9 +729,10 @@ impl Exchange {
         self.flights.insert(stream, flight);
     }
 
+    #[cfg(feature = "tracing")]
     /// The id of the request whose response `stream` carries, if it carries one (for a
     /// driver that attributes what happens on the stream to the request's caller).
-    pub fn request_on(&self, stream: StreamId) -> Option<&Id> {
+    pub(crate) fn request_on(&self, stream: StreamId) -> Option<&Id> {
         match &self.flights.get(&stream)?.op {
             Op::Request(op) => Some(&op.id),
             _ => None,
@@ -738,12 +740,12 @@ impl Exchange {
     }
 
     /// `stream`'s body ended.
-    pub fn handle_end(&mut self, stream: StreamId, now: Instant) {
+    pub(crate) fn handle_end(&mut self, stream: StreamId, now: Instant) {
         self.stream_over(stream, None, now);
     }
 
     /// `stream` failed: no response came (`Connect`: nothing was sent), or its body broke off.
-    pub fn handle_error(&mut self, stream: StreamId, error: TransportError, now: Instant) {
+    pub(crate) fn handle_error(&mut self, stream: StreamId, error: TransportError, now: Instant) {
         self.stream_over(stream, Some(error), now);
     }
 

@@ -31,7 +31,7 @@ pub(super) const DRAIN_BYTES: usize = 64 * 1024;
 
 /// A response whose result was decoded in the same pass as its envelope.
 #[non_exhaustive]
-pub struct DecodedResponse {
+pub(crate) struct DecodedResponse {
     /// The id of the request it answers.
     pub id: Option<Id>,
     /// The decoded result, or the error object.
@@ -39,11 +39,11 @@ pub struct DecodedResponse {
 }
 
 /// Decodes one message that is probably a request's response (see [`decode_result_as`]).
-pub type ResultDecoder =
+pub(crate) type ResultDecoder =
     for<'a> fn(&'a [u8]) -> Result<DecodedResponse, jsonrpc::TypedDecodeError<'a>>;
 
 /// A [`ResultDecoder`] for results of type `R`: [`jsonrpc::decode_response_as`], boxed.
-pub fn decode_result_as<R: DeserializeOwned + Send + 'static>(
+pub(crate) fn decode_result_as<R: DeserializeOwned + Send + 'static>(
     input: &[u8],
 ) -> Result<DecodedResponse, jsonrpc::TypedDecodeError<'_>> {
     let response = jsonrpc::decode_response_as::<R>(input)?;
@@ -505,7 +505,7 @@ fn error_reply(body: &[u8], id: &Id) -> Option<Message<'static>> {
 /// goes through the raw decoder, whose messages and errors are the reference. Public for the
 /// benchmarks, which measure the path the client runs.
 #[doc(hidden)]
-pub fn decode_reply(
+pub(crate) fn decode_reply(
     data: &[u8],
     decode_result: Option<ResultDecoder>,
     out: &mut Vec<Output>,

@@ -29,7 +29,7 @@ pub(super) const ONE_WAY_QUEUE: usize = 1024;
 /// How a request is sent and its reply read.
 #[derive(Clone, Debug, Default)]
 #[non_exhaustive]
-pub struct SendOptions {
+pub(crate) struct SendOptions {
     /// Bytes of reply (bodies and streams, resumptions included) the request may receive.
     pub max_response_bytes: Option<u64>,
     /// Decodes the response with its result in the type the caller wants, in the same pass as
@@ -43,7 +43,7 @@ pub struct SendOptions {
 
 impl SendOptions {
     /// Options that decode the result as `R` in the same pass as the envelope.
-    pub fn decoding<R: DeserializeOwned + Send + 'static>() -> Self {
+    pub(crate) fn decoding<R: DeserializeOwned + Send + 'static>() -> Self {
         SendOptions {
             decode_result: Some(decode_result_as::<R>),
             ..SendOptions::default()
@@ -51,13 +51,13 @@ impl SendOptions {
     }
 
     /// These options with a byte budget for the reply.
-    pub fn with_max_response_bytes(mut self, limit: Option<u64>) -> Self {
+    pub(crate) fn with_max_response_bytes(mut self, limit: Option<u64>) -> Self {
         self.max_response_bytes = limit;
         self
     }
 
     /// These options with the request's `Mcp-Name` and `Mcp-Param-*` headers.
-    pub fn with_headers(mut self, headers: Vec<(HeaderName, HeaderValue)>) -> Self {
+    pub(crate) fn with_headers(mut self, headers: Vec<(HeaderName, HeaderValue)>) -> Self {
         self.headers = headers;
         self
     }

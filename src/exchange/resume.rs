@@ -17,7 +17,7 @@ impl Exchange {
     /// ([`HttpConfig::server_stream`](super::HttpConfig::server_stream)) and the session is
     /// not a legacy one (whose event stream is already open). Called once the session is
     /// initialized; a second call does nothing.
-    pub fn open_server_stream(&mut self, now: Instant) {
+    pub(crate) fn open_server_stream(&mut self, now: Instant) {
         if !self.config.server_stream
             || self.server_stream_opened
             || self.is_legacy()

@@ -12,8 +12,9 @@ use std::time::{Duration, Instant};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use serde_json::{Value, json};
 
-use super::credentials::describe_challenge;
+use super::credentials::{MAX_RESENDS, describe_challenge};
 use super::legacy::resolve_same_origin;
+use super::reply::decode_result_as;
 use super::request::method_header;
 use super::*;
 use crate::jsonrpc::{Id, Message, Notification, RawValue, Request};

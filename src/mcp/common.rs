@@ -30,6 +30,7 @@ pub const PROGRESS_TOKEN_KEY: &str = "progressToken";
 /// The `_meta` key that ties a message to a task (schema `RelatedTaskMetadata`); since 2025-11-25.
 pub const RELATED_TASK_KEY: &str = "io.modelcontextprotocol/related-task";
 
+#[cfg(test)]
 /// Converts a progress token to the JSON value that goes into `_meta`.
 pub(crate) fn token_to_value(token: &ProgressToken) -> Value {
     match token {
@@ -38,6 +39,7 @@ pub(crate) fn token_to_value(token: &ProgressToken) -> Value {
     }
 }
 
+#[cfg(test)]
 /// Reads a progress token out of a JSON value: a string, or an integer that fits `i64`.
 pub(crate) fn token_from_value(value: &Value) -> Option<ProgressToken> {
     match value {

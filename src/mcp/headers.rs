@@ -11,7 +11,9 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
-use crate::base64::{self, Flavor, Padding};
+#[cfg(any(test, feature = "fuzzing", feature = "demo"))]
+use crate::base64::Padding;
+use crate::base64::{self, Flavor};
 
 /// The schema keyword that marks a property as mirrored into a header.
 pub(crate) const ANNOTATION: &str = "x-mcp-header";
@@ -27,14 +29,14 @@ const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
 /// no leading or trailing space or tab, and not itself shaped like the encoded form), else
 /// `=?base64?` + the standard, padded Base64 of its UTF-8 bytes + `?=`.
 ///
-/// ```
+/// ```text
 /// use mcpwire::mcp::headers::encode_header_value;
 ///
 /// assert_eq!(encode_header_value("us-west1"), "us-west1");
 /// assert_eq!(encode_header_value("Hello, 世界"), "=?base64?SGVsbG8sIOS4lueVjA==?=");
 /// assert_eq!(encode_header_value(" padded "), "=?base64?IHBhZGRlZCA=?=");
 /// ```
-pub fn encode_header_value(value: &str) -> String {
+pub(crate) fn encode_header_value(value: &str) -> String {
     let printable = value
         .bytes()
         .all(|b| b == b'\t' || (0x20..=0x7E).contains(&b));
@@ -56,7 +58,7 @@ pub fn encode_header_value(value: &str) -> String {
 /// for `null`, and for what a mirrored argument cannot be (a fraction, an integer beyond
 /// ±(2^53 − 1), an object or an array): the server then refuses the call with -32020, which
 /// says more than a made-up value would.
-pub fn argument_header_value(argument: &Value) -> Option<String> {
+pub(crate) fn argument_header_value(argument: &Value) -> Option<String> {
     match argument {
         Value::String(text) => Some(encode_header_value(text)),
         Value::Bool(flag) => Some(flag.to_string()),
@@ -75,7 +77,7 @@ pub fn argument_header_value(argument: &Value) -> Option<String> {
 
 /// One argument a tool mirrors into a header.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ParamHeader {
+pub(crate) struct ParamHeader {
     /// The header's name: `Mcp-Param-` and the annotation's value as declared.
     pub header: String,
     /// The property names from the arguments object down to the argument.
@@ -85,7 +87,7 @@ pub struct ParamHeader {
 impl ParamHeader {
     /// The argument's encoded value in `arguments`, or `None` when it is absent or `null`
     /// (then no header is sent).
-    pub fn value_in(&self, arguments: &Map<String, Value>) -> Option<String> {
+    pub(crate) fn value_in(&self, arguments: &Map<String, Value>) -> Option<String> {
         let (last, parents) = self.path.split_last()?;
         let mut object = arguments;
         for name in parents {
@@ -98,7 +100,7 @@ impl ParamHeader {
 /// Why a tool's `x-mcp-header` annotations are invalid (the tool is then not usable).
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum AnnotationError {
+pub(crate) enum AnnotationError {
     /// The annotation is not a string, or is empty.
     Empty {
         /// Where it is, as a JSON pointer into the input schema.
@@ -159,7 +161,7 @@ impl std::error::Error for AnnotationError {}
 /// HTTP token, unique ignoring case, on a property of type `string`, `integer` or `boolean`
 /// that is reached from the root through `properties` alone. Values of `default`, `const`,
 /// `enum` and `examples` are data, not schemas, and are not searched.
-pub fn param_headers(input_schema: &Value) -> Result<Vec<ParamHeader>, AnnotationError> {
+pub(crate) fn param_headers(input_schema: &Value) -> Result<Vec<ParamHeader>, AnnotationError> {
     let mut found = Vec::new();
     walk(
         input_schema,
@@ -280,8 +282,8 @@ fn push_pointer(pointer: &mut String, key: &str) {
 
 /// Decodes a header value as a server would: the `=?base64?…?=` form to its text, anything
 /// else as it is. `None` for a malformed encoded form. For tests and the fuzz target.
-#[doc(hidden)]
-pub fn decode_header_value(value: &str) -> Option<String> {
+#[cfg(any(test, feature = "fuzzing", feature = "demo"))]
+pub(crate) fn decode_header_value(value: &str) -> Option<String> {
     let Some(inner) = value
         .strip_prefix(SENTINEL_START)
         .and_then(|rest| rest.strip_suffix(SENTINEL_END))

@@ -261,7 +261,7 @@ impl InitializeResult {
     }
 
     /// The server's revision if a Streamable HTTP client accepts it (one of
-    /// [`SUPPORTED`](crate::mcp::SUPPORTED)); `None` means: disconnect.
+    /// `SUPPORTED`); `None` means: disconnect.
     pub fn negotiated_version(&self) -> Option<ProtocolVersion> {
         self.protocol_version().filter(|v| v.is_supported())
     }

@@ -37,7 +37,7 @@
 //!   ([`ProtocolVersion::allows_batching`]), tasks, and so on.
 //! - **Tool errors are results.** A tool's own failure is a [`CallToolResult`] with
 //!   `isError: true`; a JSON-RPC error means the request itself failed (`server/tools.mdx`,
-//!   "Error Handling"). See [`error_code`].
+//!   "Error Handling"). See `error_code`.
 //!
 //! ## Example
 //!
@@ -59,12 +59,12 @@
 mod common;
 mod content;
 mod de;
-pub mod error_code;
-pub mod headers;
+pub(crate) mod error_code;
+pub(crate) mod headers;
 mod lifecycle;
 mod messages;
-pub mod methods;
-pub mod modern;
+pub(crate) mod methods;
+pub(crate) mod modern;
 mod notifications;
 mod tools;
 mod version;
@@ -88,7 +88,7 @@ pub use messages::{
     ProgressNotification, PromptListChangedNotification, RequestMethod,
     ResourceListChangedNotification, ToolListChangedNotification,
 };
-pub use modern::DiscoverResult;
+pub use modern::{DiscoverResult, InputRequest};
 pub use notifications::{
     CancelledNotificationParams, LoggingLevel, LoggingMessageNotificationParams,
     ProgressNotificationParams,
@@ -99,10 +99,8 @@ pub use tools::{
     CallToolRequestParams, CallToolResult, ListToolsRequestParams, ListToolsResult, TaskMetadata,
     TaskSupport, Tool, ToolAnnotations, ToolExecution,
 };
-pub use version::{
-    LATEST, LATEST_INITIALIZE, MODERN, ProtocolVersion, SUPPORTED, V2024_11_05, V2025_03_26,
-    V2025_06_18, V2025_11_25, V2026_07_28,
-};
+pub use version::ProtocolVersion;
+pub(crate) use version::{MODERN, SUPPORTED};
 
 #[cfg(test)]
 mod tests;

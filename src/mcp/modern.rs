@@ -5,7 +5,7 @@
 //!
 //! Pure functions over JSON; the session decides when to call them.
 //!
-//! ```
+//! ```text
 //! use mcpwire::mcp::modern::Envelope;
 //! use mcpwire::mcp::{ClientCapabilities, Implementation, ProtocolVersion};
 //! use serde_json::value::RawValue;
@@ -20,7 +20,6 @@
 //! let value: serde_json::Value = serde_json::from_str(stamped.get())?;
 //! assert_eq!(value["_meta"]["progressToken"], 7);
 //! assert_eq!(value["_meta"]["io.modelcontextprotocol/protocolVersion"], "2026-07-28");
-//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 use std::borrow::Cow;
@@ -46,8 +45,6 @@ pub(crate) const CLIENT_CAPABILITIES_KEY: &str = "io.modelcontextprotocol/client
 pub(crate) const CLIENT_INFO_KEY: &str = "io.modelcontextprotocol/clientInfo";
 /// `_meta` key of a result: who the server is.
 pub(crate) const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
-/// `_meta` key tying a notification to the `subscriptions/listen` request that asked for it.
-pub const SUBSCRIPTION_ID_KEY: &str = "io.modelcontextprotocol/subscriptionId";
 
 /// The most members a params object may have for [`Envelope::stamp`] and [`retry_params`]
 /// to rewrite it (a guard on a caller's input, far above any real request).
@@ -55,7 +52,7 @@ const MAX_PARAMS_MEMBERS: usize = 4096;
 
 /// The `_meta` members a client puts on every request at a stateless revision.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Envelope {
+pub(crate) struct Envelope {
     /// The revision (`io.modelcontextprotocol/protocolVersion`).
     pub version: ProtocolVersion,
     /// What the client can do (`io.modelcontextprotocol/clientCapabilities`): only what it
@@ -68,7 +65,7 @@ pub struct Envelope {
 /// Why params could not be rewritten.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum ParamsError {
+pub(crate) enum ParamsError {
     /// The params are not a JSON object (or their `_meta` is not one).
     NotAnObject,
     /// The params have more members than this module rewrites.
@@ -94,7 +91,7 @@ impl std::error::Error for ParamsError {}
 impl Envelope {
     /// `params` with the envelope's members set in `_meta` (keeping every other member of
     /// both, in order and byte for byte; the envelope's keys replace any the caller set).
-    pub fn stamp(&self, params: Option<&RawValue>) -> Result<Box<RawValue>, ParamsError> {
+    pub(crate) fn stamp(&self, params: Option<&RawValue>) -> Result<Box<RawValue>, ParamsError> {
         self.stamp_with(params, &self.members())
     }
 
@@ -540,7 +537,7 @@ impl Serialize for MembersRef<'_, '_> {
 /// original params, with `inputResponses` and `requestState` set when given (the state echoed
 /// exactly as the server sent it, escapes and all) and removed otherwise. The caller stamps a
 /// fresh envelope and sends it under a new id.
-pub fn retry_params(
+pub(crate) fn retry_params(
     original: Option<&RawValue>,
     input_responses: Option<&RawValue>,
     request_state: Option<&RawValue>,
@@ -619,12 +616,13 @@ impl DiscoverResult {
     }
 
     /// The newest of `ours` that the server lists, if any.
-    pub fn common_version(&self, ours: &[ProtocolVersion]) -> Option<ProtocolVersion> {
+    pub(crate) fn common_version(&self, ours: &[ProtocolVersion]) -> Option<ProtocolVersion> {
         newest_common(ours, self.supported_versions.iter().map(String::as_str))
     }
 
+    #[cfg(any(test, feature = "fuzzing"))]
     /// The cache hint of this result.
-    pub fn cache_hint(&self) -> CacheHint {
+    pub(crate) fn cache_hint(&self) -> CacheHint {
         CacheHint::read(self.ttl_ms.as_ref(), self.cache_scope.as_deref())
     }
 }
@@ -643,7 +641,7 @@ fn newest_common<'a>(
 /// Whether a result may be reused by whoever else asks (`server/utilities/caching.mdx`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum CacheScope {
+pub(crate) enum CacheScope {
     /// Anyone may reuse it.
     Public,
     /// Only the same credentials may reuse it (the default when the server names neither).
@@ -652,7 +650,7 @@ pub enum CacheScope {
 
 /// How long a result may be reused, and by whom (`ttlMs`, `cacheScope`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CacheHint {
+pub(crate) struct CacheHint {
     /// How long; zero means not at all.
     pub ttl: Duration,
     /// By whom.
@@ -662,7 +660,7 @@ pub struct CacheHint {
 impl CacheHint {
     /// Reads the hint: an absent, negative or non-integer `ttlMs` is zero; any `cacheScope`
     /// but `"public"` is private.
-    pub fn read(ttl_ms: Option<&Value>, scope: Option<&str>) -> CacheHint {
+    pub(crate) fn read(ttl_ms: Option<&Value>, scope: Option<&str>) -> CacheHint {
         let ttl = ttl_ms.and_then(Value::as_u64).unwrap_or(0);
         CacheHint {
             ttl: Duration::from_millis(ttl),
@@ -674,7 +672,7 @@ impl CacheHint {
     }
 
     /// Reads the hint from a result's members (`extra` of a typed result).
-    pub fn from_members(members: &JsonObject) -> CacheHint {
+    pub(crate) fn from_members(members: &JsonObject) -> CacheHint {
         CacheHint::read(
             members.get("ttlMs"),
             members.get("cacheScope").and_then(Value::as_str),
@@ -685,7 +683,7 @@ impl CacheHint {
 /// A result's `resultType` (`basic/index.mdx`, "Result types").
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum ResultType {
+pub(crate) enum ResultType {
     /// The request is done (also when the member is absent).
     Complete,
     /// The server needs input before it can finish: retry with `inputResponses`.
@@ -696,7 +694,7 @@ pub enum ResultType {
 
 impl ResultType {
     /// Reads `resultType` (absent means complete).
-    pub fn read(value: Option<&str>) -> ResultType {
+    pub(crate) fn read(value: Option<&str>) -> ResultType {
         match value {
             None | Some("complete") => ResultType::Complete,
             Some("input_required") => ResultType::InputRequired,
@@ -709,7 +707,7 @@ impl ResultType {
 /// `resultType` and, for `input_required`, what the server needs (the members kept raw, so the
 /// state goes back exactly as it came).
 #[derive(Debug, Default, Deserialize)]
-pub struct ResultEnvelope {
+pub(crate) struct ResultEnvelope {
     /// `resultType`.
     #[serde(rename = "resultType", default)]
     result_type: Option<String>,
@@ -724,7 +722,7 @@ pub struct ResultEnvelope {
 /// Why a result's envelope is not usable.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum ResultError {
+pub(crate) enum ResultError {
     /// The result is not a JSON object, or a member has the wrong type.
     Malformed(String),
     /// `resultType` names a type this client does not know.
@@ -752,7 +750,7 @@ impl std::error::Error for ResultError {}
 impl ResultEnvelope {
     /// Reads the envelope of `raw`, checking it: a known `resultType`, and for
     /// `input_required` an object of requests and a string state, at least one of them.
-    pub fn read(raw: &RawValue) -> Result<ResultEnvelope, ResultError> {
+    pub(crate) fn read(raw: &RawValue) -> Result<ResultEnvelope, ResultError> {
         if !raw.get().trim_start().starts_with('{') {
             return Err(ResultError::Malformed(
                 "a result is a JSON object".to_owned(),
@@ -800,7 +798,7 @@ impl ResultEnvelope {
     /// The input requests, each under the server's key, in order (empty when none). A key
     /// that appears twice is refused: the answers go back in one object under the same keys,
     /// where a repeated key would be ambiguous.
-    pub fn input_requests(&self) -> Result<Vec<InputRequest>, ResultError> {
+    pub(crate) fn input_requests(&self) -> Result<Vec<InputRequest>, ResultError> {
         let Some(raw) = &self.input_requests else {
             return Ok(Vec::new());
         };
@@ -855,7 +853,7 @@ pub struct InputRequest {
 /// What the answer to the era probe (`server/discover`) says about the server.
 #[derive(Debug, PartialEq)]
 #[non_exhaustive]
-pub enum EraVerdict {
+pub(crate) enum EraVerdict {
     /// The server speaks a stateless revision: this one, the newest both sides know.
     Modern(ProtocolVersion),
     /// The server speaks a stateless revision but not the one probed with: probe again at
@@ -871,7 +869,7 @@ pub enum EraVerdict {
 /// revision in common means modern; anything else (`{}` from a server that answers every
 /// request, a discover result with no revision in common, or of a `resultType` other than
 /// `complete`) means a 2025-era server.
-pub fn era_from_result(
+pub(crate) fn era_from_result(
     raw: &RawValue,
     ours: &[ProtocolVersion],
 ) -> (EraVerdict, Option<DiscoverResult>) {
@@ -912,7 +910,11 @@ pub fn era_from_result(
 /// revisions the server is a 2025-era one. Any other error (`-32601`, `-32600`, `-32000` "not
 /// initialized", `-32000` "Unsupported protocol version" from a 2025-era SDK) means the server
 /// does not know `server/discover`: 2025-era.
-pub fn era_from_error(code: i64, data: Option<&str>, ours: &[ProtocolVersion]) -> EraVerdict {
+pub(crate) fn era_from_error(
+    code: i64,
+    data: Option<&str>,
+    ours: &[ProtocolVersion],
+) -> EraVerdict {
     if code != error_code::UNSUPPORTED_PROTOCOL_VERSION {
         return EraVerdict::Legacy(format!("server/discover answered error {code}"));
     }
@@ -944,7 +946,10 @@ pub fn era_from_error(code: i64, data: Option<&str>, ours: &[ProtocolVersion]) -
 }
 
 /// The newest of `ours` in the `supported` list of a `-32022` error's data.
-pub fn supported_in_error(data: Option<&str>, ours: &[ProtocolVersion]) -> Option<ProtocolVersion> {
+pub(crate) fn supported_in_error(
+    data: Option<&str>,
+    ours: &[ProtocolVersion],
+) -> Option<ProtocolVersion> {
     match era_from_error(error_code::UNSUPPORTED_PROTOCOL_VERSION, data, ours) {
         EraVerdict::Retry(version) => Some(version),
         _ => None,

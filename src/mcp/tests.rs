@@ -5,6 +5,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
+use super::version::{LATEST, LATEST_INITIALIZE, V2024_11_05, V2025_03_26, V2025_06_18};
 use super::*;
 use crate::jsonrpc::Id;
 

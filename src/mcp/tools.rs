@@ -6,10 +6,9 @@ use serde::de::{Error as _, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
-use super::common::{
-    Icon, JsonObject, Meta, PROGRESS_TOKEN_KEY, ProgressToken, open_string_enum, token_from_value,
-    token_to_value,
-};
+use super::common::{Icon, JsonObject, Meta, open_string_enum};
+#[cfg(test)]
+use super::common::{PROGRESS_TOKEN_KEY, ProgressToken, token_from_value, token_to_value};
 use super::content::ContentBlock;
 use super::de::{MemberName, open_struct};
 
@@ -260,8 +259,8 @@ pub struct CallToolRequestParams {
     /// The arguments, an object matching the tool's `inputSchema`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub arguments: Option<JsonObject>,
-    /// `_meta`: `progressToken` ([`set_progress_token`](Self::set_progress_token)) and any
-    /// caller keys such as `"brain.dev/scope"` ([`set_meta`](Self::set_meta)).
+    /// `_meta`: `progressToken` (`set_progress_token`) and any
+    /// caller keys such as `"brain.dev/scope"` (`set_meta`).
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
     /// Asks for task-augmented execution; since 2025-11-25. The reply is then a
@@ -281,28 +280,32 @@ impl CallToolRequestParams {
         }
     }
 
+    #[cfg(test)]
     /// Sets `_meta.progressToken`, asking the server for `notifications/progress` about this call
     /// (`basic/utilities/progress.mdx`). The token must be unique among the caller's active
     /// requests.
-    pub fn set_progress_token(&mut self, token: &ProgressToken) {
+    pub(crate) fn set_progress_token(&mut self, token: &ProgressToken) {
         self.set_meta(PROGRESS_TOKEN_KEY, token_to_value(token));
     }
 
+    #[cfg(test)]
     /// Builder form of [`set_progress_token`](Self::set_progress_token).
-    pub fn with_progress_token(mut self, token: &ProgressToken) -> Self {
+    pub(crate) fn with_progress_token(mut self, token: &ProgressToken) -> Self {
         self.set_progress_token(token);
         self
     }
 
+    #[cfg(test)]
     /// `_meta.progressToken`, if set to a string or an `i64` integer.
-    pub fn progress_token(&self) -> Option<ProgressToken> {
+    pub(crate) fn progress_token(&self) -> Option<ProgressToken> {
         token_from_value(self.meta.as_ref()?.get(PROGRESS_TOKEN_KEY)?)
     }
 
+    #[cfg(test)]
     /// Sets one `_meta` member, creating `_meta` if needed. Keys with a second label of
     /// `modelcontextprotocol` or `mcp` (such as `io.modelcontextprotocol/`) are reserved for MCP
     /// (`basic/index.mdx`, "`_meta`").
-    pub fn set_meta(&mut self, key: impl Into<String>, value: Value) {
+    pub(crate) fn set_meta(&mut self, key: impl Into<String>, value: Value) {
         self.meta
             .get_or_insert_with(JsonObject::new)
             .insert(key.into(), value);

@@ -4,11 +4,13 @@ use std::fmt;
 
 /// The newest revision this crate implements: `"2026-07-28"` (schema
 /// `LATEST_PROTOCOL_VERSION`), the stateless one a client probes with `server/discover`.
-pub const LATEST: &str = V2026_07_28;
+#[cfg(test)]
+pub(crate) const LATEST: &str = V2026_07_28;
 
 /// The newest revision with an `initialize` handshake, the one a client offers there:
 /// `"2025-11-25"`.
-pub const LATEST_INITIALIZE: &str = V2025_11_25;
+#[cfg(test)]
+pub(crate) const LATEST_INITIALIZE: &str = V2025_11_25;
 
 /// Revision 2026-07-28: stateless. No `initialize` handshake and no session: every request
 /// carries the revision, the client's capabilities and its identity in `_meta`; a client may
@@ -16,30 +18,30 @@ pub const LATEST_INITIALIZE: &str = V2025_11_25;
 /// needs input answers `input_required` instead of sending requests; Streamable HTTP mirrors
 /// the method, the name and annotated arguments in `Mcp-*` headers
 /// (`docs/specification/2026-07-28/changelog.mdx`).
-pub const V2026_07_28: &str = "2026-07-28";
+pub(crate) const V2026_07_28: &str = "2026-07-28";
 
 /// Revision 2025-11-25: adds icons, tasks (experimental), URL-mode elicitation, tool
 /// `execution`, `Implementation.description` / `websiteUrl`, and error `-32042`
 /// (`docs/specification/2025-11-25/changelog.mdx`).
-pub const V2025_11_25: &str = "2025-11-25";
+pub(crate) const V2025_11_25: &str = "2025-11-25";
 
 /// Revision 2025-06-18: adds structured tool output, resource links, elicitation, `title`
 /// fields, wider `_meta`, the `MCP-Protocol-Version` HTTP header, and removes JSON-RPC
 /// batching (`docs/specification/2025-06-18/changelog.mdx`).
-pub const V2025_06_18: &str = "2025-06-18";
+pub(crate) const V2025_06_18: &str = "2025-06-18";
 
 /// Revision 2025-03-26: introduces the Streamable HTTP transport, JSON-RPC batching, tool
 /// annotations, audio content and the progress `message` field
 /// (`docs/specification/2025-03-26/changelog.mdx`).
-pub const V2025_03_26: &str = "2025-03-26";
+pub(crate) const V2025_03_26: &str = "2025-03-26";
 
 /// Revision 2024-11-05: the legacy HTTP+SSE transport (a GET event stream plus a POST
 /// endpoint announced by an `endpoint` event), kept only as a fallback.
-pub const V2024_11_05: &str = "2024-11-05";
+pub(crate) const V2024_11_05: &str = "2024-11-05";
 
 /// The stateless revisions this crate speaks, newest first: what a client probes with and
 /// accepts from `server/discover`.
-pub const MODERN: [ProtocolVersion; 1] = [ProtocolVersion::V2026_07_28];
+pub(crate) const MODERN: [ProtocolVersion; 1] = [ProtocolVersion::V2026_07_28];
 
 /// The revisions a Streamable HTTP client accepts in an `initialize` reply, newest first.
 ///
@@ -47,7 +49,7 @@ pub const MODERN: [ProtocolVersion; 1] = [ProtocolVersion::V2026_07_28];
 /// revision, and a client that does not support that one disconnects
 /// (`basic/lifecycle.mdx`, "Version Negotiation"). 2024-11-05 is not here: it belongs to the
 /// legacy HTTP+SSE transport, which is a different connection procedure.
-pub const SUPPORTED: [ProtocolVersion; 3] = [
+pub(crate) const SUPPORTED: [ProtocolVersion; 3] = [
     ProtocolVersion::V2025_11_25,
     ProtocolVersion::V2025_06_18,
     ProtocolVersion::V2025_03_26,
@@ -75,10 +77,10 @@ pub enum ProtocolVersion {
 }
 
 impl ProtocolVersion {
-    /// The newest revision, [`LATEST`].
+    /// The newest revision, `LATEST`.
     pub const LATEST: Self = Self::V2026_07_28;
 
-    /// The newest revision with an `initialize` handshake, [`LATEST_INITIALIZE`].
+    /// The newest revision with an `initialize` handshake, `LATEST_INITIALIZE`.
     pub const LATEST_INITIALIZE: Self = Self::V2025_11_25;
 
     /// Every known revision, oldest first.
@@ -107,7 +109,7 @@ impl ProtocolVersion {
     }
 
     /// Whether a Streamable HTTP client accepts this revision in an `initialize` reply: one of
-    /// [`SUPPORTED`].
+    /// `SUPPORTED`.
     pub const fn is_supported(self) -> bool {
         matches!(
             self,
@@ -126,9 +128,10 @@ impl ProtocolVersion {
         self as u8 >= other as u8
     }
 
+    #[cfg(test)]
     /// Whether the revision's HTTP transport is Streamable HTTP (2025-03-26 and later); 2024-11-05
     /// uses HTTP+SSE (`2025-03-26/basic/transports.mdx`, "Backwards Compatibility").
-    pub const fn uses_streamable_http(self) -> bool {
+    pub(crate) const fn uses_streamable_http(self) -> bool {
         !matches!(self, Self::V2024_11_05)
     }
 
@@ -146,56 +149,65 @@ impl ProtocolVersion {
         matches!(self, Self::V2025_03_26)
     }
 
+    #[cfg(test)]
     /// Whether the revision defines `Tool.outputSchema` and `CallToolResult.structuredContent`
     /// (2025-06-18 and later; `2025-06-18/server/tools.mdx`, "Structured Content").
-    pub const fn has_structured_content(self) -> bool {
+    pub(crate) const fn has_structured_content(self) -> bool {
         self.at_least(Self::V2025_06_18)
     }
 
+    #[cfg(test)]
     /// Whether the revision defines the `resource_link` content block (2025-06-18 and later).
-    pub const fn has_resource_links(self) -> bool {
+    pub(crate) const fn has_resource_links(self) -> bool {
         self.at_least(Self::V2025_06_18)
     }
 
+    #[cfg(test)]
     /// Whether the revision defines `elicitation/create` (2025-06-18 and later).
-    pub const fn has_elicitation(self) -> bool {
+    pub(crate) const fn has_elicitation(self) -> bool {
         self.at_least(Self::V2025_06_18)
     }
 
+    #[cfg(test)]
     /// Whether the revision defines URL-mode elicitation and error `-32042` (2025-11-25).
-    pub const fn has_url_elicitation(self) -> bool {
+    pub(crate) const fn has_url_elicitation(self) -> bool {
         // 2026-07-28 retired -32042 with server-to-client requests.
         matches!(self, Self::V2025_11_25)
     }
 
+    #[cfg(test)]
     /// Whether the revision defines tasks (`tasks/*`, `CallToolRequestParams.task`,
     /// `Tool.execution`; 2025-11-25, experimental).
-    pub const fn has_tasks(self) -> bool {
+    pub(crate) const fn has_tasks(self) -> bool {
         self.at_least(Self::V2025_11_25)
     }
 
+    #[cfg(test)]
     /// Whether the revision defines `icons` on implementations, tools, resources and prompts
     /// (2025-11-25, SEP-973).
-    pub const fn has_icons(self) -> bool {
+    pub(crate) const fn has_icons(self) -> bool {
         self.at_least(Self::V2025_11_25)
     }
 
+    #[cfg(test)]
     /// Whether the revision defines `title` on tools, resources, prompts and implementations
     /// (2025-06-18 and later).
-    pub const fn has_titles(self) -> bool {
+    pub(crate) const fn has_titles(self) -> bool {
         self.at_least(Self::V2025_06_18)
     }
 
+    #[cfg(test)]
     /// Whether the revision defines tool annotations (`readOnlyHint` and friends), audio content,
     /// the progress `message` field and the `completions` capability (2025-03-26 and later).
-    pub const fn has_tool_annotations(self) -> bool {
+    pub(crate) const fn has_tool_annotations(self) -> bool {
         self.uses_streamable_http()
     }
 
+    #[cfg(test)]
     /// Whether `notifications/cancelled` must carry `requestId` (every revision before
     /// 2025-11-25; from 2025-11-25 it is optional because tasks are cancelled with
     /// `tasks/cancel` instead).
-    pub const fn cancel_requires_request_id(self) -> bool {
+    pub(crate) const fn cancel_requires_request_id(self) -> bool {
         !self.at_least(Self::V2025_11_25)
     }
 }

@@ -20,9 +20,9 @@
 //!    (RFC 9728) they name or the well-known URIs give, fetched without credentials, from
 //!    https or loopback addresses only.
 //! 6. **Tools.** Every page of `tools/list`, and per tool: the name rule, whether `inputSchema`
-//!    and `outputSchema` compile ([`compile`](crate::binding::schema::compile)), whether it
+//!    and `outputSchema` compile (`compile`), whether it
 //!    declares an `outputSchema`, and its `x-mcp-header` annotations
-//!    ([`param_headers`](crate::mcp::headers::param_headers)).
+//!    (`param_headers`).
 //! 7. **Deviations.** Everything seen on the wire that breaks a rule, with the rule and the
 //!    evidence ([`Deviation`]).
 //!

@@ -119,7 +119,7 @@ impl Failure {
     }
 
     /// This failure, caused by `cause` (its [`source`](std::error::Error::source)).
-    pub fn with_cause(mut self, cause: Option<Cause>) -> Self {
+    pub(crate) fn with_cause(mut self, cause: Option<Cause>) -> Self {
         self.cause = cause;
         self
     }

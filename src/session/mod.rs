@@ -2,10 +2,15 @@
 //! routing of what the server sends, server requests, cancellation, version negotiation and,
 //! per request, what is known about its delivery.
 //!
+//! Public here: the session's configuration ([`Config`], [`EraPolicy`], [`ResumePolicy`]) and
+//! the failures it reports ([`Failure`], the [`source`](std::error::Error::source) of an
+//! [`Error`](crate::Error) whose request failed, with its [`FailureKind`] and [`Delivery`]).
+//! The machine itself is internal: the connection machine under the client drives it.
+//!
 //! Sans-IO in the manner of quinn-proto and str0m: no sockets, no runtime, no clock. The
-//! transport driver feeds it messages ([`Session::handle_message`]), transport facts
-//! ([`Session::fail_request`]) and the time ([`Session::handle_timeout`]); it asks
-//! [`Session::poll_timeout`] when to wake up next and drains [`Session::poll_output`] for
+//! transport driver feeds it messages (`Session::handle_message`), transport facts
+//! (`Session::fail_request`) and the time (`Session::handle_timeout`); it asks
+//! `Session::poll_timeout` when to wake up next and drains `Session::poll_output` for
 //! messages to send, settled requests, progress and notifications.
 //!
 //! # Run loop
@@ -30,7 +35,7 @@
 //!
 //! Revisions 2024-11-05 to 2025-11-25 open a session with `initialize`. The stateless
 //! 2026-07-28 revision drops the handshake and carries the version in each request's `_meta`.
-//! The handshake lives in [`Phase`]; a stateless era becomes another way into `Ready` (no
+//! The handshake lives in `Phase`; a stateless era becomes another way into `Ready` (no
 //! initialize round trip, a `_meta` stamp on each request) while ids, routing, deadlines,
 //! cancellation and delivery tracking, which both eras share, stay as they are.
 
@@ -56,7 +61,8 @@ use crate::mcp::{
 };
 
 pub use failure::{Cause, Delivery, Failure, FailureKind};
-pub use resume::{ResumePolicy, Resumption};
+pub use resume::ResumePolicy;
+pub(crate) use resume::Resumption;
 
 /// What a session needs to know before it starts.
 #[derive(Clone, Debug)]
@@ -89,7 +95,7 @@ pub struct Config {
     pub max_pending_requests: usize,
     /// Whether the server's requests for input (`elicitation/create`,
     /// `sampling/createMessage`, `roots/list` at 2025-era revisions) go to the driver as
-    /// [`Output::ServerRequest`], for a handler to answer ([`Session::answer_server_request`]).
+    /// `Output::ServerRequest`, for a handler to answer (`Session::answer_server_request`).
     /// Off by default: the session answers them itself (elicitation ends the calls in flight
     /// with an unknown outcome; the others get `-32601`).
     pub forward_input_requests: bool,
@@ -135,7 +141,7 @@ impl Default for Config {
 /// Deadlines and routing for one request.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
-pub struct RequestOptions {
+pub(crate) struct RequestOptions {
     /// The request fails with [`FailureKind::Timeout`] this long after it is made.
     pub timeout: Duration,
     /// If set, the request also fails ([`FailureKind::IdleTimeout`]) when this long passes
@@ -148,7 +154,7 @@ pub struct RequestOptions {
 
 impl RequestOptions {
     /// A request with a hard timeout and nothing else.
-    pub fn with_timeout(timeout: Duration) -> Self {
+    pub(crate) fn with_timeout(timeout: Duration) -> Self {
         RequestOptions {
             timeout,
             idle_timeout: None,
@@ -160,7 +166,7 @@ impl RequestOptions {
 /// What the session asks of its driver.
 #[derive(Debug)]
 #[non_exhaustive]
-pub enum Output {
+pub(crate) enum Output {
     /// The handshake is done: the negotiated revision and the server's `initialize` answer,
     /// parsed once. Comes before the `notifications/initialized` transmit, so a transport can
     /// put the version on that message already, and before the initialize request is settled.
@@ -187,7 +193,7 @@ pub enum Output {
 /// The outcome of a successful handshake.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
-pub struct Ready {
+pub(crate) struct Ready {
     /// The revision both sides speak.
     pub version: ProtocolVersion,
     /// What the server said of itself: its answer to `initialize`, or at a stateless revision
@@ -199,7 +205,7 @@ pub struct Ready {
 /// A message to send.
 #[derive(Debug)]
 #[non_exhaustive]
-pub struct Transmit {
+pub(crate) struct Transmit {
     /// The message.
     pub message: Message<'static>,
     /// The message must be delivered before anything queued after it goes out
@@ -221,11 +227,9 @@ impl Transmit {
 /// A finished request.
 #[derive(Debug)]
 #[non_exhaustive]
-pub struct Settled {
+pub(crate) struct Settled {
     /// The request's id.
     pub id: Id,
-    /// The request's method.
-    pub method: String,
     /// The `result`, or why there is none.
     pub outcome: Result<Payload, Failure>,
 }
@@ -235,7 +239,7 @@ impl Settled {
     /// the transport saw while reading the answer), as opposed to our giving up on it
     /// (timeout, cancel, close, elicitation). A transport reads an answered request's stream
     /// on briefly, so its connection can be reused, and closes an abandoned one at once.
-    pub fn answered(&self) -> bool {
+    pub(crate) fn answered(&self) -> bool {
         match &self.outcome {
             Ok(_) => true,
             Err(failure) => !matches!(
@@ -254,21 +258,11 @@ impl Settled {
 /// into the type the request's caller asked the transport for
 /// ([`Session::handle_decoded_response`]).
 #[non_exhaustive]
-pub enum Payload {
+pub(crate) enum Payload {
     /// The result as the server sent it.
     Raw(Box<RawValue>),
     /// The result decoded; the caller who asked for the type downcasts it.
     Decoded(Box<dyn Any + Send>),
-}
-
-impl Payload {
-    /// The raw result, if it was not decoded.
-    pub fn raw(&self) -> Option<&RawValue> {
-        match self {
-            Payload::Raw(raw) => Some(raw),
-            Payload::Decoded(_) => None,
-        }
-    }
 }
 
 impl std::fmt::Debug for Payload {
@@ -283,7 +277,7 @@ impl std::fmt::Debug for Payload {
 /// Where the session is in its life.
 #[derive(Debug)]
 #[non_exhaustive]
-pub enum Phase {
+pub(crate) enum Phase {
     /// Created; `start` has not been called.
     New,
     /// The era probe (`server/discover`) is in flight.
@@ -375,7 +369,7 @@ impl std::error::Error for RequestError {}
 
 /// The client side of one MCP session.
 #[derive(Debug)]
-pub struct Session {
+pub(crate) struct Session {
     config: Config,
     phase: Phase,
     server: Option<InitializeResult>,
@@ -402,7 +396,7 @@ pub struct Session {
 
 impl Session {
     /// A session that will offer `config.offered_version`.
-    pub fn new(config: Config) -> Self {
+    pub(crate) fn new(config: Config) -> Self {
         Session {
             config,
             phase: Phase::New,
@@ -433,7 +427,7 @@ impl Session {
     /// `notifications/initialized`, or, when the server's revision is not accepted or the
     /// answer is not an initialize result, moves it to [`Phase::Closed`]. Either way the
     /// handshake request is settled like any other.
-    pub fn start(&mut self, now: Instant) {
+    pub(crate) fn start(&mut self, now: Instant) {
         if !matches!(self.phase, Phase::New) {
             return;
         }
@@ -488,7 +482,7 @@ impl Session {
     }
 
     /// The revision the era probe in flight names (a transport puts it in its headers).
-    pub fn probe_version(&self) -> Option<ProtocolVersion> {
+    pub(crate) fn probe_version(&self) -> Option<ProtocolVersion> {
         match self.phase {
             Phase::Probing => self.probe.map(|(version, _)| version),
             _ => None,
@@ -505,13 +499,7 @@ impl Session {
     }
 
     /// The probe's answer or failure. Returns the failure when it is no era verdict.
-    fn finish_probe(
-        &mut self,
-        id: Id,
-        method: String,
-        outcome: Result<Payload, Failure>,
-        now: Instant,
-    ) {
+    fn finish_probe(&mut self, id: Id, outcome: Result<Payload, Failure>, now: Instant) {
         let (corrected, ours) = (
             self.probe.is_some_and(|(_, corrected)| corrected),
             self.config.modern_versions.clone(),
@@ -522,7 +510,7 @@ impl Session {
                 if let (EraVerdict::Modern(version), Some(result)) = (&verdict, result) {
                     let server = described(&result, *version);
                     self.become_modern(*version, Some(server));
-                    self.settle(id, method, outcome);
+                    self.settle(id, outcome);
                     return;
                 }
                 verdict
@@ -551,7 +539,7 @@ impl Session {
                         format!("the era probe (server/discover) failed: {}", failure.detail),
                     )
                     .with_cause(failure.cause().cloned());
-                    self.settle(id, method, Err(failure));
+                    self.settle(id, Err(failure));
                     self.close();
                     return;
                 }
@@ -564,7 +552,6 @@ impl Session {
                 // dropped.
                 self.settle(
                     id,
-                    method,
                     Err(Failure::new(
                         FailureKind::Protocol,
                         Delivery::Answered,
@@ -581,7 +568,6 @@ impl Session {
                 );
                 self.settle(
                     id,
-                    method,
                     Err(Failure::new(
                         FailureKind::UnsupportedVersion,
                         Delivery::Answered,
@@ -593,7 +579,6 @@ impl Session {
             EraVerdict::Retry(version) => {
                 self.settle(
                     id,
-                    method,
                     Err(Failure::new(
                         FailureKind::UnsupportedVersion,
                         Delivery::Answered,
@@ -608,7 +593,6 @@ impl Session {
             EraVerdict::NoCommonVersion(theirs) => {
                 self.settle(
                     id,
-                    method,
                     Err(Failure::new(
                         FailureKind::UnsupportedVersion,
                         Delivery::Answered,
@@ -631,7 +615,7 @@ impl Session {
     /// first message, as some 2025-era servers do): when silence means a 2025-era server, the
     /// probe is withdrawn and `initialize` queued, for the driver to send to the server it
     /// starts again. Returns whether it did.
-    pub fn probe_lost(&mut self, now: Instant) -> bool {
+    pub(crate) fn probe_lost(&mut self, now: Instant) -> bool {
         if !matches!(self.phase, Phase::Probing) || !self.config.silent_probe_means_legacy {
             return false;
         }
@@ -653,7 +637,7 @@ impl Session {
     }
 
     /// The id of the initialize request in flight (or last sent), once `start` was called.
-    pub fn initialize_id(&self) -> Option<&Id> {
+    pub(crate) fn initialize_id(&self) -> Option<&Id> {
         self.initialize_id.as_ref()
     }
 
@@ -663,7 +647,7 @@ impl Session {
     /// from now on, and initialize is queued again, under the same id (it starts a new
     /// session on the legacy transport) and with a fresh deadline. Ignored unless the
     /// handshake is in progress.
-    pub fn downgrade_to_legacy(&mut self, now: Instant) {
+    pub(crate) fn downgrade_to_legacy(&mut self, now: Instant) {
         if !matches!(self.phase, Phase::Initializing) {
             return;
         }
@@ -684,13 +668,14 @@ impl Session {
         self.next_id = self.next_id.max(next_id);
     }
 
+    #[cfg(any(test, feature = "fuzzing"))]
     /// Where the session stands.
-    pub fn phase(&self) -> &Phase {
+    pub(crate) fn phase(&self) -> &Phase {
         &self.phase
     }
 
     /// The negotiated revision, once ready.
-    pub fn protocol_version(&self) -> Option<ProtocolVersion> {
+    pub(crate) fn protocol_version(&self) -> Option<ProtocolVersion> {
         match self.phase {
             Phase::Ready { version } => Some(version),
             _ => None,
@@ -698,23 +683,27 @@ impl Session {
     }
 
     /// The server's answer to `initialize`, once received and accepted.
-    pub fn server(&self) -> Option<&InitializeResult> {
+    #[cfg(test)]
+    pub(crate) fn server(&self) -> Option<&InitializeResult> {
         self.server.as_ref()
     }
 
+    #[cfg(any(test, feature = "fuzzing"))]
     /// Whether a request is still pending.
-    pub fn is_pending(&self, id: &Id) -> bool {
+    pub(crate) fn is_pending(&self, id: &Id) -> bool {
         self.pending.contains_key(id)
     }
 
     /// How many responses were dropped because no request was waiting for them.
-    pub fn dropped_responses(&self) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn dropped_responses(&self) -> u64 {
         self.dropped_responses
     }
 
+    #[cfg(any(test, feature = "fuzzing"))]
     /// Queues a request. Refused, with nothing sent, when the session is not ready, when the
     /// server lacks the capability the method needs, or when too many requests are pending.
-    pub fn request(
+    pub(crate) fn request(
         &mut self,
         method: &str,
         params: Option<Box<RawValue>>,
@@ -787,14 +776,14 @@ impl Session {
 
     /// Whether the session speaks a stateless revision (2026-07-28): every request carries
     /// the `_meta` envelope, and there is no session to end.
-    pub fn is_modern(&self) -> bool {
+    pub(crate) fn is_modern(&self) -> bool {
         self.envelope.is_some()
     }
 
     /// Speaks `version` from now on, another stateless revision the server named in a
     /// `-32022` answer (the caller retries the rejected request once). Ignored unless the
     /// session is ready at a stateless revision.
-    pub fn switch_version(&mut self, version: ProtocolVersion) {
+    pub(crate) fn switch_version(&mut self, version: ProtocolVersion) {
         if self.envelope.is_some()
             && matches!(self.phase, Phase::Ready { .. })
             && version.is_modern()
@@ -804,9 +793,10 @@ impl Session {
         }
     }
 
+    #[cfg(any(test, feature = "fuzzing"))]
     /// Queues a notification (for instance `notifications/roots/list_changed`). Ignored unless
     /// the session is ready.
-    pub fn notify(&mut self, method: &str, params: Option<Box<RawValue>>) {
+    pub(crate) fn notify(&mut self, method: &str, params: Option<Box<RawValue>>) {
         if matches!(self.phase, Phase::Ready { .. }) {
             self.transmit(Message::notification(method.to_owned(), params));
         }
@@ -817,7 +807,7 @@ impl Session {
     /// `notifications/cancelled` is queued. A request still waiting in the output queue is
     /// withdrawn and never sent. `initialize` is never cancelled by notification (the
     /// specification forbids it); cancelling it closes the session.
-    pub fn cancel(&mut self, id: &Id, reason: &str) {
+    pub(crate) fn cancel(&mut self, id: &Id, reason: &str) {
         self.abandon(id, FailureKind::Cancelled, reason.to_owned());
     }
 
@@ -825,15 +815,15 @@ impl Session {
     /// ([`Delivery::NotSent`]), refused at the HTTP level ([`Delivery::Refused`]), the
     /// connection or stream lost before the response ([`Delivery::MayHaveReached`]). Nothing is
     /// sent. Ignored when the request is no longer pending.
-    pub fn fail_request(&mut self, id: &Id, failure: Failure) {
+    pub(crate) fn fail_request(&mut self, id: &Id, failure: Failure) {
         if let Some(pending) = self.pending.remove(id) {
             self.forget_route(&pending);
             if self.is_probe(id) {
                 let now = self.last_now.unwrap_or(pending.deadline);
-                self.finish_probe(id.clone(), pending.method, Err(failure), now);
+                self.finish_probe(id.clone(), Err(failure), now);
                 return;
             }
-            self.settle(id.clone(), pending.method, Err(failure));
+            self.settle(id.clone(), Err(failure));
         }
     }
 
@@ -844,7 +834,7 @@ impl Session {
     /// The connection is gone for good: every pending request fails with `failure`'s kind and
     /// detail, keeping what is known of its own delivery (a request never handed out stays
     /// [`Delivery::NotSent`]), and the session closes.
-    pub fn fail_all(&mut self, failure: &Failure) {
+    pub(crate) fn fail_all(&mut self, failure: &Failure) {
         let mut ids: Vec<Id> = self.pending.keys().cloned().collect();
         ids.sort();
         for id in ids {
@@ -857,7 +847,7 @@ impl Session {
                 };
                 let failure = Failure::new(failure.kind.clone(), delivery, failure.detail.clone())
                     .with_cause(failure.cause().cloned());
-                self.settle(id, pending.method, Err(failure));
+                self.settle(id, Err(failure));
             }
         }
         self.close();
@@ -865,7 +855,7 @@ impl Session {
 
     /// Closes the session: every pending request fails with [`FailureKind::Closed`] and nothing
     /// more is sent. Requests that may have reached the server keep that fact.
-    pub fn close(&mut self) {
+    pub(crate) fn close(&mut self) {
         self.phase = Phase::Closed;
         self.outputs
             .retain(|output| !matches!(output, Output::Transmit(_)));
@@ -879,7 +869,7 @@ impl Session {
                     pending.delivery,
                     "the session was closed",
                 );
-                self.settle(id, pending.method, Err(failure));
+                self.settle(id, Err(failure));
             }
         }
     }
@@ -887,7 +877,7 @@ impl Session {
     /// Answers a server request that was handed out as [`Output::ServerRequest`]: its result,
     /// or the error to send. Ignored for an id that is not waiting (answered already, or
     /// never handed out).
-    pub fn answer_server_request(
+    pub(crate) fn answer_server_request(
         &mut self,
         id: &Id,
         answer: Result<Box<RawValue>, ErrorObject<'static>>,
@@ -903,13 +893,13 @@ impl Session {
     }
 
     /// The next instant at which [`handle_timeout`](Session::handle_timeout) has work to do.
-    pub fn poll_timeout(&self) -> Option<Instant> {
+    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
         self.pending.values().map(Pending::next_deadline).min()
     }
 
     /// Fails every request whose deadline is at or before `now`, queuing
     /// `notifications/cancelled` for those that may have reached the server.
-    pub fn handle_timeout(&mut self, now: Instant) {
+    pub(crate) fn handle_timeout(&mut self, now: Instant) {
         let mut expired: Vec<(Id, FailureKind)> = self
             .pending
             .iter()
@@ -934,7 +924,7 @@ impl Session {
                     pending.delivery,
                     "no answer to the era probe within the probe timeout",
                 );
-                self.finish_probe(id, pending.method, Err(failure), now);
+                self.finish_probe(id, Err(failure), now);
                 continue;
             }
             let detail = match kind {
@@ -946,7 +936,7 @@ impl Session {
     }
 
     /// The next thing for the driver to do.
-    pub fn poll_output(&mut self) -> Option<Output> {
+    pub(crate) fn poll_output(&mut self) -> Option<Output> {
         let output = self.outputs.pop_front()?;
         if let Output::Transmit(transmit) = &output
             && let Some(pending) = transmit
@@ -961,7 +951,7 @@ impl Session {
     }
 
     /// Handles one message from the server.
-    pub fn handle_message(&mut self, message: Message<'_>, now: Instant) {
+    pub(crate) fn handle_message(&mut self, message: Message<'_>, now: Instant) {
         self.last_now = Some(now);
         match message {
             Message::Response(response) => self.handle_response(response),
@@ -973,13 +963,13 @@ impl Session {
     /// Handles a response whose result the transport decoded, in the same pass as its
     /// envelope, into the type the request's caller asked for (see [`Payload::Decoded`]). The
     /// same rules as for a response in [`handle_message`](Session::handle_message) apply.
-    pub fn handle_decoded_response(&mut self, id: Id, result: Box<dyn Any + Send>) {
+    pub(crate) fn handle_decoded_response(&mut self, id: Id, result: Box<dyn Any + Send>) {
         self.accept_response(id, Ok(Payload::Decoded(result)));
     }
 
     /// Handles a progress notification the transport decoded in one pass (the same as a
     /// `notifications/progress` message in [`handle_message`](Session::handle_message)).
-    pub fn handle_progress(&mut self, params: ProgressNotificationParams, now: Instant) {
+    pub(crate) fn handle_progress(&mut self, params: ProgressNotificationParams, now: Instant) {
         let Some(id) = self.progress_routes.get(&params.progress_token).cloned() else {
             return;
         };
@@ -1022,15 +1012,15 @@ impl Session {
         self.forget_route(&pending);
         if self.is_probe(&id) {
             let now = self.last_now.unwrap_or(pending.deadline);
-            self.finish_probe(id, pending.method, outcome, now);
+            self.finish_probe(id, outcome, now);
         } else if self.initialize_id.as_ref() == Some(&id) {
-            self.finish_handshake(id, pending.method, outcome);
+            self.finish_handshake(id, outcome);
         } else {
-            self.settle(id, pending.method, outcome);
+            self.settle(id, outcome);
         }
     }
 
-    fn finish_handshake(&mut self, id: Id, method: String, outcome: Result<Payload, Failure>) {
+    fn finish_handshake(&mut self, id: Id, outcome: Result<Payload, Failure>) {
         let outcome = outcome.and_then(|payload| {
             let malformed = |e: &dyn std::fmt::Display| {
                 Failure::new(
@@ -1085,10 +1075,10 @@ impl Session {
                     message: Message::notification(methods::INITIALIZED.to_owned(), None),
                     barrier: true,
                 }));
-                self.settle(id, method, Ok(payload));
+                self.settle(id, Ok(payload));
             }
             Err(failure) => {
-                self.settle(id, method, Err(failure));
+                self.settle(id, Err(failure));
                 self.close();
             }
         }
@@ -1196,11 +1186,7 @@ impl Session {
             let params = serde_json::value::to_raw_value(&params).ok();
             self.transmit(Message::notification(methods::CANCELLED.to_owned(), params));
         }
-        self.settle(
-            id.clone(),
-            pending.method,
-            Err(Failure::new(kind, delivery, detail)),
-        );
+        self.settle(id.clone(), Err(Failure::new(kind, delivery, detail)));
         if is_initialize {
             self.close();
         }
@@ -1243,12 +1229,9 @@ impl Session {
         }));
     }
 
-    fn settle(&mut self, id: Id, method: String, outcome: Result<Payload, Failure>) {
-        self.outputs.push_back(Output::Settled(Settled {
-            id,
-            method,
-            outcome,
-        }));
+    fn settle(&mut self, id: Id, outcome: Result<Payload, Failure>) {
+        self.outputs
+            .push_back(Output::Settled(Settled { id, outcome }));
     }
 
     fn forget_route(&mut self, pending: &Pending) {

@@ -55,7 +55,7 @@ impl Default for ResumePolicy {
 /// The resumption state of one event stream: a request's response stream, or the standalone
 /// GET stream (the same rules, except that the GET stream is reopened without an event id).
 #[derive(Clone, Debug)]
-pub struct Resumption {
+pub(crate) struct Resumption {
     policy: ResumePolicy,
     last_event_id: String,
     retry: Option<Duration>,
@@ -67,7 +67,7 @@ pub struct Resumption {
 impl Resumption {
     /// A response stream that has not been resumed yet. It can be resumed only once an event
     /// id was seen: a request's events are replayed from that id, never sent again.
-    pub fn new(policy: ResumePolicy) -> Self {
+    pub(crate) fn new(policy: ResumePolicy) -> Self {
         Resumption {
             policy,
             last_event_id: String::new(),
@@ -80,7 +80,7 @@ impl Resumption {
 
     /// A stream that may be reopened with or without an event id (the standalone GET stream,
     /// which carries no request's response).
-    pub fn reopening(policy: ResumePolicy) -> Self {
+    pub(crate) fn reopening(policy: ResumePolicy) -> Self {
         Resumption {
             needs_event_id: false,
             ..Resumption::new(policy)
@@ -89,13 +89,13 @@ impl Resumption {
 
     /// An event arrived (with or without an id): the stream is alive, so the attempts count
     /// from zero again at the next end.
-    pub fn heard(&mut self) {
+    pub(crate) fn heard(&mut self) {
         self.events_since_resume = true;
     }
 
     /// Records what the stream's decoder knows: its last event id and the server's
     /// reconnection time, if it set one. A new id counts as progress since the last resumption.
-    pub fn observe(&mut self, last_event_id: &str, retry_ms: Option<u64>) {
+    pub(crate) fn observe(&mut self, last_event_id: &str, retry_ms: Option<u64>) {
         if self.last_event_id != last_event_id {
             self.last_event_id.clear();
             self.last_event_id.push_str(last_event_id);
@@ -107,14 +107,14 @@ impl Resumption {
     }
 
     /// The `Last-Event-ID` to resume with (`""` when none was seen).
-    pub fn last_event_id(&self) -> &str {
+    pub(crate) fn last_event_id(&self) -> &str {
         &self.last_event_id
     }
 
     /// The stream ended without the response. Returns when to resume, or `None` to give up:
     /// no event id was ever seen (nothing to resume from) or the attempts are used up.
     /// `jitter` is a number in `[0, 1)` from the driver (randomness is an input too).
-    pub fn next_attempt(&mut self, now: Instant, jitter: f64) -> Option<Instant> {
+    pub(crate) fn next_attempt(&mut self, now: Instant, jitter: f64) -> Option<Instant> {
         if self.needs_event_id && self.last_event_id.is_empty() {
             return None;
         }

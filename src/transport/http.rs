@@ -1,9 +1,9 @@
 //! The Streamable HTTP driver: hyper with a pooled, keep-alive connection set and rustls,
-//! under the sans-IO [`Exchange`](crate::exchange::Exchange), which decides everything the
+//! under the sans-IO `Exchange`, which decides everything the
 //! protocol says (what to send, how to read each reply, resumption, the legacy fallback).
 //!
 //! The driver only moves bytes: each request the machine asks for
-//! ([`Output::Send`](crate::exchange::Output::Send)) becomes a hyper request, polled by the
+//! (`Output::Send`) becomes a hyper request, polled by the
 //! connection's own driver task, whose response head, body chunks and end go to the machine
 //! as frames, one at a time and only when the driver asks (so a server that floods waits in
 //! its socket buffers instead of filling memory); an abort drops the request, and with it the
@@ -31,7 +31,9 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::net::TcpStream;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-pub use crate::exchange::{ExtraHeaders, HeaderError, HttpConfig, HttpLimits};
+pub use crate::exchange::{
+    EndpointError, EndpointProblem, ExtraHeaders, HeaderError, HttpConfig, HttpLimits,
+};
 use crate::exchange::{HttpRequest, StreamId, TransportError};
 
 use super::proxy;

@@ -1,6 +1,6 @@
 //! Transport drivers: the only code that touches sockets and processes.
 //!
-//! [`http`] carries the requests of the sans-IO [`exchange`](crate::exchange) machine on
+//! [`http`] carries the requests of the sans-IO `exchange` machine on
 //! hyper and reports their frames back; [`stdio`] runs a server process and reports what it
 //! writes as link events. Both report on bounded channels, so a server that floods is slowed
 //! by backpressure instead of filling memory. Neither knows of pending requests or deadlines:

@@ -64,29 +64,18 @@ pub fn typed(kind: Kind, input: &[u8]) -> u64 {
 
 /// What mcpwire's client runs on a reply now: the exchange's `decode_reply` with the decoder
 /// the client gives each request (`decode_result_as::<T>`), the outcome downcast as the
-/// client does it.
+/// client does it (through `mcpwire::internal`, as the exchange is internal).
 pub fn client_path(kind: Kind, input: &[u8]) -> u64 {
-    use mcpwire::exchange::{Output, decode_reply, decode_result_as};
-    let decoder: mcpwire::exchange::ResultDecoder = match kind {
-        Kind::Progress | Kind::TextResult | Kind::ImageResult => decode_result_as::<CallToolResult>,
-        Kind::ToolsList => decode_result_as::<mcpwire::mcp::ListToolsResult>,
-    };
-    let mut out = Vec::with_capacity(1);
-    decode_reply(black_box(input), Some(decoder), &mut out).expect("mcpwire: decode_reply");
-    let output = out.pop().expect("one output");
-    black_box(&output);
-    match (kind, output) {
-        (Kind::Progress, Output::Progress(p)) => p.progress as u64,
-        (Kind::ToolsList, Output::Decoded { result, .. }) => result
-            .downcast::<mcpwire::mcp::ListToolsResult>()
-            .expect("a ListToolsResult")
-            .tools
-            .len() as u64,
-        (Kind::TextResult | Kind::ImageResult, Output::Decoded { result, .. }) => content_len(
-            &result
-                .downcast::<CallToolResult>()
-                .expect("a CallToolResult"),
-        ),
+    use mcpwire::internal::{ClientDecoded, decode_reply_as_client};
+    let decoded = decode_reply_as_client(black_box(input), matches!(kind, Kind::ToolsList))
+        .expect("mcpwire: decode_reply");
+    black_box(&decoded);
+    match (kind, decoded) {
+        (Kind::Progress, ClientDecoded::Progress(p)) => p.progress as u64,
+        (Kind::ToolsList, ClientDecoded::Tools(list)) => list.tools.len() as u64,
+        (Kind::TextResult | Kind::ImageResult, ClientDecoded::Call(result)) => {
+            content_len(&result)
+        }
         (_, other) => panic!("unexpected output {other:?}"),
     }
 }

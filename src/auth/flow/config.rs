@@ -24,7 +24,7 @@ pub enum GrantKind {
     ClientCredentials,
 }
 
-/// Limits and timing of a [`Flow`].
+/// Limits and timing of a `Flow`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Limits {
@@ -40,7 +40,7 @@ pub struct Limits {
     /// stays in use meanwhile).
     pub refresh_margin_secs: u64,
     /// A token this close to its expiry (or past it) is not sent: the request waits for its
-    /// refresh ([`Flow::refresh_ahead`]), since a clock this far off, or a request this slow,
+    /// refresh (`Flow::refresh_ahead`), since a clock this far off, or a request this slow,
     /// would reach the server with an expired token and take a 401.
     pub expiry_skew_secs: u64,
 }
@@ -57,7 +57,7 @@ impl Default for Limits {
     }
 }
 
-/// What a [`Flow`] needs to know.
+/// What a `Flow` needs to know.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct Config {

@@ -303,7 +303,7 @@ impl std::error::Error for Error {
     }
 }
 
-/// Why [`Flow::handle_redirect`] did not take a redirect.
+/// Why `Flow::handle_redirect` did not take a redirect.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum RedirectError {
@@ -316,7 +316,7 @@ pub enum RedirectError {
     /// `state` is missing or not the one sent: not this flow's response. The flow goes on
     /// waiting.
     StateMismatch,
-    /// The response was this flow's and ended it: the reason is in [`Output::Failed`].
+    /// The response was this flow's and ended it: the reason is in `Output::Failed`.
     Failed,
 }
 

@@ -174,7 +174,11 @@ impl Flow {
 
     /// The browser came back to the redirect URI: `redirect` is that URL (or its
     /// path-and-query as a request target). On success the code is exchanged for a token.
-    pub fn handle_redirect(&mut self, redirect: &str, now: UnixTime) -> Result<(), RedirectError> {
+    pub(crate) fn handle_redirect(
+        &mut self,
+        redirect: &str,
+        now: UnixTime,
+    ) -> Result<(), RedirectError> {
         let Stage::Authorizing(authorizing) = &self.stage else {
             return Err(RedirectError::NotWaiting);
         };

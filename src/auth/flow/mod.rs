@@ -47,12 +47,12 @@ const MAX_REGISTRATIONS: usize = 16;
 
 /// Names one outgoing request of a flow; its response comes back with the same id.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct RequestId(pub(crate) u64);
+pub(crate) struct RequestId(pub(crate) u64);
 
 /// What the driver does next.
 #[derive(Debug)]
 #[non_exhaustive]
-pub enum Output {
+pub(crate) enum Output {
     /// Issue this request, reading at most `max_response_bytes` of the body (a longer one is
     /// a transport failure), within its deadline ([`Flow::poll_timeout`]); never follow a
     /// redirect. Hand the response to [`Flow::handle_response`] with `id`, or a failure to
@@ -81,6 +81,8 @@ pub enum Output {
     /// deadline ([`Flow::poll_timeout`]), [`Flow::abandon`] the refresh.
     Reload {
         /// The token about to be refreshed.
+        // Only the tests read it: the client's driver reloads the whole store.
+        #[cfg_attr(not(test), allow(dead_code))]
         key: TokenKey,
     },
     /// The flow failed; requests waiting for a token fail with this.
@@ -165,7 +167,7 @@ enum Stage {
 }
 
 /// The OAuth flow for one MCP server, as a sans-IO machine (see the module docs).
-pub struct Flow {
+pub(crate) struct Flow {
     config: Config,
     stage: Stage,
     outputs: VecDeque<Output>,
@@ -211,12 +213,13 @@ impl fmt::Debug for Flow {
 
 impl Flow {
     /// A flow with an empty token cache.
-    pub fn new(config: Config) -> Flow {
+    #[cfg(test)]
+    pub(crate) fn new(config: Config) -> Flow {
         Flow::with_cache(config, TokenCache::default())
     }
 
     /// A flow that takes tokens from, and puts them in, `cache`.
-    pub fn with_cache(config: Config, cache: TokenCache) -> Flow {
+    pub(crate) fn with_cache(config: Config, cache: TokenCache) -> Flow {
         let resource = canonical(&config.server);
         Flow {
             config,
@@ -246,13 +249,14 @@ impl Flow {
 
     /// This flow, with its PKCE verifiers, `state` values and client assertion ids from
     /// `randomness` instead of the system's generator (a test's seeded source).
-    pub fn with_randomness(mut self, randomness: Arc<dyn Randomness>) -> Flow {
+    #[cfg(test)]
+    pub(crate) fn with_randomness(mut self, randomness: Arc<dyn Randomness>) -> Flow {
         self.randomness = randomness;
         self
     }
 
     /// Sets where the flow's random values come from (see [`with_randomness`](Flow::with_randomness)).
-    pub fn set_randomness(&mut self, randomness: Arc<dyn Randomness>) {
+    pub(crate) fn set_randomness(&mut self, randomness: Arc<dyn Randomness>) {
         self.randomness = randomness;
     }
 
@@ -261,37 +265,39 @@ impl Flow {
     /// two that refresh with the same refresh token leave one of them with a spent one).
     /// When they do, each refresh first asks for the shared cache's current tokens
     /// ([`Output::Reload`]), and one another process renewed meanwhile is used instead.
-    pub fn share_cache(&mut self, shared: bool) {
+    pub(crate) fn share_cache(&mut self, shared: bool) {
         self.shared = shared;
     }
 
     /// The configuration.
-    pub fn config(&self) -> &Config {
+    pub(crate) fn config(&self) -> &Config {
         &self.config
     }
 
     /// The token cache.
-    pub fn cache(&self) -> &TokenCache {
+    pub(crate) fn cache(&self) -> &TokenCache {
         &self.cache
     }
 
     /// The token cache, given back (to keep for the next flow).
-    pub fn into_cache(self) -> TokenCache {
+    #[cfg(test)]
+    pub(crate) fn into_cache(self) -> TokenCache {
         self.cache
     }
 
     /// The token cache, to fill or empty.
-    pub fn cache_mut(&mut self) -> &mut TokenCache {
+    #[cfg(test)]
+    pub(crate) fn cache_mut(&mut self) -> &mut TokenCache {
         &mut self.cache
     }
 
     /// The current token, if any (perhaps expired).
-    pub fn token(&self) -> Option<&Token> {
+    pub(crate) fn token(&self) -> Option<&Token> {
         self.token.as_ref().map(|(t, ..)| t)
     }
 
     /// The access token to send at `now`: `None` when there is none or it has expired.
-    pub fn bearer(&self, now: UnixTime) -> Option<&Secret> {
+    pub(crate) fn bearer(&self, now: UnixTime) -> Option<&Secret> {
         self.token
             .as_ref()
             .filter(|(t, ..)| !t.is_expired(now))
@@ -303,7 +309,7 @@ impl Flow {
     /// Document) gave, bound to that server's issuer. A token store keeps it so the next
     /// process presents the same client (its tokens were issued to it) as a
     /// [`Config::pre_registered`] client.
-    pub fn client(&self) -> Option<PreRegistered> {
+    pub(crate) fn client(&self) -> Option<PreRegistered> {
         let (identity, meta) = (self.client.as_ref()?, self.server_metadata.as_ref()?);
         Some(PreRegistered {
             client_id: identity.client_id.clone(),
@@ -315,14 +321,14 @@ impl Flow {
     }
 
     /// Whether the flow is getting a token (requests, or the person's approval, under way).
-    pub fn is_busy(&self) -> bool {
+    pub(crate) fn is_busy(&self) -> bool {
         !matches!(self.stage, Stage::Idle)
     }
 
     /// Every secret the flow holds or has used: the client secret, tokens (current, cached
     /// and replaced), codes, verifiers and assertions. What a driver redacts from its logs
     /// and what a server's echo is checked against.
-    pub fn secrets(&self) -> Vec<Secret> {
+    pub(crate) fn secrets(&self) -> Vec<Secret> {
         let mut secrets: Vec<Secret> = self.spent.clone();
         if let Some(client) = &self.config.pre_registered {
             secrets.extend(client.client_secret.clone());
@@ -341,13 +347,13 @@ impl Flow {
     }
 
     /// The next thing for the driver to do.
-    pub fn poll_output(&mut self) -> Option<Output> {
+    pub(crate) fn poll_output(&mut self) -> Option<Output> {
         self.outputs.pop_front()
     }
 
     /// When [`Flow::handle_timeout`] must be called next: a request's or the approval's
     /// deadline, or when the token is to be refreshed.
-    pub fn poll_timeout(&self) -> Option<UnixTime> {
+    pub(crate) fn poll_timeout(&self) -> Option<UnixTime> {
         let waiting = match &self.stage {
             Stage::Authorizing(a) => Some(a.deadline),
             Stage::Reloading { deadline, .. } => Some(*deadline),
@@ -370,7 +376,7 @@ impl Flow {
 
     /// The time has come: a request or the approval timed out (the flow fails), or the token
     /// is due for refresh (refreshed in the background; the current one stays in use).
-    pub fn handle_timeout(&mut self, now: UnixTime) {
+    pub(crate) fn handle_timeout(&mut self, now: UnixTime) {
         let expired = match &self.stage {
             Stage::Authorizing(a) if now >= a.deadline => Some(Purpose::Authorization),
             Stage::Reloading { deadline, .. } if now >= *deadline => Some(Purpose::Refresh),
@@ -394,7 +400,8 @@ impl Flow {
 
     /// Starts getting a token without a refusal (before the first request, say): at once an
     /// [`Output::Token`] when a valid one is held.
-    pub fn authorize(&mut self, now: UnixTime) {
+    #[cfg(test)]
+    pub(crate) fn authorize(&mut self, now: UnixTime) {
         if self.is_busy() {
             return;
         }
@@ -420,7 +427,7 @@ impl Flow {
     /// would refuse with a 401 (a client that sat idle past its token's life). A token
     /// further from its expiry is sent as it is; its refresh, once due, runs in the
     /// background ([`Flow::handle_timeout`]).
-    pub fn refresh_ahead(&mut self, now: UnixTime) -> bool {
+    pub(crate) fn refresh_ahead(&mut self, now: UnixTime) -> bool {
         if self.is_busy() {
             return false;
         }
@@ -444,7 +451,7 @@ impl Flow {
     /// - 403 `insufficient_scope`: a step-up authorization with the scopes asked for before
     ///   plus the challenge's, at most [`Limits::max_step_ups`] times before a request is
     ///   accepted ([`Flow::accepted`]).
-    pub fn handle_refusal(
+    pub(crate) fn handle_refusal(
         &mut self,
         status: StatusCode,
         headers: &HeaderMap,
@@ -516,7 +523,7 @@ impl Flow {
     /// The server accepted a request made with the current token: the step-up count starts
     /// again, and a 401 for this token later means it expired or was revoked (so a renewal
     /// is tried rather than a failure).
-    pub fn accepted(&mut self) {
+    pub(crate) fn accepted(&mut self) {
         self.step_ups = 0;
         if let Some((_, _, origin)) = &mut self.token {
             *origin = Origin_::Proven;
@@ -526,7 +533,7 @@ impl Flow {
     /// The driver gave up on what is under way (the host's authorizer failed or the person
     /// went away), for the reason `why`: the flow fails ([`Output::Failed`]) and is ready to
     /// start again.
-    pub fn abandon(&mut self, why: &str) {
+    pub(crate) fn abandon(&mut self, why: &str) {
         let purpose = match (&self.stage, &self.pending) {
             (Stage::Idle, _) => return,
             (Stage::Authorizing(_), _) => Purpose::Authorization,
@@ -542,13 +549,14 @@ impl Flow {
 
     /// The driver could not complete the request `id` (connect, TLS, a body over its
     /// limit, its own timeout).
-    pub fn handle_error(&mut self, id: RequestId, now: UnixTime) {
+    #[cfg(test)]
+    pub(crate) fn handle_error(&mut self, id: RequestId, now: UnixTime) {
         self.handle_failure(id, "", now);
     }
 
     /// As [`handle_error`](Flow::handle_error), with what the driver knows of the failure
     /// (`why`, cut short, shown in the error: it must hold no secret).
-    pub fn handle_failure(&mut self, id: RequestId, why: &str, _now: UnixTime) {
+    pub(crate) fn handle_failure(&mut self, id: RequestId, why: &str, _now: UnixTime) {
         if let Some(pending) = self.take_pending(id) {
             self.fail(Error::Transport {
                 purpose: pending.purpose,
@@ -558,7 +566,7 @@ impl Flow {
     }
 
     /// The response to the request `id`.
-    pub fn handle_response(
+    pub(crate) fn handle_response(
         &mut self,
         id: RequestId,
         response: http::Response<Vec<u8>>,

@@ -13,7 +13,7 @@ impl Flow {
     /// [`Limits::expiry_skew_secs`] (or half its life, if that is shorter: a token that lives
     /// less than the skew is not refreshed before every request): what
     /// [`refresh_ahead`](Flow::refresh_ahead) acts on, for a driver to ask first.
-    pub fn near_expiry(&self, now: UnixTime) -> bool {
+    pub(crate) fn near_expiry(&self, now: UnixTime) -> bool {
         self.token.as_ref().is_some_and(|(token, ..)| {
             let life = token
                 .expires_at()
@@ -29,7 +29,7 @@ impl Flow {
     /// renewed it: one that has not expired is taken as it is, with no request; one that has
     /// is refreshed with its own refresh token. Otherwise the refresh goes ahead. Ignored
     /// when no reload was asked for.
-    pub fn handle_reload(&mut self, tokens: TokenCache, now: UnixTime) {
+    pub(crate) fn handle_reload(&mut self, tokens: TokenCache, now: UnixTime) {
         let Stage::Reloading {
             rediscover,
             announce,

@@ -13,8 +13,8 @@
 //! | --- | --- | --- |
 //! | `name` | yes | 1 to 64 characters, each `A-Z a-z 0-9 _ -` (the tool-name rule of the model APIs hosts use); unique in the config (compared exactly) |
 //! | `description` | yes | a string, possibly empty |
-//! | `input_schema` | yes | a JSON object with `"type": "object"` that [`compile`] accepts (bounded, no remote `$ref`) |
-//! | `output_schema` | no | a JSON object that [`compile`] accepts |
+//! | `input_schema` | yes | a JSON object with `"type": "object"` that the binding layer's schema compiler accepts (bounded, no remote `$ref`) |
+//! | `output_schema` | no | a JSON object that the schema compiler accepts |
 //! | `url` | one of `url` / `command` | an absolute `http` or `https` URL with a host, no user info (`user:password@`: credentials go in `token_env`), no fragment, no spaces or control characters |
 //! | `token_env` | no, only with `url` | an environment variable name: `[A-Za-z_][A-Za-z0-9_]*` |
 //! | `auth` | no, only with `url`, not with `token_env` (both would set `Authorization`) | an object: OAuth instead of a static token, see [OAuth](#oauth) |
@@ -26,8 +26,8 @@
 //! | `env` | no, only with `command` (default `[]`) | an array of distinct environment variable names, passed to the server |
 //! | `mcp_tool` | yes | a non-empty string: the tool's name on the server |
 //! | `tenants` | yes | a non-empty array of distinct non-empty strings |
-//! | `timeout_seconds` | no (default [`DEFAULT_TIMEOUT_SECONDS`]) | an integer from 1 to [`MAX_TIMEOUT_SECONDS`] |
-//! | `max_output_bytes` | no (default [`DEFAULT_MAX_OUTPUT_BYTES`]) | an integer from 1 to [`MAX_OUTPUT_BYTES_LIMIT`] |
+//! | `timeout_seconds` | no (default [`DEFAULT_TIMEOUT_SECONDS`]) | an integer from 1 to `MAX_TIMEOUT_SECONDS` |
+//! | `max_output_bytes` | no (default [`DEFAULT_MAX_OUTPUT_BYTES`]) | an integer from 1 to `MAX_OUTPUT_BYTES_LIMIT` |
 //!
 //! Any other member is refused: `inspect_session` with its own message (SPEC.md: "A config that
 //! sets `inspect_session` on an MCP binding is rejected"), anything else as an unknown field.
@@ -134,7 +134,6 @@
 //! # Ok::<(), mcpwire::binding::config::ConfigError>(())
 //! ```
 //!
-//! [`compile`]: super::schema::compile
 //! [`ProxyConfig`]: crate::transport::http::ProxyConfig
 
 mod auth;
@@ -157,13 +156,13 @@ use read::{json_type, parse_binding};
 /// `timeout_seconds` when a binding leaves it out.
 pub const DEFAULT_TIMEOUT_SECONDS: u64 = 300;
 /// The largest `timeout_seconds` accepted (one day).
-pub const MAX_TIMEOUT_SECONDS: u64 = 86_400;
+pub(crate) const MAX_TIMEOUT_SECONDS: u64 = 86_400;
 /// `max_output_bytes` when a binding leaves it out (1 MiB).
 pub const DEFAULT_MAX_OUTPUT_BYTES: u64 = 1_048_576;
 /// The largest `max_output_bytes` accepted (1 GiB).
-pub const MAX_OUTPUT_BYTES_LIMIT: u64 = 1_073_741_824;
+pub(crate) const MAX_OUTPUT_BYTES_LIMIT: u64 = 1_073_741_824;
 /// The longest binding `name`, in characters.
-pub const MAX_NAME_CHARS: usize = 64;
+pub(crate) const MAX_NAME_CHARS: usize = 64;
 /// The most headers a binding's `header_env` may name.
 pub const MAX_HEADER_ENV: usize = 32;
 

@@ -22,7 +22,7 @@ impl ProxySetting {
     /// # Errors
     ///
     /// A URL that [`ProxyConfig::all`] refuses (never for a loaded binding).
-    pub fn to_config(&self) -> Result<ProxyConfig, crate::transport::http::ProxyError> {
+    pub(crate) fn to_config(&self) -> Result<ProxyConfig, crate::transport::http::ProxyError> {
         match self {
             ProxySetting::Direct => Ok(ProxyConfig::none()),
             ProxySetting::Url(url) => ProxyConfig::all(url),

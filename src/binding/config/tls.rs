@@ -24,7 +24,7 @@ pub struct TlsSettings {
 
 impl TlsSettings {
     /// The pool settings these stand for.
-    pub fn to_options(&self) -> TlsOptions {
+    pub(crate) fn to_options(&self) -> TlsOptions {
         TlsOptions {
             roots: self.roots.clone(),
             extra_ca_file: self.extra_ca_file.clone(),
@@ -34,7 +34,7 @@ impl TlsSettings {
     }
 
     /// The member that names `path`, for errors about that file.
-    pub fn field_for(&self, path: &Path) -> &'static str {
+    pub(crate) fn field_for(&self, path: &Path) -> &'static str {
         match &self.client_cert {
             Some(client) if client.cert_file == path => return "tls.client_cert_file",
             Some(client) if client.key_file == path => return "tls.client_key_file",

@@ -29,7 +29,7 @@
 //!              "granted_scope": "mcp:tools"}]}
 //! ```
 //!
-//! Read strictly: at most [`MAX_STORE_BYTES`], no unknown or repeated member, `version` 1,
+//! Read strictly: at most `MAX_STORE_BYTES`, no unknown or repeated member, `version` 1,
 //! `https` or loopback `http` URLs, header-safe tokens, valid scopes. On unix a store that
 //! its group or others may read is refused (`chmod 600` it), and every write goes to a new
 //! file created with mode 0600 in the same directory, synced, then renamed over the store,
@@ -45,7 +45,7 @@
 //! `flock(2)`, exclusive) on a lock file beside the store, `PATH.lock` (created with mode
 //! 0600 and left in place: the store itself is replaced by rename, so it cannot carry the
 //! lock). Before spending a refresh token, the flow asks for the store's current tokens
-//! ([`Output::Reload`](crate::auth::Output::Reload)): under the lock the store is read
+//! (`Output::Reload`): under the lock the store is read
 //! afresh, and a token another process renewed meanwhile is used as it is (or, if it has
 //! expired too, refreshed with its own refresh token); only when the store still holds the
 //! token about to be refreshed does the refresh go out. The lock is held until the tokens
@@ -71,7 +71,7 @@ use crate::auth::{
 };
 
 /// The largest store read.
-pub const MAX_STORE_BYTES: u64 = 64 * 1024;
+pub(crate) const MAX_STORE_BYTES: u64 = 64 * 1024;
 /// The format version written and read.
 pub(crate) const STORE_VERSION: u64 = 1;
 /// The most tokens a store holds.
@@ -85,7 +85,7 @@ const DEFAULT_LOCK_WAIT: Duration = Duration::from_secs(30);
 const MAX_LOCK_PAUSE: Duration = Duration::from_millis(20);
 
 /// A store's advisory lock (see the [module docs](self)), held until dropped.
-pub struct StoreLock {
+pub(crate) struct StoreLock {
     #[cfg(unix)]
     _file: std::fs::File,
 }
@@ -245,7 +245,7 @@ pub enum StoreError {
         /// What failed.
         error: std::io::Error,
     },
-    /// The store is larger than [`MAX_STORE_BYTES`].
+    /// The store is larger than `MAX_STORE_BYTES`.
     TooLarge {
         /// The store's path.
         path: PathBuf,
@@ -396,7 +396,7 @@ impl std::fmt::Debug for TokenStore {
 
 impl TokenStore {
     /// A new, empty store at `path` for the MCP endpoint `server`, whose client is registered
-    /// with `redirect_uri`; nothing is written until [`save`](TokenStore::save).
+    /// with `redirect_uri`; nothing is written until `save`.
     pub fn create(path: impl Into<PathBuf>, server: &str, redirect_uri: &str) -> TokenStore {
         TokenStore::with(
             path.into(),
@@ -447,7 +447,7 @@ impl TokenStore {
     ///
     /// [`StoreError::Locked`] when the wait ends first; the lock file cannot be opened or
     /// locked.
-    pub async fn lock(&self, wait: Duration) -> Result<StoreLock, StoreError> {
+    pub(crate) async fn lock(&self, wait: Duration) -> Result<StoreLock, StoreError> {
         let path = self.lock_path();
         let mut pause = Duration::from_millis(1);
         let waited = tokio::time::timeout(wait, async {
@@ -550,11 +550,6 @@ impl TokenStore {
         }
     }
 
-    /// The last write-back that failed, if the latest one did (its message names the path).
-    pub fn last_error(&self) -> Option<String> {
-        self.last_error.lock().ok().and_then(|e| e.clone())
-    }
-
     fn contents(&self) -> Contents {
         match self.contents.lock() {
             Ok(contents) => contents.clone(),
@@ -644,7 +639,7 @@ impl TokenStore {
     ///
     /// # Errors
     ///
-    /// As [`save`](TokenStore::save).
+    /// As `save`.
     pub fn save_from(&self, oauth: &OAuth) -> Result<(), StoreError> {
         if !self.changed_by(oauth) {
             return Ok(());
@@ -734,6 +729,7 @@ impl TokenStore {
         Ok(())
     }
 
+    #[cfg(test)]
     /// Writes the store as this process holds it, whole (a new file with mode 0600, synced,
     /// renamed over the old one, under the lock), unless it would not change, or it is a new
     /// store with no token yet (a login that failed or was never asked for leaves no file).
@@ -741,7 +737,7 @@ impl TokenStore {
     /// # Errors
     ///
     /// The lock is not had, or the file cannot be written or renamed.
-    pub fn save(&self) -> Result<(), StoreError> {
+    pub(crate) fn save(&self) -> Result<(), StoreError> {
         let contents = self.contents();
         let bytes = render(&contents);
         {
