@@ -44,17 +44,17 @@ async fn main() -> Result<(), Failure> {
     // callback pulls it as soon as the server reports the first step.
     let cancel = CancelToken::new();
     let trigger = cancel.clone();
-    let options = CallOptions::new()
-        .with_timeout(Duration::from_secs(30))
-        .with_cancel(cancel)
-        .with_on_progress(move |p| {
-            println!(
-                "  progress {} {}; cancelling",
-                p.progress,
-                p.message.as_deref().unwrap_or("")
-            );
-            trigger.cancel();
-        });
+    let mut options = CallOptions::new();
+    options.timeout = Duration::from_secs(30);
+    options.cancel = Some(cancel);
+    options.on_progress = Some(Box::new(move |p| {
+        println!(
+            "  progress {} {}; cancelling",
+            p.progress,
+            p.message.as_deref().unwrap_or("")
+        );
+        trigger.cancel();
+    }));
     let started = Instant::now();
     let arguments = json!({"steps": 10, "delay_ms": 500});
     println!("calling progress_report {arguments} (about 5 s of work)");

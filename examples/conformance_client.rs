@@ -604,7 +604,9 @@ async fn elicitation(url: &str, start: Instant) -> Outcome {
 }
 
 fn call_options() -> CallOptions {
-    CallOptions::new().with_timeout(Duration::from_secs(10))
+    let mut options = CallOptions::new();
+    options.timeout = Duration::from_secs(10);
+    options
 }
 
 /// The text blocks of a result, joined.

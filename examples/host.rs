@@ -80,9 +80,9 @@ async fn main() -> Result<(), Failure> {
             vec!["progress_report".to_owned(), "weather".to_owned()],
         );
         d.token = token_env.as_deref().and_then(|name| vault.token(name));
+        d.timeout = Duration::from_secs(30);
         d
-    }
-    .with_timeout(Duration::from_secs(30));
+    };
     let bindings = discover(&pool, &discovery).await?;
 
     // 2. The host keeps them in its config (`tools`; its other members are its own). An

@@ -68,13 +68,13 @@ async fn main() -> Result<(), Failure> {
     // The call: progress arrives on the callback as the server reports it, and the call
     // fails with `ErrorKind::Timeout` if it takes longer than `timeout`.
     println!("calling {tool} {arguments}");
-    let options = CallOptions::new()
-        .with_timeout(Duration::from_secs(30))
-        .with_on_progress(|p| {
-            let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
-            let message = p.message.as_deref().unwrap_or("");
-            println!("  progress {}{total} {message}", p.progress);
-        });
+    let mut options = CallOptions::new();
+    options.timeout = Duration::from_secs(30);
+    options.on_progress = Some(Box::new(|p| {
+        let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
+        let message = p.message.as_deref().unwrap_or("");
+        println!("  progress {}{total} {message}", p.progress);
+    }));
     let result = client
         .call_tool(tool, arguments.as_object().cloned(), options)
         .await?;
@@ -89,7 +89,8 @@ async fn main() -> Result<(), Failure> {
     // tool was called, so whether it did anything is unknown: `outcome_unknown()` says so.
     if names.contains(&"progress_report") {
         let started = Instant::now();
-        let options = CallOptions::new().with_timeout(Duration::from_millis(300));
+        let mut options = CallOptions::new();
+        options.timeout = Duration::from_millis(300);
         let slow = json!({"steps": 5, "delay_ms": 200});
         match client
             .call_tool("progress_report", slow.as_object().cloned(), options)

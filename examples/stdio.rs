@@ -82,15 +82,15 @@ async fn main() -> Result<(), Failure> {
 
 /// Calls `tool` with progress printed as it arrives; a tool error is a failure.
 async fn call(client: &Client, tool: &str, arguments: Value) -> Result<CallToolResult, Failure> {
-    let options = CallOptions::new()
-        .with_timeout(Duration::from_secs(30))
-        .with_on_progress(|p| {
-            println!(
-                "  progress {} {}",
-                p.progress,
-                p.message.as_deref().unwrap_or("")
-            );
-        });
+    let mut options = CallOptions::new();
+    options.timeout = Duration::from_secs(30);
+    options.on_progress = Some(Box::new(|p| {
+        println!(
+            "  progress {} {}",
+            p.progress,
+            p.message.as_deref().unwrap_or("")
+        );
+    }));
     let result = client
         .call_tool(tool, arguments.as_object().cloned(), options)
         .await?;

@@ -210,20 +210,6 @@ pub struct DemoOptions {
     pub era: Era,
 }
 
-impl DemoOptions {
-    /// The options with `token` required.
-    pub fn token(mut self, token: impl Into<String>) -> Self {
-        self.token = Some(token.into());
-        self
-    }
-
-    /// The options serving `era`.
-    pub fn era(mut self, era: Era) -> Self {
-        self.era = era;
-        self
-    }
-}
-
 impl std::fmt::Debug for DemoOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DemoOptions")

@@ -339,7 +339,7 @@ impl From<crate::transport::http::ProxyError> for Error {
 
 impl Error {
     /// An error of `kind` with a message.
-    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+    pub(crate) fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         Error {
             kind,
             message: message.into(),
@@ -354,7 +354,7 @@ impl Error {
     }
 
     /// An invalid configuration.
-    pub fn config(message: impl Into<String>) -> Self {
+    pub(crate) fn config(message: impl Into<String>) -> Self {
         Error::new(ErrorKind::Config, message)
     }
 

@@ -30,7 +30,7 @@ pub use self::reply::{ClientDecoded, decode_reply_as_client};
 #[cfg(feature = "session")]
 mod era;
 #[cfg(feature = "session")]
-pub use self::era::{NEXT_STEP, fuzz_mcp_era};
+pub use self::era::fuzz_mcp_era;
 
 #[cfg(feature = "session")]
 mod session;
@@ -40,12 +40,12 @@ pub use self::session::fuzz_session;
 #[cfg(feature = "bindings")]
 mod connection;
 #[cfg(feature = "bindings")]
-pub use self::connection::{NEXT_REPLY, fuzz_connection};
+pub use self::connection::fuzz_connection;
 
 #[cfg(feature = "bindings")]
 mod http;
 #[cfg(feature = "bindings")]
-pub use self::http::{NEXT_RESPONSE, fuzz_http_response};
+pub use self::http::fuzz_http_response;
 
 #[cfg(feature = "sse")]
 mod sse_harness {
@@ -53,7 +53,7 @@ mod sse_harness {
 
     /// What the reference reading of the standard produced from a whole stream.
     #[derive(Debug, Default, PartialEq, Eq)]
-    pub struct SseReference {
+    pub(crate) struct SseReference {
         /// Dispatched events as (type, data, last event id).
         pub events: Vec<(String, String, String)>,
         /// The last valid `retry` value.
@@ -64,7 +64,7 @@ mod sse_harness {
 
     /// The standard read literally: decode the whole stream as UTF-8 (dropping one BOM), split it
     /// into lines, interpret each line. Slow and obviously right; the decoder must agree with it.
-    pub fn sse_reference(input: &[u8]) -> SseReference {
+    pub(crate) fn sse_reference(input: &[u8]) -> SseReference {
         let body = input.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(input);
         let text = String::from_utf8_lossy(body);
         let mut lines = Vec::new();
@@ -138,7 +138,7 @@ mod sse_harness {
     /// One decoder run: events as (type, data, last event id), the final reconnection time and
     /// last event id, and the error, if any.
     #[derive(Debug, PartialEq, Eq)]
-    pub struct SseRun {
+    pub(crate) struct SseRun {
         /// Dispatched events as (type, data, last event id).
         pub events: Vec<(String, String, String)>,
         /// The decoder's reconnection time at the end.
@@ -153,7 +153,10 @@ mod sse_harness {
     /// (lines read in place), and alternating the two. Checks that the three agree and, after
     /// every chunk, that the decoder holds no more than its limits allow plus what the chunk
     /// itself may expand to.
-    pub fn sse_run<'a>(limits: Limits, chunks: impl IntoIterator<Item = &'a [u8]>) -> SseRun {
+    pub(crate) fn sse_run<'a>(
+        limits: Limits,
+        chunks: impl IntoIterator<Item = &'a [u8]>,
+    ) -> SseRun {
         let chunks: Vec<&[u8]> = chunks.into_iter().collect();
         let pushed = sse_run_with(limits, &chunks, |_| false);
         let decoded = sse_run_with(limits, &chunks, |_| true);

@@ -387,7 +387,9 @@ async fn connect(
 }
 
 fn call_options() -> CallOptions {
-    CallOptions::new().with_timeout(Duration::from_secs(10))
+    let mut options = CallOptions::new();
+    options.timeout = Duration::from_secs(10);
+    options
 }
 
 /// Nothing went to the authorization server's token, registration or authorization

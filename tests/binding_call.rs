@@ -180,12 +180,12 @@ pub(crate) async fn cancelled_and_call(server: &FaultServer) -> (Value, Value) {
 
 /// Bindings for the demo server's `tools`, discovered (as `mcp-tools` does) for tenant `acme`.
 async fn demo_bindings(server: &DemoServer, tools: &[&str]) -> Vec<Binding> {
-    let discovery = Discovery::new(
+    let mut discovery = Discovery::new(
         Server::http(server.url()),
         "acme".to_owned(),
         tools.iter().map(|t| (*t).to_owned()).collect(),
-    )
-    .with_timeout(WAIT);
+    );
+    discovery.timeout = WAIT;
     discover(&pool(), &discovery).await.expect("discovery")
 }
 
@@ -692,9 +692,13 @@ async fn progress_events_arrive_in_order_with_the_call_id() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_call_opens_its_own_session_and_deletes_it() {
     // The 2025 path, which has sessions (at 2026-07-28 a call is one POST).
-    let server = DemoServer::start_with_options(DemoOptions::default().era(Era::Legacy))
-        .await
-        .unwrap();
+    let server = DemoServer::start_with_options({
+        let mut options = DemoOptions::default();
+        options.era = Era::Legacy;
+        options
+    })
+    .await
+    .unwrap();
     let caller = demo_caller(&server, &["echo", "fail", "weather"]).await;
     let calls = [
         ("echo", json!({"message": "one"})),
@@ -866,12 +870,12 @@ async fn python_peer_structured_result_tool_error_and_timeout() {
     let peer = tokio::task::spawn_blocking(|| PeerServer::python(Sdk::V2, &[]))
         .await
         .unwrap();
-    let discovery = Discovery::new(
+    let mut discovery = Discovery::new(
         Server::http(peer.url.clone()),
         "acme".to_owned(),
         vec!["weather".into(), "fail".into(), "slow".into()],
-    )
-    .with_timeout(Duration::from_secs(15));
+    );
+    discovery.timeout = Duration::from_secs(15);
     let mut bindings = discover(&pool(), &discovery).await.expect("discovery");
     assert!(bindings[0].output_schema.is_some(), "{:?}", bindings[0]);
     bindings[2].timeout_seconds = 1;

@@ -122,7 +122,8 @@ impl Demo {
     /// A demo server speaking only `era`.
     fn start_era(token: Option<&str>, era: Era) -> Demo {
         let runtime = runtime();
-        let mut options = DemoOptions::default().era(era);
+        let mut options = DemoOptions::default();
+        options.era = era;
         options.token = token.map(str::to_owned);
         let server = runtime
             .block_on(DemoServer::start_with_options(options))

@@ -43,7 +43,9 @@ async fn connect(server: &FaultServer) -> Client {
 }
 
 fn call_options() -> CallOptions {
-    CallOptions::new().with_timeout(Duration::from_secs(20))
+    let mut options = CallOptions::new();
+    options.timeout = Duration::from_secs(20);
+    options
 }
 
 fn posts_of<'a>(requests: &'a [Recorded], method: &str) -> Vec<&'a Recorded> {
@@ -144,7 +146,8 @@ async fn progress_and_parameters_on_the_media_type() {
     let client = connect(&server).await;
     let seen = Arc::new(Mutex::new(Vec::new()));
     let sink = seen.clone();
-    let options = call_options().with_on_progress(move |p| sink.lock().unwrap().push(p.progress));
+    let mut options = call_options();
+    options.on_progress = Some(Box::new(move |p| sink.lock().unwrap().push(p.progress)));
     let result = client.call_tool("t", None, options).await.unwrap();
     assert!(matches!(&result.content[0], ContentBlock::Text(t) if t.text == "done"));
     assert_eq!(*seen.lock().unwrap(), vec![1.0, 2.0]);
@@ -392,7 +395,8 @@ async fn a_timeout_sends_notifications_cancelled() {
     let server =
         mcp_server(|_| Reply::sse_steps(200, vec![Step::text(": open\n\n"), Step::Hang])).await;
     let client = connect(&server).await;
-    let options = CallOptions::new().with_timeout(Duration::from_millis(500));
+    let mut options = CallOptions::new();
+    options.timeout = Duration::from_millis(500);
     let started = Instant::now();
     let error = client.call_tool("t", None, options).await.unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Timeout);
@@ -484,7 +488,8 @@ async fn the_output_limit_is_enforced_while_streaming() {
     })
     .await;
     let client = connect(&server).await;
-    let options = call_options().with_max_response_bytes(1024 * 1024);
+    let mut options = call_options();
+    options.max_response_bytes = Some(1024 * 1024);
     let error = client.call_tool("t", None, options).await.unwrap_err();
     assert_eq!(error.kind(), ErrorKind::LimitExceeded);
     assert!(error.outcome_unknown());

@@ -105,8 +105,8 @@ async fn run_step(pool: &HttpPool, url: &str, step: &Value, legacy: bool) -> Res
             Server::http(url),
             what["tenant"].as_str().unwrap_or_default().to_owned(),
             tools,
-        )
-        .with_timeout(Duration::from_secs(30));
+        );
+        discovery.timeout = Duration::from_secs(30);
         if legacy {
             discovery.era = EraPolicy::Legacy;
         }
@@ -447,8 +447,8 @@ async fn a_request_that_does_not_match_gets_a_diff_and_fails_the_replay() {
         Server::http(server.url()),
         "local",
         vec!["echo_text".into()],
-    )
-    .with_timeout(Duration::from_secs(10));
+    );
+    discovery.timeout = Duration::from_secs(10);
     // Recorded by a 2025-era client: replayed by one.
     discovery.era = EraPolicy::Legacy;
     // The recording holds a tools/call after initialize, not a tools/list.

@@ -452,12 +452,13 @@ async fn hostile_connection_refused() {
 
 /// Discovery of tool `a` at `server` within `timeout`.
 fn discovery(server: &FaultServer, timeout: Duration) -> Discovery {
-    Discovery::new(
+    let mut options = Discovery::new(
         Server::http(server.url("/mcp")),
         "acme".to_owned(),
         vec!["a".to_owned()],
-    )
-    .with_timeout(timeout)
+    );
+    options.timeout = timeout;
+    options
 }
 
 /// A `tools/list` page with tool `name` and, if given, a next cursor.

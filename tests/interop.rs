@@ -135,7 +135,9 @@ pub(crate) fn args(value: Value) -> Option<JsonObject> {
 }
 
 pub(crate) fn call_options() -> CallOptions {
-    CallOptions::new().with_timeout(STEP)
+    let mut options = CallOptions::new();
+    options.timeout = STEP;
+    options
 }
 
 /// Calls a tool that must answer with a result (an `isError` result is still a result).
@@ -167,7 +169,8 @@ pub(crate) async fn call_with_progress(
     arguments: Value,
 ) -> (CallToolResult, Progress) {
     let progress = Progress::default();
-    let options = call_options().with_on_progress(progress.sink());
+    let mut options = call_options();
+    options.on_progress = Some(Box::new(progress.sink()));
     let result = call_with(client, tool, arguments, options)
         .await
         .unwrap_or_else(|e| panic!("{tool}: {e}"));
@@ -303,7 +306,8 @@ impl Wire {
 /// unknown, at the deadline (within 2 s).
 async fn times_out_after_700_ms(client: &Client, tool: &str, arguments: Value) {
     let started = Instant::now();
-    let options = call_options().with_timeout(Duration::from_millis(700));
+    let mut options = call_options();
+    options.timeout = Duration::from_millis(700);
     let error = expect_err(call_with(client, tool, arguments, options).await, tool);
     let elapsed = started.elapsed();
     assert_eq!(error.kind(), ErrorKind::Timeout, "{error}");
@@ -578,7 +582,11 @@ async fn everything_http_progress() {
         &client,
         "trigger-long-running-operation",
         json!({"duration": 1, "steps": 3}),
-        call_options().with_on_progress(progress.sink()),
+        {
+            let mut options = call_options();
+            options.on_progress = Some(Box::new(progress.sink()));
+            options
+        },
     )
     .await
     .expect("long-running operation");
@@ -713,7 +721,11 @@ async fn everything_legacy_sse_fallback() {
         &client,
         "trigger-long-running-operation",
         json!({"duration": 0.2, "steps": 2}),
-        call_options().with_on_progress(progress.sink()),
+        {
+            let mut options = call_options();
+            options.on_progress = Some(Box::new(progress.sink()));
+            options
+        },
     )
     .await
     .expect("long-running operation");
@@ -766,7 +778,11 @@ async fn everything_http_downgrade() {
             &client,
             "trigger-long-running-operation",
             json!({"duration": 0.2, "steps": 2}),
-            call_options().with_on_progress(progress.sink()),
+            {
+                let mut options = call_options();
+                options.on_progress = Some(Box::new(progress.sink()));
+                options
+            },
         )
         .await
         .expect("long-running operation");
@@ -797,7 +813,11 @@ async fn everything_http_cancel_and_dead_session() {
             &client,
             "trigger-long-running-operation",
             json!({"duration": 30, "steps": 30}),
-            call_options().with_cancel(cancel),
+            {
+                let mut options = call_options();
+                options.cancel = Some(cancel);
+                options
+            },
         )
         .await,
         "cancelled long-running operation",
@@ -1145,12 +1165,11 @@ async fn json_response_mode(sdk: Sdk) {
     assert_eq!(only_text(&logs), "sent 2 log messages");
     // The output limit holds for a JSON body too.
     let error = expect_err(
-        call_with(
-            &client,
-            "big_text",
-            json!({"bytes": 2_000_000}),
-            call_options().with_max_response_bytes(1024 * 1024),
-        )
+        call_with(&client, "big_text", json!({"bytes": 2_000_000}), {
+            let mut options = call_options();
+            options.max_response_bytes = Some(1024 * 1024);
+            options
+        })
         .await,
         "big_text 2 MB as JSON",
     );
@@ -1225,12 +1244,11 @@ async fn event_store_resumes_a_dropped_stream(sdk: Sdk) {
     assert_eq!(client.protocol_version(), ProtocolVersion::V2025_11_25);
     let progress = Progress::default();
     let started = Instant::now();
-    let result = call_with(
-        &client,
-        "progress",
-        json!({"steps": 4, "delay": 0.05}),
-        call_options().with_on_progress(progress.sink()),
-    )
+    let result = call_with(&client, "progress", json!({"steps": 4, "delay": 0.05}), {
+        let mut options = call_options();
+        options.on_progress = Some(Box::new(progress.sink()));
+        options
+    })
     .await
     .unwrap_or_else(|e| {
         panic!(
@@ -1341,12 +1359,11 @@ async fn cancel_a_slow_call(sdk: Sdk) {
     });
     let started = Instant::now();
     let error = expect_err(
-        call_with(
-            &client,
-            "slow",
-            json!({"seconds": 30}),
-            call_options().with_cancel(cancel),
-        )
+        call_with(&client, "slow", json!({"seconds": 30}), {
+            let mut options = call_options();
+            options.cancel = Some(cancel);
+            options
+        })
         .await,
         "slow",
     );
@@ -1389,22 +1406,20 @@ async fn response_over_max_bytes(sdk: Sdk) {
     let pool = pool();
     let client = connect_with(&pool, config(&server.url), py_options(sdk)).await;
     let limit = 1024 * 1024;
-    let within = call_with(
-        &client,
-        "big_text",
-        json!({"bytes": 100_000}),
-        call_options().with_max_response_bytes(limit),
-    )
+    let within = call_with(&client, "big_text", json!({"bytes": 100_000}), {
+        let mut options = call_options();
+        options.max_response_bytes = Some(limit);
+        options
+    })
     .await
     .expect("100 kB within a 1 MiB limit");
     assert_eq!(only_text(&within).len(), 100_000);
     let error = expect_err(
-        call_with(
-            &client,
-            "big_text",
-            json!({"bytes": 2_000_000}),
-            call_options().with_max_response_bytes(limit),
-        )
+        call_with(&client, "big_text", json!({"bytes": 2_000_000}), {
+            let mut options = call_options();
+            options.max_response_bytes = Some(limit);
+            options
+        })
         .await,
         "big_text 2 MB",
     );
@@ -1522,12 +1537,11 @@ async fn downgrade(sdk: Sdk) {
         let weather = call(&client, "weather", json!({"city": "Lima"})).await;
         assert_eq!(weather.structured_content.as_ref().unwrap()["city"], "Lima");
         let progress = Progress::default();
-        call_with(
-            &client,
-            "progress",
-            json!({"steps": 2, "delay": 0.01}),
-            call_options().with_on_progress(progress.sink()),
-        )
+        call_with(&client, "progress", json!({"steps": 2, "delay": 0.01}), {
+            let mut options = call_options();
+            options.on_progress = Some(Box::new(progress.sink()));
+            options
+        })
         .await
         .expect("progress");
         progress.assert_steps(2, true);
@@ -1964,12 +1978,11 @@ async fn py_v2_modern_cancel_closes_the_stream_and_a_second_client_skips_the_pro
     });
     let started = Instant::now();
     let error = expect_err(
-        call_with(
-            &client,
-            "slow",
-            json!({"seconds": 30}),
-            call_options().with_cancel(cancel),
-        )
+        call_with(&client, "slow", json!({"seconds": 30}), {
+            let mut options = call_options();
+            options.cancel = Some(cancel);
+            options
+        })
         .await,
         "slow",
     );
@@ -2087,7 +2100,11 @@ async fn ts2_modern_cancel_closes_the_stream_and_the_server_stops() {
             &client,
             "slow_progress",
             json!({"steps": 50, "delay": 0.1}),
-            call_options().with_cancel(cancel),
+            {
+                let mut options = call_options();
+                options.cancel = Some(cancel);
+                options
+            },
         )
         .await,
         "slow_progress",

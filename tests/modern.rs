@@ -387,8 +387,12 @@ async fn a_modern_call_carries_headers_from_the_binding_schema_without_a_listing
     let server =
         modern_server(|req| text(req, req.header("mcp-param-region").unwrap_or("none"))).await;
     let client = connect(&pool(), &server, ClientOptions::default()).await;
-    let options = CallOptions::new().with_input_schema(json!({"type": "object",
-            "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}}));
+    let mut options = CallOptions::new();
+    options.input_schema = Some(
+        json!({"type": "object",
+            "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}})
+        .into(),
+    );
     let result = client
         .call_tool("where", args(json!({"region": "Zürich"})), options)
         .await

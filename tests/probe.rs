@@ -67,9 +67,13 @@ fn assert_no_tool_call(requests: &[Recorded]) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn demo_server_is_a_clean_2025_session_server() {
-    let server = DemoServer::start_with_options(DemoOptions::default().era(Era::Legacy))
-        .await
-        .expect("demo server");
+    let server = DemoServer::start_with_options({
+        let mut options = DemoOptions::default();
+        options.era = Era::Legacy;
+        options
+    })
+    .await
+    .expect("demo server");
     let report = run(&options(&server.url())).await;
     let text = report.render();
     assert!(report.reachable && report.completed, "{text}");
@@ -141,7 +145,9 @@ async fn dual_era_demo_server_shows_both_eras() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn demo_server_with_a_token_shows_its_challenge_and_metadata() {
-    let demo = DemoOptions::default().token(TOKEN).era(Era::Legacy);
+    let mut demo = DemoOptions::default();
+    demo.token = Some(TOKEN.into());
+    demo.era = Era::Legacy;
     let server = DemoServer::start_with_options(demo)
         .await
         .expect("demo server");
@@ -525,9 +531,11 @@ impl Demo {
             .build()
             .expect("runtime");
         let server = runtime
-            .block_on(DemoServer::start_with_options(
-                DemoOptions::default().era(Era::Legacy),
-            ))
+            .block_on(DemoServer::start_with_options({
+                let mut options = DemoOptions::default();
+                options.era = Era::Legacy;
+                options
+            }))
             .expect("demo server");
         Demo {
             server,

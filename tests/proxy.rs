@@ -285,7 +285,10 @@ fn assert_tunnels_to(proxy: &ConnectProxy, target: SocketAddr) -> Vec<Seen> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn proxy_tunnels_https_and_sees_only_ciphertext() {
     // The 2025 path, whose session shows the server got the token.
-    let demo = DemoServer::start_with_options(DemoOptions::default().token(TOKEN).era(Era::Legacy))
+    let mut options = DemoOptions::default();
+    options.token = Some(TOKEN.to_owned());
+    options.era = Era::Legacy;
+    let demo = DemoServer::start_with_options(options)
         .await
         .expect("demo server");
     let front = TlsFront::start("server.pem", "server.key", demo.addr()).await;
@@ -369,7 +372,10 @@ async fn a_pool_says_when_its_connects_are_through() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn proxy_tunnels_http_and_the_token_stays_in_the_tunnel() {
     // The 2025 path, whose session shows the server got the token.
-    let demo = DemoServer::start_with_options(DemoOptions::default().token(TOKEN).era(Era::Legacy))
+    let mut options = DemoOptions::default();
+    options.token = Some(TOKEN.to_owned());
+    options.era = Era::Legacy;
+    let demo = DemoServer::start_with_options(options)
         .await
         .expect("demo server");
     let proxy = ConnectProxy::start(Answer::Open).await;

@@ -485,7 +485,8 @@ async fn no_token_in_client_errors_or_debug_output() {
             Err(error) => printed.push_str(&format!("{error}\n{error:?}\n")),
             Ok(client) => {
                 printed.push_str(&format!("{client:?}\n"));
-                let options = CallOptions::new().with_timeout(Duration::from_secs(1));
+                let mut options = CallOptions::new();
+                options.timeout = Duration::from_secs(1);
                 match client.call_tool("t", None, options).await {
                     Err(error) => printed.push_str(&format!("{error}\n{error:?}\n")),
                     Ok(result) => printed.push_str(&format!("{result:?}\n")),
@@ -507,16 +508,16 @@ async fn no_token_in_discovery_errors() {
         headers
             .insert("X-Api-Key", Secret::new(HEADER_VALUE))
             .unwrap();
-        let discovery = Discovery::new(
+        let mut discovery = Discovery::new(
             Server::http(server.url("/mcp"))
                 .with_token_env(TOKEN_ENV)
                 .with_header_env([("X-Api-Key".to_owned(), HEADER_ENV.to_owned())].into()),
             "acme".to_owned(),
             vec!["t".to_owned()],
-        )
-        .with_token(Secret::new(TOKEN))
-        .with_headers(headers)
-        .with_timeout(Duration::from_secs(1));
+        );
+        discovery.token = Some(Secret::new(TOKEN));
+        discovery.headers = headers;
+        discovery.timeout = Duration::from_secs(1);
         let outcome = discover(&pool(), &discovery).await;
         let printed = match &outcome {
             Ok(bindings) => format!("{discovery:?}\n{bindings:?}"),

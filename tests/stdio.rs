@@ -110,7 +110,8 @@ async fn call(
     tool: &str,
     arguments: Value,
 ) -> Result<CallToolResult, mcpwire::Error> {
-    let options = CallOptions::new().with_timeout(Duration::from_secs(30));
+    let mut options = CallOptions::new();
+    options.timeout = Duration::from_secs(30);
     tokio::time::timeout(
         STEP,
         client.call_tool(tool, arguments.as_object().cloned(), options),
@@ -585,14 +586,14 @@ async fn the_stdio_demo_server_lists_calls_reports_progress_and_outlives_a_timeo
 
     let progress: Arc<Mutex<Vec<String>>> = Arc::default();
     let sink = progress.clone();
-    let options = CallOptions::new()
-        .with_timeout(STEP)
-        .with_on_progress(move |p| {
-            let message = p.message.as_deref().unwrap_or("");
-            sink.lock()
-                .unwrap()
-                .push(format!("{} {message}", p.progress))
-        });
+    let mut options = CallOptions::new();
+    options.timeout = STEP;
+    options.on_progress = Some(Box::new(move |p| {
+        let message = p.message.as_deref().unwrap_or("");
+        sink.lock()
+            .unwrap()
+            .push(format!("{} {message}", p.progress))
+    }));
     let arguments = json!({"steps": 3, "delay_ms": 20});
     let result: CallToolResult = client
         .call_tool("progress_report", arguments.as_object().cloned(), options)
@@ -611,7 +612,8 @@ async fn the_stdio_demo_server_lists_calls_reports_progress_and_outlives_a_timeo
     // at 2025) and the server goes on.
     let started = Instant::now();
     let slow = json!({"steps": 5, "delay_ms": 1000});
-    let options = CallOptions::new().with_timeout(Duration::from_millis(300));
+    let mut options = CallOptions::new();
+    options.timeout = Duration::from_millis(300);
     let error = client
         .call_tool("progress_report", slow.as_object().cloned(), options)
         .await

@@ -49,12 +49,16 @@ fn key(name: &str) -> PrivateKeyDer<'static> {
 
 /// The test CA, for `extra_roots`.
 pub(crate) fn test_ca() -> TlsOptions {
-    TlsOptions::new().with_extra_roots(vec![cert("ca.pem")])
+    let mut options = TlsOptions::new();
+    options.extra_roots = vec![cert("ca.pem")];
+    options
 }
 
 /// Only the test CA, from its file.
 fn ca_file() -> TlsOptions {
-    TlsOptions::new().with_roots(Roots::CaFile(data("ca.pem")))
+    let mut options = TlsOptions::new();
+    options.roots = Roots::CaFile(data("ca.pem"));
+    options
 }
 
 /// The test client certificate and key.
@@ -265,7 +269,9 @@ pub(crate) fn assert_certificate_refused(result: Result<Client, mcpwire::Error>,
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tls_with_the_test_ca_connects_and_calls() {
     // The 2025 path, which has a session id to check.
-    let demo = DemoServer::start_with_options(DemoOptions::default().era(Era::Legacy))
+    let mut options = DemoOptions::default();
+    options.era = Era::Legacy;
+    let demo = DemoServer::start_with_options(options)
         .await
         .expect("demo server");
     let front = TlsFront::start("server.pem", "server.key", demo.addr()).await;
@@ -385,8 +391,8 @@ async fn tls_certificate_for_another_name_is_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tls_invalid_extra_root_is_a_setup_error() {
-    let garbage = TlsOptions::new()
-        .with_extra_roots(vec![CertificateDer::from(b"not a certificate".to_vec())]);
+    let mut garbage = TlsOptions::new();
+    garbage.extra_roots = vec![CertificateDer::from(b"not a certificate".to_vec())];
     let error = HttpPool::new(&garbage).expect_err("a garbage root must be refused");
     assert!(
         matches!(error, TlsError::InvalidRoot { path: None, .. }),
@@ -415,10 +421,12 @@ async fn tls_ca_file_is_trusted_and_replaces_the_roots() {
     let front = TlsFront::start("server.pem", "server.key", demo.addr()).await;
     echo_over(&ca_file(), &front).await;
     // The webpki roots plus the test CA from a file.
-    let extra = TlsOptions::new().with_extra_ca_file(data("ca.pem"));
+    let mut extra = TlsOptions::new();
+    extra.extra_ca_file = Some(data("ca.pem"));
     echo_over(&extra, &front).await;
     // A CA file is the only set of roots: another CA's file does not trust the front.
-    let other_ca = TlsOptions::new().with_roots(Roots::CaFile(data("client-ca.pem")));
+    let mut other_ca = TlsOptions::new();
+    other_ca.roots = Roots::CaFile(data("client-ca.pem"));
     let pool = HttpPool::new(&other_ca).expect("pool");
     assert_certificate_refused(connect(&pool, &front.url()).await, "another CA's file");
 }
@@ -433,7 +441,8 @@ async fn tls_mutual_works_with_the_client_certificate() {
         Some("client-ca.pem"),
     )
     .await;
-    let tls = ca_file().with_client_cert(client_cert());
+    let mut tls = ca_file();
+    tls.client_cert = Some(client_cert());
     echo_over(&tls, &front).await;
     let handshakes = front.wait_handshakes(1).await;
     assert!(
@@ -484,14 +493,15 @@ async fn assert_mutual_tls_refused(tls: &TlsOptions, why: &str) {
 async fn tls_mutual_without_a_client_certificate_is_refused() {
     assert_mutual_tls_refused(&ca_file(), "without a client certificate").await;
     // A certificate from a CA the front does not trust for clients.
-    let untrusted =
-        ca_file().with_client_cert(ClientCert::new(data("server.pem"), data("server.key")));
+    let mut untrusted = ca_file();
+    untrusted.client_cert = Some(ClientCert::new(data("server.pem"), data("server.key")));
     assert_mutual_tls_refused(&untrusted, "with an untrusted client certificate").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tls_platform_roots_load_but_do_not_trust_the_test_ca() {
-    let platform = TlsOptions::new().with_roots(Roots::Platform);
+    let mut platform = TlsOptions::new();
+    platform.roots = Roots::Platform;
     // The test cannot add the test CA to the platform's store, so it checks what it can: the
     // store loads (or, on a machine with none, fails as such), and does not trust the front.
     match HttpPool::new(&platform) {
@@ -500,7 +510,15 @@ async fn tls_platform_roots_load_but_do_not_trust_the_test_ca() {
             let front = TlsFront::start("server.pem", "server.key", demo.addr()).await;
             assert_certificate_refused(connect(&pool, &front.url()).await, "platform roots");
             // With the test CA added, the same platform roots connect.
-            echo_over(&platform.with_extra_ca_file(data("ca.pem")), &front).await;
+            echo_over(
+                &{
+                    let mut options = platform;
+                    options.extra_ca_file = Some(data("ca.pem"));
+                    options
+                },
+                &front,
+            )
+            .await;
         }
         Err(error @ TlsError::PlatformRoots { .. }) => {
             eprintln!("no platform trust store on this machine: {error}");
@@ -536,7 +554,9 @@ const KEY_MATERIAL: &str = "S3CRETKEYMATERIAL";
 fn tls_bad_pem_files_are_typed_errors_naming_the_file() {
     let pool = |tls: TlsOptions| HttpPool::new(&tls).expect_err("refused");
     let with_key = |key_file: &PathBuf| {
-        TlsOptions::new().with_client_cert(ClientCert::new(data("client.pem"), key_file.clone()))
+        let mut options = TlsOptions::new();
+        options.client_cert = Some(ClientCert::new(data("client.pem"), key_file.clone()));
+        options
     };
     let check = |error: &TlsError, path: &PathBuf| {
         let text = error.to_string();
@@ -612,7 +632,11 @@ AAAA
 
     // A CA file that is missing, or holds no certificate.
     let missing = data("no-such-file.pem");
-    let error = pool(TlsOptions::new().with_roots(Roots::CaFile(missing.clone())));
+    let error = pool({
+        let mut options = TlsOptions::new();
+        options.roots = Roots::CaFile(missing.clone());
+        options
+    });
     assert!(matches!(&error, TlsError::Read { .. }), "{error:?}");
     check(&error, &missing);
     assert!(std::error::Error::source(&error).is_some(), "{error:?}");
@@ -621,7 +645,11 @@ AAAA
         b"no PEM here
 ",
     );
-    let error = pool(TlsOptions::new().with_extra_ca_file(empty.0.clone()));
+    let error = pool({
+        let mut options = TlsOptions::new();
+        options.extra_ca_file = Some(empty.0.clone());
+        options
+    });
     assert!(matches!(&error, TlsError::Missing { .. }), "{error:?}");
     assert!(error.to_string().contains("certificate"), "{error}");
     check(&error, &empty.0);

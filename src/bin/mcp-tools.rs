@@ -501,10 +501,10 @@ fn run(args: &[String]) -> Result<(), Failure> {
             options.tools.clone(),
         );
         d.token = token;
+        d.headers = headers;
+        d.timeout = options.timeout;
         d
-    }
-    .with_headers(headers)
-    .with_timeout(options.timeout);
+    };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -537,7 +537,9 @@ fn demo_command(args: &[String]) -> Result<(), Failure> {
         }
     }
     runtime()?.block_on(async {
-        let server = DemoServer::start_with_options(DemoOptions::default().era(era))
+        let mut options = DemoOptions::default();
+        options.era = era;
+        let server = DemoServer::start_with_options(options)
             .await
             .map_err(|e| Failure::Input(format!("cannot start the demo server: {e}")))?;
         let url = server.url();
@@ -568,7 +570,8 @@ fn demo_command(args: &[String]) -> Result<(), Failure> {
             "# mcp-tools -url {url} -tenant local -tools {}",
             tools.join(",")
         );
-        let discovery = Discovery::new(Server::http(url.clone()), "local".to_owned(), tools.iter().map(|t| (*t).to_owned()).collect()).with_timeout(Duration::from_secs(30));
+        let mut discovery = Discovery::new(Server::http(url.clone()), "local".to_owned(), tools.iter().map(|t| (*t).to_owned()).collect());
+        discovery.timeout = Duration::from_secs(30);
         let bindings = discover(&pool, &discovery)
             .await
             .map_err(|e| Failure::Input(format!("discovery failed: {e}")))?;
@@ -669,7 +672,9 @@ fn demo_server_command(args: &[String]) -> Result<(), Failure> {
         }
     }
     runtime()?.block_on(async {
-        let server = DemoServer::start_with_options(DemoOptions::default().era(era))
+        let mut options = DemoOptions::default();
+        options.era = era;
+        let server = DemoServer::start_with_options(options)
             .await
             .map_err(|e| Failure::Input(format!("cannot start the demo server: {e}")))?;
         println!("{}", server.url());

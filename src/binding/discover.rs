@@ -59,30 +59,6 @@ impl Discovery {
             era: EraPolicy::Auto,
         }
     }
-
-    /// Connects with `token` as the bearer token.
-    pub fn with_token(mut self, token: Secret) -> Self {
-        self.token = Some(token);
-        self
-    }
-
-    /// Connects with OAuth: a 401 runs its flow, and the refused request is sent again.
-    pub fn with_auth(mut self, auth: Auth) -> Self {
-        self.auth = Some(auth);
-        self
-    }
-
-    /// Sends these extra headers while discovering.
-    pub fn with_headers(mut self, headers: ExtraHeaders) -> Self {
-        self.headers = headers;
-        self
-    }
-
-    /// How long the whole discovery may take.
-    pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self
-    }
 }
 
 /// Connects, lists every tool (all pages), and returns one binding per named tool in the order

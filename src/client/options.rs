@@ -1,5 +1,20 @@
 //! What a host sets for a client and for each call, and what it plugs in: the input handler,
 //! progress callbacks, cancellation.
+//!
+//! Every settings type of the crate (`ClientOptions`, `CallOptions`, `HttpConfig`,
+//! `StdioConfig`, `TlsOptions`, `session::Config`, `Discovery`, the limits) has one style: a
+//! `#[non_exhaustive]` struct with public fields, made by `Default` (or `new` with what it
+//! cannot do without) and then set field by field:
+//!
+//! ```
+//! use std::time::Duration;
+//! let mut options = mcpwire::CallOptions::default();
+//! options.timeout = Duration::from_secs(30);
+//! options.on_progress = Some(Box::new(|p| println!("{}", p.progress)));
+//! ```
+//!
+//! Types that check what they are given (`ProxyConfig`, which parses proxy URLs) or hold
+//! state (`HttpPool`, `Auth`, `OAuth`) keep their fields private and have methods instead.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -198,57 +213,6 @@ impl CallOptions {
     /// budget, no cancellation, no progress callback.
     pub fn new() -> Self {
         CallOptions::default()
-    }
-
-    /// The hard deadline for the call.
-    pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self
-    }
-
-    /// Fail when no progress arrives for this long.
-    pub fn with_idle_timeout(mut self, idle_timeout: Duration) -> Self {
-        self.idle_timeout = Some(idle_timeout);
-        self
-    }
-
-    /// The `progressToken` to send.
-    pub fn with_progress_token(mut self, token: ProgressToken) -> Self {
-        self.progress_token = Some(token);
-        self
-    }
-
-    /// More `_meta` members to send.
-    pub fn with_meta(mut self, meta: JsonObject) -> Self {
-        self.meta = Some(meta);
-        self
-    }
-
-    /// The most reply bytes the call may receive.
-    pub fn with_max_response_bytes(mut self, limit: u64) -> Self {
-        self.max_response_bytes = Some(limit);
-        self
-    }
-
-    /// Cancels the call when `cancel` is triggered.
-    pub fn with_cancel(mut self, cancel: CancelToken) -> Self {
-        self.cancel = Some(cancel);
-        self
-    }
-
-    /// Called with each progress notification, in order.
-    pub fn with_on_progress(
-        mut self,
-        on_progress: impl FnMut(&ProgressNotificationParams) + Send + 'static,
-    ) -> Self {
-        self.on_progress = Some(Box::new(on_progress));
-        self
-    }
-
-    /// The tool's input schema, for its `x-mcp-header` annotations.
-    pub fn with_input_schema(mut self, schema: impl Into<Arc<serde_json::Value>>) -> Self {
-        self.input_schema = Some(schema.into());
-        self
     }
 }
 

@@ -127,9 +127,12 @@ fn result(reply: &Reply) -> Value {
 }
 
 async fn started(era: Era) -> DemoServer {
-    DemoServer::start_with_options(DemoOptions::default().era(era))
-        .await
-        .expect("start")
+    DemoServer::start_with_options(DemoOptions {
+        era,
+        ..DemoOptions::default()
+    })
+    .await
+    .expect("start")
 }
 
 #[tokio::test]
@@ -174,9 +177,12 @@ async fn discover_answers_with_a_discover_result() {
     assert_eq!((stats.sessions_opened, stats.modern_requests), (0, 1));
 
     // Behind a token the answers are cached per credential.
-    let guarded = DemoServer::start_with_options(DemoOptions::default().token("t0ken"))
-        .await
-        .expect("start");
+    let guarded = DemoServer::start_with_options(DemoOptions {
+        token: Some("t0ken".into()),
+        ..DemoOptions::default()
+    })
+    .await
+    .expect("start");
     let mut raw = Raw::connect(&guarded).await;
     let reply = Post::new(2, "server/discover", json!({}))
         .with("Authorization", "Bearer t0ken")
@@ -946,7 +952,10 @@ fn eras_have_names() {
     }
     assert_eq!(Era::parse("2025-11-25"), None);
     assert_eq!(Era::default(), Era::Both);
-    let options = DemoOptions::default().token("s3cret").era(Era::Modern);
+    let options = DemoOptions {
+        token: Some("s3cret".into()),
+        era: Era::Modern,
+    };
     assert!(!format!("{options:?}").contains("s3cret"));
 }
 

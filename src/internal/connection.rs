@@ -20,7 +20,7 @@ use crate::secret::Secret;
 use crate::session::{self, Delivery, Failure, FailureKind, ResumePolicy};
 
 /// Separates the server's replies in the input.
-pub const NEXT_REPLY: &[u8] = b"\n#next-reply\n";
+pub(crate) const NEXT_REPLY: &[u8] = b"\n#next-reply\n";
 
 /// The bearer token (HTTP) or credential (stdio) the client holds; it must never show in
 /// anything the machine hands back.

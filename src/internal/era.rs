@@ -21,7 +21,7 @@ use crate::session::{
 };
 
 /// Separates the steps of an `mcp_era` input.
-pub const NEXT_STEP: &[u8] = b"\n#next-step\n";
+pub(crate) const NEXT_STEP: &[u8] = b"\n#next-step\n";
 
 /// The most members [`Envelope::stamp`] and [`modern::retry_params`] rewrite.
 const MAX_MEMBERS: usize = 4096;

@@ -21,7 +21,7 @@ use crate::session::{self, ResumePolicy};
 use crate::sse;
 
 /// Separates the responses in the input.
-pub const NEXT_RESPONSE: &[u8] = b"\n#next-response\n";
+pub(crate) const NEXT_RESPONSE: &[u8] = b"\n#next-response\n";
 
 /// The bearer token the client sends; it must never show in an error, a result or a log line.
 const TOKEN: &str = "fuzz-bearer-9f3c1a77e2";

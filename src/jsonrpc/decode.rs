@@ -36,7 +36,7 @@ pub(super) fn utf8(input: &[u8]) -> Result<&str, DecodeError> {
 /// # Errors
 ///
 /// As for [`decode`].
-pub fn decode_str(input: &str) -> Result<Packet<'_>, DecodeError> {
+pub(crate) fn decode_str(input: &str) -> Result<Packet<'_>, DecodeError> {
     let top: Top<'_> =
         serde_json::from_str(input).map_err(|e| DecodeError::NotJson(e.to_string()))?;
     match top {

@@ -251,13 +251,15 @@ impl<'a> Message<'a> {
         Message::Notification(Notification::new(method, params))
     }
 
+    #[cfg(any(test, feature = "demo"))]
     /// A success response message; see [`Response::ok`].
-    pub fn response_ok(id: impl Into<Id>, result: Box<RawValue>) -> Self {
+    pub(crate) fn response_ok(id: impl Into<Id>, result: Box<RawValue>) -> Self {
         Message::Response(Response::ok(id, result))
     }
 
+    #[cfg(any(test, feature = "demo"))]
     /// An error response message; see [`Response::error`].
-    pub fn response_error(id: Option<Id>, error: ErrorObject<'a>) -> Self {
+    pub(crate) fn response_error(id: Option<Id>, error: ErrorObject<'a>) -> Self {
         Message::Response(Response::error(id, error))
     }
 

@@ -68,7 +68,9 @@ mod typed;
 #[cfg(any(test, feature = "fuzzing"))]
 use std::borrow::Cow;
 
-pub use decode::{decode, decode_message, decode_str};
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) use decode::decode_str;
+pub use decode::{decode, decode_message};
 pub use encode::{encode_batch, encode_batch_into};
 pub use error::DecodeError;
 pub use id::Id;

@@ -10,10 +10,6 @@ use super::de::open_struct;
 /// markers such as `"logging": {}`.
 pub type JsonObject = Map<String, Value>;
 
-/// The `_meta` object that most params, results and content blocks may carry (schema
-/// `RequestParams._meta`, `Result._meta`; `basic/index.mdx`, "General fields: `_meta`").
-pub type Meta = JsonObject;
-
 /// A request id (schema `RequestId`: a string or a number; `basic/index.mdx`: "MUST include a
 /// string or integer ID", never `null`).
 pub type RequestId = crate::jsonrpc::Id;
@@ -55,7 +51,7 @@ pub(crate) fn token_from_value(value: &Value) -> Option<ProgressToken> {
 pub struct RequestParams {
     /// `_meta`; may hold `progressToken`.
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
+    pub meta: Option<JsonObject>,
     /// Any other member, kept as sent.
     #[serde(flatten)]
     pub extra: JsonObject,
@@ -64,7 +60,7 @@ pub struct RequestParams {
 open_struct! {
     RequestParams via RequestParamsBuilder, expecting "request params",
     {
-        meta: Option<Meta> = "_meta",
+        meta: Option<JsonObject> = "_meta",
     }
 }
 
@@ -75,7 +71,7 @@ open_struct! {
 pub struct NotificationParams {
     /// `_meta`.
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
+    pub meta: Option<JsonObject>,
     /// Any other member, kept as sent.
     #[serde(flatten)]
     pub extra: JsonObject,
@@ -84,7 +80,7 @@ pub struct NotificationParams {
 open_struct! {
     NotificationParams via NotificationParamsBuilder, expecting "notification params",
     {
-        meta: Option<Meta> = "_meta",
+        meta: Option<JsonObject> = "_meta",
     }
 }
 
@@ -94,7 +90,7 @@ open_struct! {
 pub struct EmptyResult {
     /// `_meta`.
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
+    pub meta: Option<JsonObject>,
     /// Any other member, kept as sent.
     #[serde(flatten)]
     pub extra: JsonObject,
@@ -103,7 +99,7 @@ pub struct EmptyResult {
 open_struct! {
     EmptyResult via EmptyResultBuilder, expecting "a result",
     {
-        meta: Option<Meta> = "_meta",
+        meta: Option<JsonObject> = "_meta",
     }
 }
 

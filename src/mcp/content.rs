@@ -10,7 +10,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::common::{Annotations, Icon, JsonObject, Meta};
+use super::common::{Annotations, Icon, JsonObject};
 use super::de::{
     MemberName, MemberSeed, Members, OrderedObject, deserialize_members, extra, once, open_struct,
 };
@@ -25,7 +25,7 @@ pub struct TextContent {
     pub annotations: Option<Annotations>,
     /// `_meta`; since 2025-06-18.
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
+    pub meta: Option<JsonObject>,
     /// Any other member, kept as sent (never `type`).
     #[serde(flatten)]
     pub extra: JsonObject,
@@ -36,7 +36,7 @@ open_struct! {
     {
         text: String = "text" [required],
         annotations: Option<Annotations> = "annotations",
-        meta: Option<Meta> = "_meta",
+        meta: Option<JsonObject> = "_meta",
     }
     ignore ["type"]
 }
@@ -64,7 +64,7 @@ pub struct ImageContent {
     pub annotations: Option<Annotations>,
     /// `_meta`; since 2025-06-18.
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
+    pub meta: Option<JsonObject>,
     /// Any other member, kept as sent (never `type`).
     #[serde(flatten)]
     pub extra: JsonObject,
@@ -76,7 +76,7 @@ open_struct! {
         data: String = "data" [required],
         mime_type: String = "mimeType" [required],
         annotations: Option<Annotations> = "annotations",
-        meta: Option<Meta> = "_meta",
+        meta: Option<JsonObject> = "_meta",
     }
     ignore ["type"]
 }
@@ -94,7 +94,7 @@ pub struct AudioContent {
     pub annotations: Option<Annotations>,
     /// `_meta`; since 2025-06-18.
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
+    pub meta: Option<JsonObject>,
     /// Any other member, kept as sent (never `type`).
     #[serde(flatten)]
     pub extra: JsonObject,
@@ -106,7 +106,7 @@ open_struct! {
         data: String = "data" [required],
         mime_type: String = "mimeType" [required],
         annotations: Option<Annotations> = "annotations",
-        meta: Option<Meta> = "_meta",
+        meta: Option<JsonObject> = "_meta",
     }
     ignore ["type"]
 }
@@ -141,7 +141,7 @@ pub struct ResourceLink {
     pub icons: Option<Vec<Icon>>,
     /// `_meta`.
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
+    pub meta: Option<JsonObject>,
     /// Any other member, kept as sent (never `type`).
     #[serde(flatten)]
     pub extra: JsonObject,
@@ -158,7 +158,7 @@ open_struct! {
         size: Option<u64> = "size",
         annotations: Option<Annotations> = "annotations",
         icons: Option<Vec<Icon>> = "icons",
-        meta: Option<Meta> = "_meta",
+        meta: Option<JsonObject> = "_meta",
     }
     ignore ["type"]
 }
@@ -173,7 +173,7 @@ pub struct EmbeddedResource {
     pub annotations: Option<Annotations>,
     /// `_meta`; since 2025-06-18.
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
+    pub meta: Option<JsonObject>,
     /// Any other member, kept as sent (never `type`).
     #[serde(flatten)]
     pub extra: JsonObject,
@@ -184,7 +184,7 @@ open_struct! {
     {
         resource: ResourceContents = "resource" [required],
         annotations: Option<Annotations> = "annotations",
-        meta: Option<Meta> = "_meta",
+        meta: Option<JsonObject> = "_meta",
     }
     ignore ["type"]
 }
@@ -256,7 +256,7 @@ struct ResourceContentsBuilder {
     mime_type: Option<Option<String>>,
     text: Option<Value>,
     blob: Option<Value>,
-    meta: Option<Option<Meta>>,
+    meta: Option<Option<JsonObject>>,
     extra: JsonObject,
 }
 
@@ -330,7 +330,7 @@ pub struct TextResourceContents {
     pub text: String,
     /// `_meta`; since 2025-06-18.
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
+    pub meta: Option<JsonObject>,
     /// Any other member, kept as sent.
     #[serde(flatten)]
     pub extra: JsonObject,
@@ -342,7 +342,7 @@ open_struct! {
         uri: String = "uri" [required],
         mime_type: Option<String> = "mimeType",
         text: String = "text" [required],
-        meta: Option<Meta> = "_meta",
+        meta: Option<JsonObject> = "_meta",
     }
 }
 
@@ -359,7 +359,7 @@ pub struct BlobResourceContents {
     pub blob: String,
     /// `_meta`; since 2025-06-18.
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
+    pub meta: Option<JsonObject>,
     /// Any other member, kept as sent.
     #[serde(flatten)]
     pub extra: JsonObject,
@@ -371,7 +371,7 @@ open_struct! {
         uri: String = "uri" [required],
         mime_type: Option<String> = "mimeType",
         blob: String = "blob" [required],
-        meta: Option<Meta> = "_meta",
+        meta: Option<JsonObject> = "_meta",
     }
 }
 

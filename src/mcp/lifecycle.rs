@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::common::{Implementation, JsonObject, Meta};
+use super::common::{Implementation, JsonObject};
 use super::de::open_struct;
 use super::version::ProtocolVersion;
 
@@ -197,12 +197,12 @@ pub struct InitializeRequestParams {
     pub client_info: Implementation,
     /// `_meta`.
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
+    pub meta: Option<JsonObject>,
 }
 
 impl InitializeRequestParams {
     /// Params offering `version`, with these capabilities and client info.
-    pub fn new(
+    pub(crate) fn new(
         version: ProtocolVersion,
         capabilities: ClientCapabilities,
         client_info: Implementation,
@@ -237,7 +237,7 @@ pub struct InitializeResult {
     pub instructions: Option<String>,
     /// `_meta`.
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
+    pub meta: Option<JsonObject>,
     /// Any other member, kept as sent.
     #[serde(flatten)]
     pub extra: JsonObject,
@@ -250,7 +250,7 @@ open_struct! {
         capabilities: ServerCapabilities = "capabilities" [required],
         server_info: Implementation = "serverInfo" [required],
         instructions: Option<String> = "instructions",
-        meta: Option<Meta> = "_meta",
+        meta: Option<JsonObject> = "_meta",
     }
 }
 

@@ -12,7 +12,7 @@
 //!
 //! ## Wire rules
 //!
-//! - **Names.** Members are camelCase as in the schema; `_meta` is [`Meta`]. Optional members
+//! - **Names.** Members are camelCase as in the schema; `_meta` is a [`JsonObject`]. Optional members
 //!   are `Option`s, left out when `None`. Ids and progress tokens are strings or integers, never
 //!   `null` or fractions (`basic/index.mdx`, "Requests"; `basic/utilities/progress.mdx`).
 //! - **Nothing lost.** Results, capabilities, tools, content blocks and notification params keep
@@ -70,9 +70,8 @@ mod tools;
 mod version;
 
 pub use common::{
-    Annotations, EmptyResult, Icon, IconTheme, Implementation, JsonObject, Meta,
-    NotificationParams, PROGRESS_TOKEN_KEY, ProgressToken, RELATED_TASK_KEY, RequestId,
-    RequestParams, Role,
+    Annotations, EmptyResult, Icon, IconTheme, Implementation, JsonObject, NotificationParams,
+    PROGRESS_TOKEN_KEY, ProgressToken, RELATED_TASK_KEY, RequestId, RequestParams, Role,
 };
 pub use content::{
     AudioContent, BlobResourceContents, ContentBlock, EmbeddedResource, ImageContent,

@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::common::{Implementation, JsonObject, Meta};
+use super::common::{Implementation, JsonObject};
 use super::de::open_struct;
 use super::error_code;
 use super::lifecycle::{ClientCapabilities, ServerCapabilities};
@@ -584,7 +584,7 @@ pub struct DiscoverResult {
     pub cache_scope: Option<String>,
     /// `_meta`.
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
+    pub meta: Option<JsonObject>,
     /// Any other member, kept as sent.
     #[serde(flatten)]
     pub extra: JsonObject,
@@ -600,7 +600,7 @@ open_struct! {
         result_type: Option<String> = "resultType",
         ttl_ms: Option<Value> = "ttlMs",
         cache_scope: Option<String> = "cacheScope",
-        meta: Option<Meta> = "_meta",
+        meta: Option<JsonObject> = "_meta",
     }
 }
 

@@ -5,7 +5,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::common::{JsonObject, Meta, ProgressToken, RequestId, open_string_enum};
+use super::common::{JsonObject, ProgressToken, RequestId, open_string_enum};
 use super::de::open_struct;
 
 /// Params of `notifications/progress` (schema `ProgressNotificationParams`,
@@ -30,7 +30,7 @@ pub struct ProgressNotificationParams {
     pub message: Option<String>,
     /// `_meta`.
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
+    pub meta: Option<JsonObject>,
     /// Any other member, kept as sent.
     #[serde(flatten)]
     pub extra: JsonObject,
@@ -55,7 +55,7 @@ pub struct CancelledNotificationParams {
     pub reason: Option<String>,
     /// `_meta`.
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
+    pub meta: Option<JsonObject>,
     /// Any other member, kept as sent.
     #[serde(flatten)]
     pub extra: JsonObject,
@@ -63,7 +63,7 @@ pub struct CancelledNotificationParams {
 
 impl CancelledNotificationParams {
     /// Params cancelling `request_id`, with an optional reason.
-    pub fn new(request_id: RequestId, reason: Option<String>) -> Self {
+    pub(crate) fn new(request_id: RequestId, reason: Option<String>) -> Self {
         Self {
             request_id: Some(request_id),
             reason,
@@ -85,7 +85,7 @@ pub struct LoggingMessageNotificationParams {
     pub data: Value,
     /// `_meta`.
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
+    pub meta: Option<JsonObject>,
     /// Any other member, kept as sent.
     #[serde(flatten)]
     pub extra: JsonObject,
@@ -99,7 +99,7 @@ open_struct! {
         progress: f64 = "progress" [required],
         total: Option<f64> = "total",
         message: Option<String> = "message",
-        meta: Option<Meta> = "_meta",
+        meta: Option<JsonObject> = "_meta",
     }
 }
 
@@ -109,7 +109,7 @@ open_struct! {
     {
         request_id: Option<RequestId> = "requestId",
         reason: Option<String> = "reason",
-        meta: Option<Meta> = "_meta",
+        meta: Option<JsonObject> = "_meta",
     }
 }
 
@@ -120,7 +120,7 @@ open_struct! {
         level: LoggingLevel = "level" [required],
         logger: Option<String> = "logger",
         data: Value = "data" [required],
-        meta: Option<Meta> = "_meta",
+        meta: Option<JsonObject> = "_meta",
     }
 }
 

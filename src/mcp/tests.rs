@@ -819,7 +819,10 @@ fn tool_requires_name_and_input_schema() {
 
 #[test]
 fn tools_list_pagination() {
-    let params = ListToolsRequestParams::page(Some("page-2".into()));
+    let params = ListToolsRequestParams {
+        cursor: Some("page-2".into()),
+        meta: None,
+    };
     assert_eq!(
         ListToolsRequest::encode_params(&params).unwrap().get(),
         r#"{"cursor":"page-2"}"#

@@ -6,7 +6,7 @@ use serde::de::{Error as _, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
-use super::common::{Icon, JsonObject, Meta, open_string_enum};
+use super::common::{Icon, JsonObject, open_string_enum};
 #[cfg(test)]
 use super::common::{PROGRESS_TOKEN_KEY, ProgressToken, token_from_value, token_to_value};
 use super::content::ContentBlock;
@@ -50,7 +50,7 @@ pub struct Tool {
     pub execution: Option<ToolExecution>,
     /// `_meta`; since 2025-06-18.
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
+    pub meta: Option<JsonObject>,
     /// Any other member, kept as sent.
     #[serde(flatten)]
     pub extra: JsonObject,
@@ -67,7 +67,7 @@ open_struct! {
         annotations: Option<ToolAnnotations> = "annotations",
         icons: Option<Vec<Icon>> = "icons",
         execution: Option<ToolExecution> = "execution",
-        meta: Option<Meta> = "_meta",
+        meta: Option<JsonObject> = "_meta",
     }
 }
 
@@ -214,14 +214,7 @@ pub struct ListToolsRequestParams {
     pub cursor: Option<String>,
     /// `_meta`.
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
-}
-
-impl ListToolsRequestParams {
-    /// Params asking for the page after `cursor` (`None` for the first page).
-    pub fn page(cursor: Option<String>) -> Self {
-        Self { cursor, meta: None }
-    }
+    pub meta: Option<JsonObject>,
 }
 
 /// Result of `tools/list` (schema `ListToolsResult`).
@@ -236,7 +229,7 @@ pub struct ListToolsResult {
     pub next_cursor: Option<String>,
     /// `_meta`.
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
+    pub meta: Option<JsonObject>,
     /// Any other member, kept as sent.
     #[serde(flatten)]
     pub extra: JsonObject,
@@ -247,7 +240,7 @@ open_struct! {
     {
         tools: Vec<Tool> = "tools" [required],
         next_cursor: Option<String> = "nextCursor",
-        meta: Option<Meta> = "_meta",
+        meta: Option<JsonObject> = "_meta",
     }
 }
 
@@ -262,7 +255,7 @@ pub struct CallToolRequestParams {
     /// `_meta`: `progressToken` (`set_progress_token`) and any
     /// caller keys such as `"brain.dev/scope"` (`set_meta`).
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
+    pub meta: Option<JsonObject>,
     /// Asks for task-augmented execution; since 2025-11-25. The reply is then a
     /// `CreateTaskResult`, not a [`CallToolResult`].
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -338,7 +331,7 @@ pub struct CallToolResult {
     pub is_error: Option<bool>,
     /// `_meta`.
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Meta>,
+    pub meta: Option<JsonObject>,
     /// Any other member, kept as sent.
     #[serde(flatten)]
     pub extra: JsonObject,
@@ -467,7 +460,7 @@ impl<'de> Visitor<'de> for CallToolResultVisitor {
                 "_meta" => {
                     // Read whole, or checked and dropped (`None` either way when null).
                     let value = match self.whole {
-                        true => map.next_value::<Option<Meta>>()?,
+                        true => map.next_value::<Option<JsonObject>>()?,
                         false => map.next_value::<Option<SkippedObject>>()?.and(None),
                     };
                     once(&mut meta, value, "_meta")?;

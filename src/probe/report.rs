@@ -325,7 +325,7 @@ pub struct Deviation {
 
 impl Deviation {
     /// A deviation seen once.
-    pub fn new(what: String, rule: &str, level: Level, evidence: String) -> Self {
+    pub(crate) fn new(what: String, rule: &str, level: Level, evidence: String) -> Self {
         Deviation {
             what,
             rule: rule.to_owned(),

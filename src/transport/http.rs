@@ -166,8 +166,9 @@ impl HttpPool {
         &self.tls
     }
 
+    #[cfg(feature = "bindings")]
     /// The proxy settings the pool was made with.
-    pub fn proxy(&self) -> &ProxyConfig {
+    pub(crate) fn proxy(&self) -> &ProxyConfig {
         &self.proxy
     }
 }

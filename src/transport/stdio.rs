@@ -46,7 +46,7 @@ const MIN_CREDENTIAL_BYTES: usize = 8;
 /// server gets its credentials this way, and may echo them in a result, a progress message,
 /// an error or its stderr: the client redacts them from all of these, as it does a bearer
 /// token.
-pub fn credential_values(env: &[(String, String)]) -> Vec<Secret> {
+pub(crate) fn credential_values(env: &[(String, String)]) -> Vec<Secret> {
     env.iter()
         .filter(|(name, value)| {
             let name = name.to_ascii_uppercase();
@@ -80,8 +80,9 @@ pub struct StdioConfig {
     /// Environment variables to set, by name and value. The child starts from an empty
     /// environment plus a few harmless basics (`PATH`, `HOME`, `LANG`, ...), so credentials in
     /// the host's environment reach it only when named here. Values that are credentials by
-    /// their name (see [`credential_values`]) are redacted from the logs below and from what
-    /// the client returns.
+    /// their name (it holds KEY, TOKEN, SECRET, PASSWORD, PASSWD, CREDENTIAL, AUTH, COOKIE or
+    /// PRIVATE, in any case, and the value is at least 8 bytes long) are redacted from the
+    /// logs below and from what the client returns.
     pub env: Vec<(String, String)>,
     /// The working directory, if not the current one.
     pub cwd: Option<PathBuf>,

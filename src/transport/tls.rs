@@ -57,9 +57,9 @@ impl ClientCert {
 /// ```
 /// use mcpwire::transport::http::{ClientCert, Roots, TlsOptions};
 ///
-/// let private_ca = TlsOptions::new()
-///     .with_roots(Roots::CaFile("/etc/mcp/ca.pem".into()))
-///     .with_client_cert(ClientCert::new("/etc/mcp/client.pem", "/etc/mcp/client.key"));
+/// let mut private_ca = TlsOptions::new();
+/// private_ca.roots = Roots::CaFile("/etc/mcp/ca.pem".into());
+/// private_ca.client_cert = Some(ClientCert::new("/etc/mcp/client.pem", "/etc/mcp/client.key"));
 /// assert_eq!(TlsOptions::default().roots, Roots::Webpki);
 /// # let _ = private_ca;
 /// ```
@@ -81,30 +81,6 @@ impl TlsOptions {
     /// The defaults: the webpki roots, no client certificate.
     pub fn new() -> Self {
         TlsOptions::default()
-    }
-
-    /// The base set of roots.
-    pub fn with_roots(mut self, roots: Roots) -> Self {
-        self.roots = roots;
-        self
-    }
-
-    /// A PEM bundle trusted in addition to the roots.
-    pub fn with_extra_ca_file(mut self, path: impl Into<PathBuf>) -> Self {
-        self.extra_ca_file = Some(path.into());
-        self
-    }
-
-    /// Certificates trusted in addition to the roots.
-    pub fn with_extra_roots(mut self, roots: Vec<CertificateDer<'static>>) -> Self {
-        self.extra_roots = roots;
-        self
-    }
-
-    /// The client certificate to present (mTLS).
-    pub fn with_client_cert(mut self, client_cert: ClientCert) -> Self {
-        self.client_cert = Some(client_cert);
-        self
     }
 }
 

@@ -102,7 +102,7 @@ pub enum ClientCredential {
 
 impl ClientCredential {
     /// The `auth` member that names it, and what it holds (a variable name or a path).
-    pub fn member(&self) -> (&'static str, String) {
+    pub(crate) fn member(&self) -> (&'static str, String) {
         match self {
             ClientCredential::SecretEnv(v) => ("client_secret_env", v.clone()),
             ClientCredential::SecretFile(p) => ("client_secret_file", p.display().to_string()),

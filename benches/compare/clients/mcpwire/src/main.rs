@@ -153,9 +153,10 @@ async fn run(url: &str, workload: &str, n: usize, rest: &[String]) -> Result<(),
             let client = connect(&pool, &url).await?;
             let seen = Arc::new(AtomicUsize::new(0));
             let counter = seen.clone();
-            let options = CallOptions::new().with_on_progress(move |_| {
+            let mut options = CallOptions::new();
+            options.on_progress = Some(Box::new(move |_| {
                 counter.fetch_add(1, Ordering::Relaxed);
-            });
+            }));
             let result = client
                 .call_tool(
                     "progress_burst",
