@@ -446,22 +446,22 @@ impl std::fmt::Debug for OAuth {
 /// Why an [`OAuth`] cannot be made.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum OAuthError {
+pub enum OAuthSetupError {
     /// The authorization code grant needs an [`Authorizer`] for the person's approval.
     NoAuthorizer,
 }
 
-impl std::fmt::Display for OAuthError {
+impl std::fmt::Display for OAuthSetupError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            OAuthError::NoAuthorizer => f.write_str(
+            OAuthSetupError::NoAuthorizer => f.write_str(
                 "the authorization code grant needs an authorizer (for the person's approval)",
             ),
         }
     }
 }
 
-impl std::error::Error for OAuthError {}
+impl std::error::Error for OAuthSetupError {}
 
 impl OAuth {
     /// OAuth with `config` and an empty token cache; `authorizer` is required for the
@@ -469,7 +469,7 @@ impl OAuth {
     pub fn new(
         config: Config,
         authorizer: Option<Arc<dyn Authorizer>>,
-    ) -> Result<OAuth, OAuthError> {
+    ) -> Result<OAuth, OAuthSetupError> {
         OAuth::with_cache(config, TokenCache::default(), authorizer)
     }
 
@@ -478,9 +478,9 @@ impl OAuth {
         config: Config,
         cache: TokenCache,
         authorizer: Option<Arc<dyn Authorizer>>,
-    ) -> Result<OAuth, OAuthError> {
+    ) -> Result<OAuth, OAuthSetupError> {
         if matches!(config.grant, GrantKind::AuthorizationCode { .. }) && authorizer.is_none() {
-            return Err(OAuthError::NoAuthorizer);
+            return Err(OAuthSetupError::NoAuthorizer);
         }
         let limits = config.limits;
         Ok(OAuth {

@@ -35,7 +35,7 @@ mod report;
 mod tests;
 
 pub use report::{
-    Auth, Challenge, Deviation, Eras, LegacyEra, Level, ModernEra, ProbeReport, ReplySeen,
+    Authorization, Challenge, Deviation, Eras, LegacyEra, Level, ModernEra, ProbeReport, ReplySeen,
     ResourceMetadata, ServerSummary, SessionIdSeen, Sessions, SseFraming, StatusSeen, ToolCheck,
     Tools, VersionOffer,
 };

@@ -24,7 +24,7 @@ pub struct ProbeReport {
     /// How it handles `Mcp-Session-Id`.
     pub sessions: Sessions,
     /// Whether it needs credentials, and what its challenge and metadata say.
-    pub auth: Auth,
+    pub auth: Authorization,
     /// Its tools and their schema problems.
     pub tools: Tools,
     /// Every place the server broke a rule of the specification, with the rule and the evidence.
@@ -209,7 +209,7 @@ pub struct StatusSeen {
 /// Whether the server needs credentials.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[non_exhaustive]
-pub struct Auth {
+pub struct Authorization {
     /// Whether a request was refused with 401 or 403.
     pub required: bool,
     /// That status.

@@ -624,7 +624,7 @@ fn an_unreachable_server_says_so_and_why() {
 #[test]
 fn the_auth_section_names_challenge_and_metadata() {
     let mut report = sample_report();
-    report.auth = Auth {
+    report.auth = Authorization {
         required: true,
         status: Some(401),
         token_sent: false,

@@ -65,7 +65,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::{AuthorizeFuture, Authorizer, OAuth, OAuthError};
+use super::{AuthorizeFuture, Authorizer, OAuth, OAuthSetupError};
 use crate::auth::{
     AuthMethod, Config, PreRegistered, Scopes, Secret, Token, TokenCache, TokenKey, UnixTime, Url,
 };
@@ -595,7 +595,7 @@ impl TokenStore {
         self: &Arc<Self>,
         config: Config,
         authorizer: Arc<dyn Authorizer>,
-    ) -> Result<OAuth, OAuthError> {
+    ) -> Result<OAuth, OAuthSetupError> {
         let tokens = self.contents().tokens;
         let oauth = OAuth::with_cache(config, tokens, Some(authorizer))?;
         Ok(oauth.shared_with(self.clone()))
