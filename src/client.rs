@@ -53,6 +53,8 @@ use crate::transport::Secret;
 use crate::transport::http::{HttpConfig, HttpLink, HttpPool};
 use crate::transport::stdio::{StdioConfig, StdioLink};
 
+/// A listed tool left out at a stateless revision, and why (for discovery's diagnostics).
+pub(crate) use crate::connection::Excluded as ExcludedTool;
 pub use crate::connection::ListCache;
 pub use crate::mcp::InputRequest;
 use driver::{Command, Driver, DriverAuth, Link, Operation, Shared};
@@ -423,8 +425,18 @@ impl Client {
     /// tools' arguments give are remembered for [`call_tool`](Client::call_tool); a page whose
     /// stream breaks before its answer is asked for once more (listing changes nothing).
     pub async fn list_tools(&self) -> Result<Vec<Tool>, Error> {
+        self.list_tools_and_exclusions()
+            .await
+            .map(|(tools, _)| tools)
+    }
+
+    /// [`list_tools`](Self::list_tools), with the tools left out and why (for discovery,
+    /// which names each one it was asked for).
+    pub(crate) async fn list_tools_and_exclusions(
+        &self,
+    ) -> Result<(Vec<Tool>, Vec<ExcludedTool>), Error> {
         match self.operate(Operation::ListTools, None, None).await? {
-            Outcome::Tools(tools) => Ok(tools),
+            Outcome::Tools(tools, excluded) => Ok((tools, excluded)),
             _ => Err(Error::internal(
                 "tools/list ended with another operation's outcome",
             )),

@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use tokio::runtime::Runtime;
 
 use crate::support::fault_server::{FaultServer, Recorded, Reply, Step};
+use crate::support::mcp_script::rpc_result;
 use crate::support::peers::{self, Peer, Sdk};
 
 /// No spawned binary may run longer than this.
@@ -377,6 +378,62 @@ fn mcp_tools_fails_naming_a_missing_tool() {
     assert!(run.stdout.is_empty(), "{run:#?}");
     assert_eq!(run.stderr.lines().count(), 1, "{run:#?}");
     assert!(run.stderr.contains("no_such_tool"), "{run:#?}");
+}
+
+#[test]
+fn mcp_tools_names_each_tool_it_cannot_bind_and_warns_of_the_ones_left_out() {
+    let fault = Fault::start(|req| match req.jsonrpc_method().as_deref() {
+        Some("server/discover") => Reply::json(
+            200,
+            rpc_result(
+                req,
+                json!({"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+                    "resultType": "complete", "ttlMs": 0, "cacheScope": "private"}),
+            ),
+        ),
+        Some("tools/list") => Reply::json(
+            200,
+            rpc_result(
+                req,
+                json!({"tools": [
+                    {"name": "echo", "inputSchema": {"type": "object"}},
+                    {"name": "bad", "inputSchema": {"type": "object",
+                        "properties": {"r": {"type": "string", "x-mcp-header": "not a token"}}}},
+                    {"name": "unasked", "inputSchema": {"type": "object",
+                        "properties": {"r": {"type": "string", "x-mcp-header": ""}}}}
+                ], "resultType": "complete"}),
+            ),
+        ),
+        _ => Reply::empty(404),
+    });
+    let url = fault.server.url("/mcp");
+    let run = mcp_tools(
+        &["-url", &url, "-tenant", "local", "-tools", "echo,bad,gone"],
+        &[],
+    );
+    assert_exit(&run, 1);
+    assert!(run.stdout.is_empty(), "{run:#?}");
+    let lines: Vec<&str> = run.stderr.lines().collect();
+    // One warning per tool left out of the listing, then one error naming both problems.
+    assert_eq!(lines.len(), 3, "{run:#?}");
+    assert!(
+        lines[0].contains("warning") && lines[0].contains("\"bad\""),
+        "{run:#?}"
+    );
+    assert!(lines[0].contains("is not an HTTP token"), "{run:#?}");
+    assert!(
+        lines[1].contains("warning") && lines[1].contains("\"unasked\""),
+        "{run:#?}"
+    );
+    let error = lines[2];
+    assert!(
+        error.contains("2 of the 3 named cannot be bound"),
+        "{run:#?}"
+    );
+    assert!(error.contains("\"bad\" is on the server, but"), "{run:#?}");
+    assert!(error.contains("/properties/r/x-mcp-header"), "{run:#?}");
+    assert!(error.contains("\"gone\" is not on the server"), "{run:#?}");
+    assert!(error.contains("usable tools: echo)"), "{run:#?}");
 }
 
 #[test]

@@ -7,6 +7,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use mcpwire::ErrorKind;
+use mcpwire::binding::config::Server;
+use mcpwire::binding::discover::{Discovery, discover as discover_tools};
 use mcpwire::client::{CallOptions, Client, ClientOptions, InputFuture, InputHandler};
 use mcpwire::mcp::InputRequest;
 use mcpwire::mcp::{ClientCapabilities, JsonObject, ProtocolVersion};
@@ -380,6 +382,67 @@ async fn a_tool_with_invalid_annotations_is_left_out_with_a_warning() {
     assert_eq!(warnings.len(), 2, "{warnings:?}");
     assert!(warnings[0].contains("\"bad\""), "{warnings:?}");
     assert!(warnings[1].contains("\"dup\""), "{warnings:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn discovery_names_every_tool_it_cannot_bind_and_binds_none() {
+    let server = modern_server(|req| {
+        Reply::json(
+            200,
+            rpc_result(
+                req,
+                json!({"tools": [
+                    {"name": "good", "inputSchema": {"type": "object"}},
+                    {"name": "good.too", "inputSchema": {"type": "object"}},
+                    {"name": "good_too", "inputSchema": {"type": "object"}},
+                    {"name": "bad", "inputSchema": {"type": "object",
+                        "properties": {"r": {"type": "object", "x-mcp-header": "R"}}}},
+                    {"name": "twin", "inputSchema": {"type": "object"}},
+                    {"name": "twin", "inputSchema": {"type": "object"}}
+                ]}),
+            ),
+        )
+    })
+    .await;
+    let names = ["good", "bad", "missing", "twin", "good.too", "good_too"];
+    let discovery = Discovery::new(
+        Server::http(server.url("/mcp")),
+        "local",
+        names.iter().map(|n| (*n).to_owned()).collect(),
+    );
+    let error = discover_tools(&pool(), &discovery)
+        .await
+        .expect_err("four of the six cannot be bound");
+    assert_eq!(error.kind(), ErrorKind::Config, "{error}");
+    let text = error.to_string();
+    for expected in [
+        "4 of the 6 named cannot be bound",
+        "\"bad\" is on the server, but a 2026-07-28 client must leave it out: \
+         /properties/r/x-mcp-header: `x-mcp-header` is on a property whose type is not string, integer or \
+         boolean",
+        "\"missing\" is not on the server",
+        "\"twin\" is listed 2 times by the server",
+        "\"good_too\" would be bound as \"good_too\", as \"good.too\" is",
+        "usable tools: good, good.too, good_too, twin)",
+    ] {
+        assert!(text.contains(expected), "{expected:?} not in {text}");
+    }
+    assert!(!text.contains("\"good\" "), "{text}");
+    // Named twice: refused before connecting.
+    let before = server.requests().len();
+    let twice = Discovery::new(
+        Server::http(server.url("/mcp")),
+        "local",
+        vec!["good".into(), "good".into()],
+    );
+    let error = discover_tools(&pool(), &twice)
+        .await
+        .expect_err("named twice");
+    assert!(
+        error.to_string().contains("\"good\" is named twice"),
+        "{error}"
+    );
+    assert_eq!(server.requests().len(), before);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

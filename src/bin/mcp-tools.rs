@@ -503,6 +503,9 @@ fn run(args: &[String]) -> Result<(), Failure> {
         d.token = token;
         d.headers = headers;
         d.timeout = options.timeout;
+        d.on_warning = Some(Arc::new(|line: &str| {
+            eprintln!("mcp-tools: warning: {line}")
+        }));
         d
     };
     let runtime = tokio::runtime::Builder::new_current_thread()

@@ -1,12 +1,13 @@
 //! Discovery: connect to a server, read its whole tool list, and turn the named tools into
 //! bindings (what `mcp-tools` prints).
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use super::call::Pools;
 use super::config::{Binding, Server};
 use crate::client::auth::Auth;
-use crate::client::{Client, ClientOptions};
+use crate::client::{Client, ClientOptions, ExcludedTool as Excluded, WarningSink};
 use crate::error::{Error, ErrorKind};
 use crate::mcp::Tool;
 use crate::session::EraPolicy;
@@ -22,7 +23,7 @@ pub(crate) const DEFAULT_MAX_OUTPUT_BYTES: u64 = 1024 * 1024;
 pub const MAX_NAMED_TOOLS: usize = 128;
 
 /// What to discover.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct Discovery {
     /// The server, as the bindings will name it.
@@ -42,6 +43,25 @@ pub struct Discovery {
     pub timeout: Duration,
     /// The era to speak: [`EraPolicy::Auto`] probes the server (at 2026-07-28 first).
     pub era: EraPolicy,
+    /// Receives a line for each listed tool the client leaves out, with the tool and the
+    /// reason (see [`ClientOptions::on_warning`]).
+    pub on_warning: Option<WarningSink>,
+}
+
+impl std::fmt::Debug for Discovery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Discovery")
+            .field("server", &self.server)
+            .field("token", &self.token)
+            .field("auth", &self.auth)
+            .field("headers", &self.headers)
+            .field("tenant", &self.tenant)
+            .field("tools", &self.tools)
+            .field("timeout", &self.timeout)
+            .field("era", &self.era)
+            .field("on_warning", &self.on_warning.is_some())
+            .finish()
+    }
 }
 
 impl Discovery {
@@ -57,13 +77,19 @@ impl Discovery {
             tools,
             timeout: Duration::from_secs(30),
             era: EraPolicy::Auto,
+            on_warning: None,
         }
     }
 }
 
 /// Connects, lists every tool (all pages), and returns one binding per named tool in the order
-/// named. Fails when a named tool does not exist (naming it) or when it takes longer than the
-/// timeout. A session that expires while pages are read is opened again, once.
+/// named. A session that expires while pages are read is opened again, once.
+///
+/// Binds all or nothing: when any named tool cannot be bound, one error names each such tool
+/// and why: named twice, not on the server, listed twice by the server, left out by the client
+/// (its `x-mcp-header` annotations break the 2026-07-28 rules: the annotation's place and the
+/// rule), or given the same binding name as another named tool. Fails too when the whole
+/// discovery takes longer than its timeout.
 ///
 /// An HTTP server is reached through `pool`; when the server names `tls` or `proxy`
 /// settings that are not the pool's, through a pool made for them (`pool`'s settings filling
@@ -73,6 +99,19 @@ pub async fn discover(pool: &HttpPool, discovery: &Discovery) -> Result<Vec<Bind
         return Err(Error::config(format!(
             "name between 1 and {MAX_NAMED_TOOLS} tools (got {})",
             discovery.tools.len()
+        )));
+    }
+    let mut seen = std::collections::HashSet::new();
+    let twice: Vec<String> = discovery
+        .tools
+        .iter()
+        .filter(|name| !seen.insert(name.as_str()))
+        .map(|name| format!("{name:?} is named twice"))
+        .collect();
+    if !twice.is_empty() {
+        return Err(Error::config(format!(
+            "discovery binds no tool: {}",
+            twice.join("; ")
         )));
     }
     let pool = match &discovery.server {
@@ -93,7 +132,7 @@ pub async fn discover(pool: &HttpPool, discovery: &Discovery) -> Result<Vec<Bind
             other => other,
         }
     };
-    let tools = tokio::time::timeout(discovery.timeout, listing)
+    let (tools, excluded) = tokio::time::timeout(discovery.timeout, listing)
         .await
         .map_err(|_| {
             Error::new(
@@ -104,31 +143,76 @@ pub async fn discover(pool: &HttpPool, discovery: &Discovery) -> Result<Vec<Bind
                 ),
             )
         })??;
-    let mut bindings = Vec::with_capacity(discovery.tools.len());
-    for name in &discovery.tools {
-        let tool = tools.iter().find(|t| &t.name == name).ok_or_else(|| {
-            let mut available: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-            available.sort_unstable();
-            Error::new(
-                ErrorKind::Config,
-                format!(
-                    "the server has no tool named {name:?} (it has: {})",
-                    available.join(", ")
-                ),
-            )
-        })?;
-        bindings.push(binding_for(tool, discovery));
-    }
-    Ok(bindings)
+    bind_named(&tools, &excluded, discovery).map_err(Error::config)
 }
 
-async fn list_all(pool: &HttpPool, discovery: &Discovery) -> Result<Vec<Tool>, Error> {
+/// One binding per named tool, or the message naming every named tool that cannot be bound.
+fn bind_named(
+    tools: &[Tool],
+    excluded: &[Excluded],
+    discovery: &Discovery,
+) -> Result<Vec<Binding>, String> {
+    let mut problems = Vec::new();
+    let mut bindings = Vec::with_capacity(discovery.tools.len());
+    let mut names: HashMap<String, &str> = HashMap::new();
+    for name in &discovery.tools {
+        let listed: Vec<&Tool> = tools.iter().filter(|t| &t.name == name).collect();
+        let left_out: Vec<&Excluded> = excluded.iter().filter(|e| &e.name == name).collect();
+        match (listed.as_slice(), left_out.as_slice()) {
+            ([tool], []) => {
+                let binding = binding_for(tool, discovery);
+                match names.get(&binding.name) {
+                    Some(other) => problems.push(format!(
+                        "{name:?} would be bound as {:?}, as {other:?} is",
+                        binding.name
+                    )),
+                    None => {
+                        names.insert(binding.name.clone(), name);
+                        bindings.push(binding);
+                    }
+                }
+            }
+            ([], []) => problems.push(format!("{name:?} is not on the server")),
+            ([], [reason, ..]) => problems.push(format!(
+                "{name:?} is on the server, but a 2026-07-28 client must leave it out: {}",
+                reason.reason
+            )),
+            _ => problems.push(format!(
+                "{name:?} is listed {} times by the server",
+                listed.len() + left_out.len()
+            )),
+        }
+    }
+    if problems.is_empty() {
+        return Ok(bindings);
+    }
+    let mut usable: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    usable.sort_unstable();
+    usable.dedup();
+    let usable = match usable.is_empty() {
+        true => "none".to_owned(),
+        false => usable.join(", "),
+    };
+    Err(format!(
+        "discovery binds no tool: {} of the {} named cannot be bound: {} (the server's usable \
+         tools: {usable})",
+        problems.len(),
+        discovery.tools.len(),
+        problems.join("; ")
+    ))
+}
+
+async fn list_all(
+    pool: &HttpPool,
+    discovery: &Discovery,
+) -> Result<(Vec<Tool>, Vec<Excluded>), Error> {
     let mut options = ClientOptions {
         request_timeout: discovery.timeout,
         ..ClientOptions::default()
     };
     options.session.era = discovery.era.clone();
     options.auth = discovery.auth.clone();
+    options.on_warning = discovery.on_warning.clone();
     let client = connect(
         pool,
         &discovery.server,
@@ -138,7 +222,7 @@ async fn list_all(pool: &HttpPool, discovery: &Discovery) -> Result<Vec<Tool>, E
         None,
     )
     .await?;
-    let tools = client.list_tools().await;
+    let tools = client.list_tools_and_exclusions().await;
     client.close().await;
     tools
 }

@@ -103,11 +103,21 @@ impl From<Failure> for OpError {
     }
 }
 
+/// A listed tool the machine left out at a stateless revision: its annotations break the
+/// spec's `x-mcp-header` rules, so no call to it could carry the right headers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Excluded {
+    /// The tool's name.
+    pub(crate) name: String,
+    /// The rule broken, and where in the input schema.
+    pub(crate) reason: crate::mcp::headers::AnnotationError,
+}
+
 /// What a finished operation produced.
 #[derive(Debug)]
 pub(crate) enum Outcome {
-    /// `tools/list`, every page, the admitted tools.
-    Tools(Vec<Tool>),
+    /// `tools/list`, every page: the admitted tools, and the ones left out with why.
+    Tools(Vec<Tool>, Vec<Excluded>),
     /// `tools/call`.
     Call(CallToolResult),
     /// A raw request's result, or the end of a `subscriptions/listen` stream (`None`).

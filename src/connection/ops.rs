@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 
-use super::{Connection, OpError, OpId, Outcome, arguments_of};
+use super::{Connection, Excluded, OpError, OpId, Outcome, arguments_of};
 use crate::exchange::SendOptions;
 use crate::jsonrpc::Id;
 use crate::mcp::headers as mcp_headers;
@@ -241,8 +241,8 @@ impl Connection {
         match page.next_cursor {
             None => {
                 let tools = std::mem::take(&mut list.tools);
-                let tools = self.admit_tools(tools);
-                self.end(op, Ok(Outcome::Tools(tools)));
+                let (tools, excluded) = self.admit_tools(tools);
+                self.end(op, Ok(Outcome::Tools(tools, excluded)));
                 false
             }
             Some(next) => {
@@ -304,14 +304,14 @@ impl Connection {
         }
     }
 
-    /// At a stateless revision: drops the tools whose annotations are invalid and remembers
-    /// the others' header declarations.
-    fn admit_tools(&mut self, tools: Vec<Tool>) -> Vec<Tool> {
+    /// At a stateless revision: leaves out the tools whose annotations are invalid (with a
+    /// warning each, and in the returned list) and remembers the others' header declarations.
+    fn admit_tools(&mut self, tools: Vec<Tool>) -> (Vec<Tool>, Vec<Excluded>) {
         if !self.is_modern() {
-            return tools;
+            return (tools, Vec::new());
         }
         let mut declared = HashMap::new();
-        let mut warnings = Vec::new();
+        let mut excluded = Vec::new();
         let tools = tools
             .into_iter()
             .filter(
@@ -320,21 +320,24 @@ impl Connection {
                         declared.insert(tool.name.clone(), Arc::from(headers));
                         true
                     }
-                    Err(error) => {
-                        warnings.push(format!(
-                            "tools/list: left out the tool {:?}: {error}",
-                            tool.name
-                        ));
+                    Err(reason) => {
+                        excluded.push(Excluded {
+                            name: tool.name.clone(),
+                            reason,
+                        });
                         false
                     }
                 },
             )
             .collect();
         self.headers.set_listed(declared);
-        for warning in warnings {
-            self.warn(warning);
+        for tool in &excluded {
+            self.warn(format!(
+                "tools/list: left out the tool {:?}: {}",
+                tool.name, tool.reason
+            ));
         }
-        tools
+        (tools, excluded)
     }
 
     /// Calls a tool (see [`CallTool`]). At a stateless revision the call follows

@@ -383,7 +383,7 @@ fn listing_follows_cursors_and_stops_a_loop_or_too_many_pages() {
     }));
     let op = pair.connection.list_tools(pair.now);
     match pair.finish(op) {
-        Ok(Outcome::Tools(tools)) => {
+        Ok(Outcome::Tools(tools, _)) => {
             let names: Vec<_> = tools.iter().map(|t| t.name.as_str()).collect();
             assert_eq!(names, ["a", "b", "c"]);
         }
@@ -446,7 +446,7 @@ fn a_list_page_whose_stream_breaks_is_asked_for_once_more_and_a_call_never_is() 
         _ => Reply::Status(400, Value::Null, Vec::new()),
     }));
     let op = pair.connection.list_tools(pair.now);
-    assert!(matches!(pair.finish(op), Ok(Outcome::Tools(tools)) if tools.len() == 1));
+    assert!(matches!(pair.finish(op), Ok(Outcome::Tools(tools, _)) if tools.len() == 1));
     assert_eq!(pair.calls_seen("tools/list").len(), 2);
     let op = pair.call("a", json!({}));
     let failure = failed(pair.finish(op));
