@@ -472,6 +472,31 @@ async fn auth_server_metadata_naming_another_issuer_is_refused() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auth_a_failure_on_the_era_probe_names_the_oauth_step_not_the_probe() {
+    // The first request is the era probe; the server refuses it, and the flow fails at the
+    // authorization-server metadata. The message names that step.
+    let mock = Mock::start(true, |s| s.issuer = Some("https://evil.example".to_owned())).await;
+    let pool = pool();
+    let oauth = code_flow(&mock, &pool, None);
+    let mut options = ClientOptions::default();
+    options.session.era = EraPolicy::Auto;
+    options.auth = Some(Auth::oauth(oauth));
+    let config = HttpConfig::new(&mock.url()).unwrap();
+    let error = Client::connect_http(&pool, config, options)
+        .await
+        .expect_err("refused");
+    assert_eq!(error.kind(), ErrorKind::Unauthorized, "{error}");
+    let text = error.to_string();
+    assert!(
+        text.contains("authorization failed: authorization-server metadata: "),
+        "{text}"
+    );
+    assert!(!text.contains("era probe"), "{text}");
+    assert_eq!(mock.posts("server/discover").len(), 1, "one probe, refused");
+    no_token_request(&mock);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn auth_a_plain_http_authorization_server_off_loopback_is_not_contacted() {
     let mock = Mock::start(false, |s| {
         s.authorization_servers = Some(vec!["http://auth.example.com".to_owned()]);
@@ -1473,7 +1498,14 @@ async fn auth_binding_token_store_is_used_refreshed_written_back_and_spent() {
     );
     assert_eq!(result.unknown_outcome(), Some(false), "{result:?}");
     let message = result.error_message().unwrap();
+    // What happened (the refresh refused), and that a login is needed: no browser is named.
+    assert!(
+        message.contains("the token refresh was refused (invalid_grant"),
+        "{message}"
+    );
+    assert!(message.contains("a new login is needed"), "{message}");
     assert!(message.contains("log in again"), "{message}");
+    assert!(!message.contains("in the browser"), "{message}");
     assert_eq!(mock.state().ran, 2, "the third call's tool never ran");
     results.push(result);
 

@@ -436,6 +436,40 @@ fn mcp_tools_names_each_tool_it_cannot_bind_and_warns_of_the_ones_left_out() {
     assert!(error.contains("usable tools: echo)"), "{run:#?}");
 }
 
+/// A token store others may read is the host's configuration at fault: the call's result
+/// says `config`, and the exit code is 2, as `mcpwire --help` says of config errors.
+#[cfg(unix)]
+#[test]
+fn mcpwire_call_with_a_token_store_others_may_read_exits_as_a_config_error() {
+    use std::os::unix::fs::PermissionsExt;
+    let store = temp_path("readable-store.json");
+    std::fs::write(
+        &store,
+        r#"{"server":"http://127.0.0.1:9/mcp","redirect_uri":"http://127.0.0.1:9/cb","tokens":[]}"#,
+    )
+    .expect("store");
+    std::fs::set_permissions(&store, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let bindings = temp_path("readable-store-bindings.json");
+    let binding = json!([{
+        "name": "t", "description": "", "mcp_tool": "t", "url": "http://127.0.0.1:9/mcp",
+        "auth": {"grant": "authorization_code", "token_store": store.to_str().unwrap()},
+        "tenants": ["x"], "input_schema": {"type": "object"},
+        "timeout_seconds": 5, "max_output_bytes": 1000
+    }]);
+    std::fs::write(&bindings, binding.to_string()).expect("bindings");
+    let (run, lines) = call(&bindings, "t", "x", "{}", &[]);
+    assert_exit(&run, 2);
+    assert_eq!(lines.len(), 1, "{run:#?}");
+    assert_eq!(lines[0]["error"]["kind"], "config", "{run:#?}");
+    assert_eq!(lines[0]["unknown_outcome"], false, "{run:#?}");
+    let message = lines[0]["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("may be read by others (mode 644)"),
+        "{message}"
+    );
+    assert!(message.contains("chmod 600"), "{message}");
+}
+
 #[test]
 fn mcp_tools_fails_naming_an_unset_token_variable() {
     let demo = Demo::start(None);

@@ -450,10 +450,12 @@ fn call_command(args: &[String]) -> ExitCode {
     match result {
         Ok(result) => {
             println!("{}", result.to_json_line());
-            if result.is_error() {
-                ExitCode::from(1)
-            } else {
-                ExitCode::SUCCESS
+            match result.error_kind() {
+                None => ExitCode::SUCCESS,
+                // A binding the host configured wrongly (a token store others may read, a
+                // TLS file that cannot be used, ...): a config error, as --help says.
+                Some(mcpwire::ErrorKind::Config) => ExitCode::from(2),
+                Some(_) => ExitCode::from(1),
             }
         }
         Err(Failure::Usage(message)) => {

@@ -735,9 +735,9 @@ impl OAuth {
                             }
                         }
                         Ok(Err(error)) => {
-                            let why = format!("the authorizer failed: {error}");
-                            note(format!("< authorize: {why}"));
-                            self.with_flow(|flow| flow.abandon(&why));
+                            let why = error.to_string();
+                            note(format!("< authorize: declined: {why}"));
+                            self.with_flow(|flow| flow.decline(&why));
                         }
                         Err(_) => {
                             let why = format!(

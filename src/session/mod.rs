@@ -532,6 +532,13 @@ impl Session {
                 {
                     EraVerdict::Legacy(failure.detail.clone())
                 }
+                // The probe never reached the server: authorization failed first, and the
+                // detail names the step (a metadata request, the code exchange, a refresh...).
+                FailureKind::Unauthorized { .. } => {
+                    self.settle(id, outcome);
+                    self.close();
+                    return;
+                }
                 _ => {
                     let failure = Failure::new(
                         failure.kind.clone(),

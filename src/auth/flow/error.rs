@@ -187,6 +187,14 @@ pub enum Error {
         /// What the driver said of it (cut short; empty when it said nothing).
         detail: String,
     },
+    /// A new authorization needs a person, and the authorizer could not get one's approval
+    /// (nobody is there, as for an unattended host, or the person declined).
+    LoginNeeded {
+        /// Why the stored refresh token could not be used, when a refused refresh led here.
+        refresh: Option<String>,
+        /// What the authorizer said.
+        why: String,
+    },
     /// A request, or the person, took longer than allowed.
     Timeout {
         /// What was waited for.
@@ -240,12 +248,13 @@ impl fmt::Display for Error {
             ),
             Error::PkceUnsupported { issuer } => write!(
                 f,
-                "{issuer} does not advertise PKCE with S256 (code_challenge_methods_supported); \
-                 the MCP spec forbids going on"
+                "the authorization-server metadata: {issuer} does not advertise PKCE with S256 \
+                 (code_challenge_methods_supported); the MCP spec forbids going on"
             ),
-            Error::NoAuthorizationEndpoint { issuer } => {
-                write!(f, "{issuer} has no authorization endpoint")
-            }
+            Error::NoAuthorizationEndpoint { issuer } => write!(
+                f,
+                "the authorization-server metadata: {issuer} has no authorization endpoint"
+            ),
             Error::NoClientIdentity { issuer } => write!(
                 f,
                 "no client id for {issuer}: not pre-registered, no client metadata document it \
@@ -260,12 +269,22 @@ impl fmt::Display for Error {
             Error::Crypto(e) => e.fmt(f),
             Error::Registration(e) => write!(f, "the client registration: {e}"),
             Error::Token { purpose, error } => write!(f, "{purpose}: {error}"),
-            Error::Authorization(e) => e.fmt(f),
+            Error::Authorization(e) => write!(f, "{}: {e}", Purpose::Authorization),
             Error::Transport { purpose, detail } if detail.is_empty() => {
                 write!(f, "{purpose} could not be completed")
             }
             Error::Transport { purpose, detail } => {
                 write!(f, "{purpose} could not be completed: {detail}")
+            }
+            Error::LoginNeeded {
+                refresh: Some(refresh),
+                why,
+            } => write!(
+                f,
+                "the token refresh was refused ({refresh}), and a new login is needed: {why}"
+            ),
+            Error::LoginNeeded { refresh: None, why } => {
+                write!(f, "a new login is needed: {why}")
             }
             Error::Timeout { purpose } => write!(f, "{purpose} timed out"),
             Error::InsufficientScope { scope, step_ups } => write!(

@@ -193,6 +193,9 @@ pub(crate) struct Flow {
     pending_key: Option<TokenKey>,
     /// A refresh nobody waits for is under way: its failure only drops the refresh token.
     quiet: bool,
+    /// Why the last refresh was refused, while the flow authorizes anew because of it: a
+    /// failure to authorize then says that a login is needed because of this.
+    refresh_refused: Option<String>,
     /// Other processes share the cache: every refresh starts with an [`Output::Reload`].
     shared: bool,
     /// Codes, verifiers, assertions and replaced tokens: what must never be echoed.
@@ -241,6 +244,7 @@ impl Flow {
             cache,
             pending_key: None,
             quiet: false,
+            refresh_refused: None,
             shared: false,
             spent: Vec::new(),
             randomness: Arc::new(SystemRandomness),
@@ -533,6 +537,20 @@ impl Flow {
     /// The driver gave up on what is under way (the host's authorizer failed or the person
     /// went away), for the reason `why`: the flow fails ([`Output::Failed`]) and is ready to
     /// start again.
+    /// The authorizer could not get a person's approval (nobody is there to give it, or the
+    /// person declined): the flow fails saying that a login is needed, and why one is (the
+    /// refused refresh that led here, if one did).
+    pub(crate) fn decline(&mut self, why: &str) {
+        if matches!(self.stage, Stage::Idle) {
+            return;
+        }
+        let refresh = self.refresh_refused.take();
+        self.fail(Error::LoginNeeded {
+            refresh,
+            why: clean_text(why, 300),
+        });
+    }
+
     pub(crate) fn abandon(&mut self, why: &str) {
         let purpose = match (&self.stage, &self.pending) {
             (Stage::Idle, _) => return,

@@ -5,7 +5,9 @@
 use super::Limits;
 use super::{Error, Flow, Origin_, Output, Purpose, Stage};
 use crate::auth::UnixTime;
-use crate::auth::token::{TokenCache, TokenKey, TokenResponseError, parse_token_response};
+use crate::auth::token::{
+    TokenCache, TokenKey, TokenResponseError, clean_text, parse_token_response,
+};
 use crate::secret::Secret;
 
 impl Flow {
@@ -98,6 +100,7 @@ impl Flow {
         match parse_token_response(status, body, now, requested.as_ref(), previous.as_ref()) {
             Ok(token) => {
                 self.quiet = false;
+                self.refresh_refused = None;
                 if let Some((old, ..)) = self.token.take() {
                     self.spend(old.secrets().cloned());
                 }
@@ -119,9 +122,14 @@ impl Flow {
                     self.outputs.push_back(Output::Token(token));
                 }
             }
-            Err(_) if purpose == Purpose::Refresh && rediscover => {
+            Err(error) if purpose == Purpose::Refresh && rediscover => {
                 // The refresh token is spent or revoked: authorize anew.
                 self.quiet = false;
+                let why = match error {
+                    TokenResponseError::Refused(e) => e.redacted(&self.secrets()).to_string(),
+                    other => other.to_string(),
+                };
+                self.refresh_refused = Some(clean_text(&why, 300));
                 if let Some((old, key, _)) = self.token.take() {
                     self.cache.remove(&key);
                     self.spend(old.secrets().cloned());
