@@ -19,7 +19,7 @@ use mcpwire::transport::http::{HttpConfig, HttpPool, TlsOptions};
 use mcpwire::{Error, ErrorKind};
 use serde_json::{Value, json};
 
-use crate::support::fault_server::{FaultServer, Recorded, Reply};
+use crate::support::fault_server::{FaultServer, Recorded, Reply, Step};
 
 mod shared_store;
 
@@ -72,6 +72,10 @@ struct State {
     methods: Vec<&'static str>,
     /// An error the token endpoint answers with (status, body), for every request.
     token_error: Option<(u16, Value)>,
+    /// The token endpoint never answers (its reply waits a minute).
+    token_hangs: bool,
+    /// How long the token endpoint takes to answer.
+    token_delay_ms: u64,
     /// Access tokens the MCP server takes.
     valid: Vec<String>,
     /// How many tokens were issued.
@@ -233,6 +237,9 @@ fn handle(state: &Mutex<State>, mcp: &str, auth: &str, req: &Recorded) -> Reply 
 }
 
 fn token(state: &mut State, req: &Recorded) -> Reply {
+    if state.token_hangs {
+        return Reply::chunked(200, vec![Step::delay_ms(60_000)]);
+    }
     if let Some((status, body)) = &state.token_error {
         return Reply::json(*status, body.clone());
     }
@@ -253,6 +260,16 @@ fn token(state: &mut State, req: &Recorded) -> Reply {
     if state.refresh {
         answer["refresh_token"] = json!(REFRESH[n]);
         state.live_refresh.push(REFRESH[n].to_owned());
+    }
+    if state.token_delay_ms > 0 {
+        return Reply::chunked(
+            200,
+            vec![
+                Step::delay_ms(state.token_delay_ms),
+                Step::bytes(answer.to_string().into_bytes()),
+            ],
+        )
+        .with_header("content-type", "application/json");
     }
     Reply::json(200, answer)
 }
@@ -1137,10 +1154,21 @@ fn auth_caller(
     tokens: Arc<dyn mcpwire::binding::call::TokenSource>,
     lines: &Lines,
 ) -> mcpwire::binding::call::Caller {
+    auth_caller_within(mock, auth, tokens, lines, 20)
+}
+
+/// [`auth_caller`] with the binding's `timeout_seconds`.
+fn auth_caller_within(
+    mock: &Mock,
+    auth: Value,
+    tokens: Arc<dyn mcpwire::binding::call::TokenSource>,
+    lines: &Lines,
+    timeout_seconds: u64,
+) -> mcpwire::binding::call::Caller {
     let binding = json!([{
         "name": "w", "description": "", "input_schema": {"type": "object"},
-        "url": mock.url(), "mcp_tool": "write", "tenants": ["acme"], "timeout_seconds": 20,
-        "auth": auth,
+        "url": mock.url(), "mcp_tool": "write", "tenants": ["acme"],
+        "timeout_seconds": timeout_seconds, "auth": auth,
     }]);
     let bindings = mcpwire::binding::config::load_config(&binding.to_string()).unwrap();
     let mut caller = mcpwire::binding::call::Caller::new(pool(), bindings, tokens).unwrap();
@@ -1171,6 +1199,60 @@ fn client_credentials(extra: Value) -> Value {
         }
     }
     auth
+}
+
+/// A token endpoint that never answers: the call ends at the binding's own deadline (3 s),
+/// not at the era probe's default limit (10 s), as a timeout reported against that deadline,
+/// its outcome known (the tool was not called).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auth_binding_deadline_bounds_a_token_endpoint_that_never_answers() {
+    let mock = Mock::start(true, |s| {
+        s.methods = vec!["client_secret_post"];
+        s.token_hangs = true;
+    })
+    .await;
+    let caller = auth_caller_within(
+        &mock,
+        client_credentials(json!({})),
+        Arc::new(ClientSecretEnv::default()),
+        &Lines::default(),
+        3,
+    );
+    let started = std::time::Instant::now();
+    let result = call_w(&caller, 0).await;
+    let took = started.elapsed();
+    assert_eq!(result.error_kind(), Some(ErrorKind::Timeout), "{result:?}");
+    assert_eq!(result.unknown_outcome(), Some(false), "{result:?}");
+    let message = result.error_message().unwrap();
+    assert!(message.contains("binding's timeout of 3 s"), "{message}");
+    assert_eq!(mock.requests_to("/token").len(), 1, "the grant was waiting");
+    assert_eq!(mock.state().ran, 0);
+    // The deadline, not the probe's 10 s (a bound, not a timing: a 3 s deadline that ends
+    // the call is well under 10 s on any machine that runs the suite).
+    assert!(took < Duration::from_secs(9), "{took:?}");
+}
+
+/// A token endpoint slower than the era probe's default limit (10 s) is waited for under a
+/// binding whose deadline allows it: the probe waits on the authorization as long as the
+/// call may take.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auth_binding_a_token_endpoint_slower_than_the_probe_limit_is_waited_for() {
+    let mock = Mock::start(true, |s| {
+        s.methods = vec!["client_secret_post"];
+        s.token_delay_ms = 11_000;
+    })
+    .await;
+    let caller = auth_caller_within(
+        &mock,
+        client_credentials(json!({})),
+        Arc::new(ClientSecretEnv::default()),
+        &Lines::default(),
+        60,
+    );
+    let result = call_w(&caller, 0).await;
+    assert!(!result.is_error(), "{result:?}");
+    assert_eq!(mock.requests_to("/token").len(), 1);
+    assert_eq!(mock.state().ran, 1);
 }
 
 /// A client credentials binding: the grant runs on the first call (after the server's 401),

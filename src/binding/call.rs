@@ -827,10 +827,23 @@ impl Caller {
         if sessions() {
             making = None;
         }
+        // The binding's deadline bounds the connection, the era probe and initialize with
+        // every authorization step they wait on. Over stdio the probe keeps its own short
+        // limit: there a silent probe means a 2025-era server, not a slow one.
+        let remaining = timeout.saturating_sub(now() - started);
+        let defaults = crate::session::Config::default();
+        let (probe_timeout, initialize_timeout) = match http_url {
+            Some(_) => (remaining, remaining),
+            None => (
+                defaults.probe_timeout.min(remaining),
+                Duration::from_secs(30).min(remaining),
+            ),
+        };
         let mut options = ClientOptions {
             session: crate::session::Config {
-                initialize_timeout: timeout.min(Duration::from_secs(30)),
-                ..crate::session::Config::default()
+                probe_timeout,
+                initialize_timeout,
+                ..defaults
             },
             era_cache: self.era_cache.clone(),
             list_cache: self.list_cache.clone(),
@@ -839,15 +852,25 @@ impl Caller {
         // The binding's one OAuth (kept by the caller): a kept client holds the same.
         options.auth = auth;
         let credentials = (token.clone(), headers.clone());
-        let connected = connect(
+        let connecting = connect(
             &prepared.pool,
             &binding.server,
             token,
             headers,
             options,
             self.wire_log.clone(),
-        )
-        .await;
+        );
+        let connected = match tokio::time::timeout_at(started + timeout, connecting).await {
+            Ok(connected) => connected,
+            Err(_) => Err(Error::new(
+                ErrorKind::Timeout,
+                format!(
+                    "no connection to the server within the binding's timeout of {} s \
+                     (the tool was not called)",
+                    timeout.as_secs()
+                ),
+            )),
+        };
         match connected {
             Ok(client) => {
                 let client = Arc::new(client);
@@ -896,7 +919,8 @@ impl Caller {
         if let Some(oauth) = self.oauth.lock().ok().and_then(|m| m.get(key).cloned()) {
             return Ok(Some(Auth::oauth(oauth)));
         }
-        let oauth = Arc::new(self.new_oauth(url, settings)?);
+        let limit = prepared.binding.timeout_seconds;
+        let oauth = Arc::new(self.new_oauth(url, settings, limit)?);
         if let Ok(mut kept) = self.oauth.lock() {
             // Another call may have made one meanwhile: the first one kept serves both.
             let oauth = kept.entry(key.clone()).or_insert(oauth).clone();
@@ -905,7 +929,14 @@ impl Caller {
         Ok(Some(Auth::oauth(oauth)))
     }
 
-    fn new_oauth(&self, url: &str, settings: &AuthSettings) -> Result<OAuth, (ErrorKind, String)> {
+    /// `timeout_secs` (the binding's timeout) bounds each of the flow's requests: a slow
+    /// token endpoint is waited for as long as the call may take, and no longer.
+    fn new_oauth(
+        &self,
+        url: &str,
+        settings: &AuthSettings,
+        timeout_secs: u64,
+    ) -> Result<OAuth, (ErrorKind, String)> {
         let config_error = |message: String| (ErrorKind::Config, message);
         match settings {
             AuthSettings::ClientCredentials {
@@ -961,6 +992,7 @@ impl Caller {
                 config.scope = scope
                     .as_deref()
                     .and_then(|s| crate::auth::Scopes::parse(s).ok());
+                config.limits.request_timeout_secs = timeout_secs;
                 OAuth::new(config, None).map_err(|e| config_error(format!("auth: {e}")))
             }
             AuthSettings::AuthorizationCode { token_store } => {
@@ -984,8 +1016,13 @@ impl Caller {
                 if let Some(log) = &self.wire_log {
                     store.set_error_sink(log.clone());
                 }
-                Arc::new(store)
-                    .oauth(Arc::new(Unattended::new(token_store)))
+                let store = Arc::new(store);
+                let mut config = store
+                    .config()
+                    .map_err(|e| config_error(format!("auth.token_store: {e}")))?;
+                config.limits.request_timeout_secs = timeout_secs;
+                store
+                    .oauth_with(config, Arc::new(Unattended::new(token_store)))
                     .map_err(|e| config_error(format!("auth.token_store: {e}")))
             }
         }

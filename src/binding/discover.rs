@@ -211,6 +211,13 @@ async fn list_all(
         ..ClientOptions::default()
     };
     options.session.era = discovery.era.clone();
+    // The discovery's deadline bounds the era probe and initialize with the authorization
+    // they wait on (a person's login included). Over stdio the probe keeps its short limit:
+    // there a silent probe means a 2025-era server.
+    if let Server::Http { .. } = discovery.server {
+        options.session.probe_timeout = discovery.timeout;
+        options.session.initialize_timeout = discovery.timeout;
+    }
     options.auth = discovery.auth.clone();
     options.on_warning = discovery.on_warning.clone();
     let client = connect(
