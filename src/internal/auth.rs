@@ -144,6 +144,7 @@ pub fn fuzz_auth_documents(data: &[u8]) {
                 UnixTime(1_000),
                 None,
                 None,
+                knob & 1 == 1,
             ) {
                 Ok(token) => {
                     let access = token.access_token().expose();
@@ -157,7 +158,8 @@ pub fn fuzz_auth_documents(data: &[u8]) {
                         token.refresh_token().map(|_| crate::auth::Secret::new("y")),
                         token.expires_at(),
                         token.scope().cloned(),
-                    );
+                    )
+                    .bound(token.is_dpop());
                     assert_eq!(format!("{token:?}"), format!("{blank:?}"));
                 }
                 Err(e) => {

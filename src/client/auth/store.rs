@@ -813,6 +813,9 @@ fn render(contents: &Contents) -> Vec<u8> {
     let mut tokens: Vec<FileToken> = contents
         .tokens
         .iter()
+        // A DPoP-bound token is not written: its key lives in memory only (see the README),
+        // and without the key neither the token nor its refresh token can be used.
+        .filter(|(_, token)| !token.is_dpop())
         .map(|(key, token)| FileToken {
             issuer: key.issuer.clone(),
             client_id: key.client_id.clone(),
