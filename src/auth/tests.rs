@@ -1954,3 +1954,5 @@ fn hostile_documents_fail_cleanly() {
         }
     }
 }
+
+mod identity;

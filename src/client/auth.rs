@@ -219,21 +219,15 @@ impl Auth {
         }
     }
 
-    /// The MCP server refused a request with a DPoP nonce challenge (RFC 9449 section 9):
-    /// its nonce, kept for the proofs to come. `false` when this source has no DPoP-bound
-    /// token (the refusal is then an ordinary one).
-    pub(crate) fn resource_nonce(&self, nonce: String) -> bool {
+    /// Whether `refusal` is the MCP server asking for a DPoP nonce (RFC 9449 section 9) for
+    /// this source's DPoP-bound token: the nonce is then kept for the proofs to come (see
+    /// [`Flow::handle_resource_nonce`]). `false`: an ordinary refusal.
+    pub(crate) fn resource_nonce(&self, refusal: &Refusal) -> bool {
         let Source::OAuth(oauth) = &self.source else {
             return false;
         };
         oauth
-            .with_flow(|flow| {
-                let bound = flow.token().is_some_and(|t| t.is_dpop());
-                if bound {
-                    flow.handle_resource_nonce(nonce);
-                }
-                bound
-            })
+            .with_flow(|flow| flow.handle_resource_nonce(refusal.status, &refusal.challenges))
             .unwrap_or(false)
     }
 

@@ -489,10 +489,8 @@ impl Driver {
             Output::Refused(refusal) => {
                 // RFC 9449 section 9: a nonce for the proof, not a refused token: sent again
                 // once with the same token and a new proof.
-                let nonce =
-                    crate::auth::dpop::resource_nonce(refusal.status.as_u16(), &refusal.challenges);
-                match (nonce, &self.auth) {
-                    (Some(nonce), Some(auth)) if auth.auth.resource_nonce(nonce.clone()) => {
+                match &self.auth {
+                    Some(auth) if auth.auth.resource_nonce(&refusal) => {
                         // Refused again for a nonce, it fails (one retry); the drain goes on.
                         self.connection.resend_for_nonce(&refusal.id, now());
                     }

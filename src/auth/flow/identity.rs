@@ -290,13 +290,24 @@ impl Flow {
         Some(dpop.key.proof(&request, now.0, self.randomness.as_ref()))
     }
 
-    /// The MCP server gave a DPoP nonce (its 401 `use_dpop_nonce`, RFC 9449 section 9):
-    /// kept for its origin, replacing the one before, for the proofs of the requests to
-    /// come. The refused request is sent again once with a new proof (the exchange's rule);
-    /// the token stays.
-    pub fn handle_resource_nonce(&mut self, nonce: String) {
+    /// The MCP server refused a request with `status` and `headers`: when that is a DPoP
+    /// nonce challenge (a 401 with a `DPoP` challenge `error="use_dpop_nonce"` and one valid
+    /// `DPoP-Nonce`, RFC 9449 section 9) and the flow holds a DPoP-bound token, the nonce is
+    /// kept for the server's origin (replacing the one before) for the proofs to come, and
+    /// this returns `true`: the token stays, and the driver sends the request again once
+    /// with a new proof instead of handing the refusal to [`handle_refusal`](Flow::handle_refusal).
+    pub fn handle_resource_nonce(
+        &mut self,
+        status: http::StatusCode,
+        headers: &http::HeaderMap,
+    ) -> bool {
+        let bound = self.token.as_ref().is_some_and(|(t, ..)| t.is_dpop());
+        let Some(nonce) = dpop::resource_nonce(status.as_u16(), headers).filter(|_| bound) else {
+            return false;
+        };
         let server = self.config.server.clone();
         self.nonces.put(&server, nonce);
+        true
     }
 
     /// Keeps a `DPoP-Nonce` a server sent on an answer to a request to `url`.
