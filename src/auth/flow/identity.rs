@@ -280,7 +280,9 @@ impl Flow {
         if !current.is_dpop() || current.access_token() != token {
             return None;
         }
-        let nonce = Url::parse(uri).ok().and_then(|url| self.nonces.get(&url));
+        let nonce = Url::parse(uri)
+            .ok()
+            .and_then(|url| self.resource_nonces.get(&url));
         let request = ProofRequest {
             method,
             uri,
@@ -306,7 +308,7 @@ impl Flow {
             return false;
         };
         let server = self.config.server.clone();
-        self.nonces.put(&server, nonce);
+        self.resource_nonces.put(&server, nonce);
         true
     }
 

@@ -222,8 +222,11 @@ pub struct Flow {
     spent: Vec<Secret>,
     /// PKCE verifiers, `state` values and assertion ids come from here.
     randomness: Arc<dyn Randomness>,
-    /// DPoP nonces the servers gave, by origin.
+    /// DPoP nonces the authorization server gave, by origin (RFC 9449 section 8).
     nonces: Nonces,
+    /// DPoP nonces the MCP server gave, by origin (section 9): apart from the authorization
+    /// server's, since the two may share an origin and each has its own.
+    resource_nonces: Nonces,
     /// The MCP server's last 401 offered only the `DPoP` scheme.
     dpop_only: bool,
 }
@@ -271,6 +274,7 @@ impl Flow {
             spent: Vec::new(),
             randomness: Arc::new(SystemRandomness),
             nonces: Nonces::default(),
+            resource_nonces: Nonces::default(),
             dpop_only: false,
         }
     }

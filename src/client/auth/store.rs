@@ -1301,6 +1301,25 @@ mod tests {
     }
 
     #[test]
+    fn a_dpop_bound_token_is_not_written() {
+        let path = scratch("dpop");
+        let store = filled(&path);
+        store.contents.lock().unwrap().tokens.insert(
+            key("dpop"),
+            token("at-DPOP-7a1c", "rt-DPOP-2b8e", 2_000).bound(true),
+        );
+        let text = String::from_utf8(render(&store.contents())).unwrap();
+        assert!(text.contains("at-STORE-1f2e"), "the bearer token is kept");
+        assert!(
+            !text.contains("at-DPOP-7a1c") && !text.contains("rt-DPOP-2b8e"),
+            "{text}"
+        );
+        store.save().unwrap();
+        assert_eq!(TokenStore::load(&path).unwrap().token_count(), 1);
+        let _ = std::fs::remove_file(&path);
+    }
+
+    #[test]
     fn a_new_store_without_tokens_is_not_written() {
         let path = scratch("empty");
         let store = TokenStore::create(&path, "http://127.0.0.1:1/mcp", "http://127.0.0.1:2/cb");
