@@ -8,6 +8,12 @@
 //! by issuer, client, resource and scope with their expiry and granted scope. No metadata, no
 //! code, no verifier.
 //!
+//! No DPoP-bound token either (RFC 9449; [`Token::is_dpop`]), and never a DPoP key: the key
+//! lives in the process's memory only, and a bound token (access or refresh) is of no use
+//! without it. Writing the key next to the token it binds would hand whoever reads this file
+//! both halves, which is what sender-constraining a token is meant to prevent; a process with
+//! DPoP gets its tokens afresh instead.
+//!
 //! It feeds [`OAuth::with_cache`] rather than being a [`TokenProvider`](crate::auth::TokenProvider) of its own: the
 //! flow already knows when to refresh, how to rotate, and what a 401 after a refresh means,
 //! so the store only starts the flow with its client and tokens ([`TokenStore::oauth`]) and
