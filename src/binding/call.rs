@@ -10,7 +10,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::config::{
-    AuthSettings, Binding, ClientCredential, ConfigError, ProxySetting, Server, TlsSettings,
+    AuthSettings, Binding, ClientCredential, ConfigError, ProxySetting, SecretRef, Server,
+    TlsSettings,
 };
 use super::discover::connect;
 use super::mapping::{ToolOutput, map_result};
@@ -907,61 +908,79 @@ impl Caller {
 
     fn new_oauth(&self, url: &str, settings: &AuthSettings) -> Result<OAuth, (ErrorKind, String)> {
         let config_error = |message: String| (ErrorKind::Config, message);
+        let made = |config: Result<crate::auth::Config, crate::auth::Error>| {
+            config.map_err(|e| config_error(format!("auth: {e}")))
+        };
+        let finish = |mut config: crate::auth::Config, scope: &Option<String>, dpop: bool| {
+            config.scope = scope
+                .as_deref()
+                .and_then(|s| crate::auth::Scopes::parse(s).ok());
+            if dpop {
+                // A key for this server and `auth` block, in memory for the Caller's life.
+                let dpop = crate::auth::Dpop::generate()
+                    .map_err(|e| config_error(format!("auth.dpop: {e}")))?;
+                config.dpop = Some(dpop);
+            }
+            OAuth::new(config, None).map_err(|e| config_error(format!("auth: {e}")))
+        };
         match settings {
             AuthSettings::ClientCredentials {
                 client_id,
                 credential,
                 scope,
                 token_endpoint_auth_method,
+                dpop,
             } => {
-                let mut client = crate::auth::PreRegistered::new(client_id.clone());
-                let (member, _) = credential.member();
-                let text = match credential {
-                    ClientCredential::SecretEnv(variable)
-                    | ClientCredential::PrivateKeyEnv(variable) => {
-                        self.tokens.token(variable).ok_or_else(|| {
-                            (
-                                ErrorKind::MissingToken,
-                                format!(
-                                    "the environment variable {variable} (auth.{member}) is \
-                                     not set"
-                                ),
-                            )
-                        })?
-                    }
-                    ClientCredential::SecretFile(path) | ClientCredential::PrivateKeyFile(path) => {
-                        read_credential_file(path).map_err(|why| {
-                            (
-                                ErrorKind::MissingToken,
-                                format!("auth.{member} {}: {why}", path.display()),
-                            )
-                        })?
-                    }
-                };
-                match credential {
-                    ClientCredential::SecretEnv(_) | ClientCredential::SecretFile(_) => {
-                        client.client_secret = Some(Secret::new(text.expose().trim()));
-                    }
-                    _ => {
-                        let key = crate::auth::SigningKey::from_pkcs8_pem(text.expose(), None)
-                            .map_err(|_| {
-                                config_error(format!(
-                                    "auth.{member}: not an unencrypted PEM PKCS#8 P-256 key \
-                                     (-----BEGIN PRIVATE KEY-----)"
-                                ))
-                            })?;
-                        client.signing_key = Some(Arc::new(key));
-                    }
+                let client =
+                    self.client(client_id, Some(credential), token_endpoint_auth_method)?;
+                finish(
+                    made(crate::auth::Config::client_credentials(url, client))?,
+                    scope,
+                    *dpop,
+                )
+            }
+            AuthSettings::JwtBearer {
+                client_id,
+                credential,
+                workload_token,
+                scope,
+                token_endpoint_auth_method,
+                dpop,
+            } => {
+                let client =
+                    self.client(client_id, credential.as_ref(), token_endpoint_auth_method)?;
+                let source = self.assertion_source(workload_token, "workload_token");
+                let config = made(crate::auth::Config::jwt_bearer(url, client, source))?;
+                finish(config, scope, *dpop)
+            }
+            AuthSettings::EnterpriseManaged {
+                client_id,
+                credential,
+                idp_token_endpoint,
+                idp_client_id,
+                idp_client_secret,
+                id_token,
+                scope,
+                token_endpoint_auth_method,
+                dpop,
+            } => {
+                let client =
+                    self.client(client_id, credential.as_ref(), token_endpoint_auth_method)?;
+                let mut idp_client = crate::auth::PreRegistered::new(idp_client_id.clone());
+                if let Some(secret) = idp_client_secret {
+                    let (member, _) = secret.member("idp_client_secret");
+                    let text = self.read_secret(secret, &member)?;
+                    idp_client.client_secret = Some(Secret::new(text.expose().trim()));
                 }
-                client.auth_method = token_endpoint_auth_method
-                    .as_deref()
-                    .and_then(crate::auth::AuthMethod::from_name);
-                let mut config = crate::auth::Config::client_credentials(url, client)
-                    .map_err(|e| config_error(format!("auth: {e}")))?;
-                config.scope = scope
-                    .as_deref()
-                    .and_then(|s| crate::auth::Scopes::parse(s).ok());
-                OAuth::new(config, None).map_err(|e| config_error(format!("auth: {e}")))
+                let endpoint = crate::auth::Url::parse(idp_token_endpoint)
+                    .map_err(|e| config_error(format!("auth.idp_token_endpoint: {e}")))?;
+                let idp = crate::auth::EnterpriseIdp::new(
+                    endpoint,
+                    idp_client,
+                    self.assertion_source(id_token, "id_token"),
+                );
+                let config = made(crate::auth::Config::enterprise_managed(url, client, idp))?;
+                finish(config, scope, *dpop)
             }
             AuthSettings::AuthorizationCode { token_store } => {
                 let store = TokenStore::load(token_store).map_err(|e| match &e {
@@ -991,6 +1010,92 @@ impl Caller {
         }
     }
 
+    /// The client of an `auth` block: its id, and its secret or key read now (at the first
+    /// call, never when the config is loaded).
+    fn client(
+        &self,
+        client_id: &str,
+        credential: Option<&ClientCredential>,
+        method: &Option<String>,
+    ) -> Result<crate::auth::PreRegistered, (ErrorKind, String)> {
+        let mut client = crate::auth::PreRegistered::new(client_id);
+        client.auth_method = method
+            .as_deref()
+            .and_then(crate::auth::AuthMethod::from_name);
+        let Some(credential) = credential else {
+            return Ok(client);
+        };
+        let (member, _) = credential.member();
+        let reference = match credential {
+            ClientCredential::SecretEnv(v) | ClientCredential::PrivateKeyEnv(v) => {
+                SecretRef::Env(v.clone())
+            }
+            ClientCredential::SecretFile(p) | ClientCredential::PrivateKeyFile(p) => {
+                SecretRef::File(p.clone())
+            }
+        };
+        let text = self.read_secret(&reference, member)?;
+        match credential {
+            ClientCredential::SecretEnv(_) | ClientCredential::SecretFile(_) => {
+                client.client_secret = Some(Secret::new(text.expose().trim()));
+            }
+            _ => {
+                let key =
+                    crate::auth::SigningKey::from_pkcs8_pem(text.expose(), None).map_err(|_| {
+                        (
+                            ErrorKind::Config,
+                            format!(
+                                "auth.{member}: not an unencrypted PEM PKCS#8 P-256 key \
+                                 (-----BEGIN PRIVATE KEY-----)"
+                            ),
+                        )
+                    })?;
+                client.signing_key = Some(Arc::new(key));
+            }
+        }
+        Ok(client)
+    }
+
+    /// A secret an `auth` member names, read now through the token source (a variable) or
+    /// from its file; the error names the member and the variable or path, never the value.
+    fn read_secret(
+        &self,
+        reference: &SecretRef,
+        member: &str,
+    ) -> Result<Secret, (ErrorKind, String)> {
+        match reference {
+            SecretRef::Env(variable) => self.tokens.token(variable).ok_or_else(|| {
+                (
+                    ErrorKind::MissingToken,
+                    format!("the environment variable {variable} (auth.{member}) is not set"),
+                )
+            }),
+            SecretRef::File(path) => read_credential_file(path).map_err(|why| {
+                (
+                    ErrorKind::MissingToken,
+                    format!("auth.{member} {}: {why}", path.display()),
+                )
+            }),
+        }
+    }
+
+    /// Where the flow reads a workload token or an ID token at each use: the file itself, or
+    /// the variable through the host's token source.
+    fn assertion_source(
+        &self,
+        reference: &SecretRef,
+        prefix: &str,
+    ) -> crate::auth::AssertionSource {
+        match reference {
+            SecretRef::File(path) => crate::auth::AssertionSource::File(path.clone()),
+            SecretRef::Env(variable) => crate::auth::AssertionSource::Host(Arc::new(FromTokens {
+                tokens: self.tokens.clone(),
+                variable: variable.clone(),
+                member: format!("{prefix}_env"),
+            })),
+        }
+    }
+
     /// The extra headers of an HTTP binding, their values read through the token source; a
     /// variable that is not set, or holds what cannot be sent as a header, is the failure's
     /// kind and message (which name the header and the variable, never the value).
@@ -1017,6 +1122,25 @@ impl Caller {
             })?;
         }
         Ok(headers)
+    }
+}
+
+/// An assertion read at each use from a variable of the host's token source.
+struct FromTokens {
+    tokens: Arc<dyn TokenSource>,
+    variable: String,
+    member: String,
+}
+
+impl crate::auth::AssertionProvider for FromTokens {
+    fn assertion(&self) -> crate::auth::AssertionFuture {
+        let read = self.tokens.token(&self.variable).ok_or_else(|| {
+            format!(
+                "the environment variable {} (auth.{}) is not set",
+                self.variable, self.member
+            )
+        });
+        Box::pin(async move { read })
     }
 }
 

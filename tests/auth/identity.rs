@@ -604,3 +604,121 @@ async fn identity_no_secret_appears_in_any_output() {
         }
     }
 }
+
+// ---- the binding `auth` block: the new grants through the Caller and `mcpwire call` ----
+
+/// A host's token source holding the workload token under `WORKLOAD_TOKEN`.
+struct HostVariables(Mutex<Vec<String>>);
+
+impl mcpwire::binding::call::TokenSource for HostVariables {
+    fn token(&self, name: &str) -> Option<Secret> {
+        self.0.lock().unwrap().push(name.to_owned());
+        (name == "WORKLOAD_TOKEN").then(|| Secret::new(WORKLOAD_A))
+    }
+}
+
+fn binding_json(servers: &Servers, auth: Value) -> Value {
+    json!([{
+        "name": "w", "description": "", "input_schema": {"type": "object"},
+        "url": servers.url(), "mcp_tool": "write", "tenants": ["acme"], "timeout_seconds": 20,
+        "auth": auth,
+    }])
+}
+
+/// A `jwt_bearer` binding with `dpop: true` and the workload token in a host variable: the
+/// grant runs at the first call, the variable is read through the host's token source, and
+/// every MCP request carries a DPoP proof; the token is kept for the next call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn identity_binding_jwt_bearer_with_dpop_through_the_caller() {
+    let servers = Servers::start(|s| s.nonces = true).await;
+    let auth = json!({"grant": "jwt_bearer", "client_id": "wif-workload",
+                      "workload_token_env": "WORKLOAD_TOKEN", "dpop": true});
+    let bindings =
+        mcpwire::binding::config::load_config(&binding_json(&servers, auth).to_string()).unwrap();
+    let tokens = Arc::new(HostVariables(Mutex::default()));
+    let caller = mcpwire::binding::call::Caller::new(pool(), bindings, tokens.clone()).unwrap();
+    assert!(tokens.0.lock().unwrap().is_empty(), "read at call time");
+    for n in 0..2 {
+        let context = mcpwire::binding::call::CallContext::new("acme", "conv", format!("c-{n}"));
+        let result = caller.call("w", &context, &json!({}), |_| {}, None).await;
+        assert!(!result.is_error(), "{result:?}");
+    }
+    let state = servers.state();
+    assert_eq!(state.assertions, [WORKLOAD_A], "one grant for two calls");
+    assert!(state.issued.iter().all(|t| t.contains("dpop")));
+    assert!(
+        tokens
+            .0
+            .lock()
+            .unwrap()
+            .iter()
+            .all(|v| v == "WORKLOAD_TOKEN")
+    );
+    let texts = format!("{caller:?}");
+    for secret in [WORKLOAD_A, state.issued[0].as_str()] {
+        assert!(!texts.contains(secret), "{texts}");
+    }
+}
+
+/// `mcpwire call` through bindings with the new grants: `jwt_bearer` with `dpop` and the
+/// workload token in a file, and `enterprise_managed` with the ID token in a file and the
+/// client secret in a variable. Nothing secret in what it prints.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn identity_binding_grants_through_mcpwire_call() {
+    let servers = Servers::start(|s| s.nonces = true).await;
+    let workload = WorkloadFile::new("cli-wif", WORKLOAD_A);
+    let id_token = WorkloadFile::new("cli-id-token", ID_TOKEN);
+    let runs = [
+        json!({"grant": "jwt_bearer", "client_id": "wif-workload",
+               "workload_token_file": workload.0.display().to_string(), "dpop": true}),
+        json!({"grant": "enterprise_managed", "client_id": "xaa-client",
+               "client_secret_env": "MCPWIRE_TEST_XAA_SECRET",
+               "idp_token_endpoint": format!("{}/idp/token", servers.base()),
+               "idp_client_id": "idp-client",
+               "id_token_file": id_token.0.display().to_string()}),
+    ];
+    for (n, auth) in runs.into_iter().enumerate() {
+        let path = crate::cli_tools::temp_path(&format!("identity-bindings-{n}.json"));
+        std::fs::write(&path, binding_json(&servers, auth).to_string()).unwrap();
+        let args: Vec<String> = [
+            "call",
+            "--bindings",
+            path.to_str().unwrap(),
+            "--tool",
+            "w",
+            "--tenant",
+            "acme",
+            "--args",
+            "{}",
+            "-v",
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        let run = tokio::task::spawn_blocking(move || {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            crate::cli_tools::mcpwire(&args, &[("MCPWIRE_TEST_XAA_SECRET", XAA_SECRET)])
+        })
+        .await
+        .unwrap();
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(run.code, Some(0), "{run:#?}");
+        assert!(run.stdout.contains(r#""is_error":false"#), "{}", run.stdout);
+        let printed = format!("{}\n{}", run.stdout, run.stderr);
+        let state = servers.state();
+        let mut secrets = vec![
+            WORKLOAD_A.to_owned(),
+            ID_TOKEN.into(),
+            ID_JAG.into(),
+            XAA_SECRET.into(),
+        ];
+        secrets.extend(state.issued.iter().cloned());
+        secrets.extend(state.proofs.iter().cloned());
+        for secret in &secrets {
+            assert!(!printed.contains(secret.as_str()), "{secret} in {printed}");
+        }
+    }
+    let state = servers.state();
+    assert_eq!(state.assertions, [WORKLOAD_A, ID_JAG]);
+    assert!(state.issued[0].contains("dpop") && !state.issued[1].contains("dpop"));
+    assert_eq!(state.exchanges.len(), 1);
+}
