@@ -722,3 +722,52 @@ async fn identity_binding_grants_through_mcpwire_call() {
     assert!(state.issued[0].contains("dpop") && !state.issued[1].contains("dpop"));
     assert_eq!(state.exchanges.len(), 1);
 }
+
+/// `mcpwire probe` says what the servers advertise of agent identity: the DPoP challenge,
+/// the authorization server's DPoP algorithms and its JWT-bearer grant.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn identity_probe_reports_dpop_and_the_extensions() {
+    let servers = Servers::start(|_| {}).await;
+    let url = servers.url();
+    let run = tokio::task::spawn_blocking(move || {
+        crate::cli_tools::mcpwire(&["probe", "--json", &url, "-timeout-seconds", "20"], &[])
+    })
+    .await
+    .unwrap();
+    let report: Value = serde_json::from_str(&run.stdout).unwrap_or_else(|_| panic!("{run:#?}"));
+    let auth = &report["auth"];
+    assert_eq!(auth["challenges"][0]["scheme"], "DPoP", "{auth}");
+    assert_eq!(
+        auth["server_metadata"]["dpop_signing_alg_values_supported"],
+        json!(["ES256"])
+    );
+    let extensions: Vec<&str> = auth["extensions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.as_str().unwrap())
+        .collect();
+    assert_eq!(extensions.len(), 2, "{extensions:?}");
+    assert!(extensions[0].starts_with("io.modelcontextprotocol/auth/dpop: DPoP-bound tokens (authorization server algorithms ES256)"), "{extensions:?}");
+    assert!(
+        extensions[1].contains("the JWT-bearer grant"),
+        "{extensions:?}"
+    );
+    let url = servers.url();
+    let human =
+        tokio::task::spawn_blocking(move || crate::cli_tools::mcpwire(&["probe", &url], &[]))
+            .await
+            .unwrap();
+    assert!(
+        human
+            .stdout
+            .contains("extension io.modelcontextprotocol/auth/dpop"),
+        "{}",
+        human.stdout
+    );
+    assert!(
+        human.stdout.contains("DPoP algorithms ES256"),
+        "{}",
+        human.stdout
+    );
+}
