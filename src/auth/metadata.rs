@@ -73,7 +73,20 @@ pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(
     if !trimmed.starts_with(b"{") {
         return Err(DocumentError::Json { line: 1, column: 1 });
     }
-    serde_json::from_slice(body).map_err(|e| DocumentError::Json {
+    // RFC 8259 section 8.1: JSON text is UTF-8, all of it. serde_json reading bytes does not
+    // check the strings of members `T` ignores (found by the auth_token_exchange fuzz target).
+    let text = std::str::from_utf8(body).map_err(|e| {
+        let before = &body[..e.valid_up_to()];
+        let line_start = before
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |i| i + 1);
+        DocumentError::Json {
+            line: 1 + before.iter().filter(|&&b| b == b'\n').count(),
+            column: 1 + before.len() - line_start,
+        }
+    })?;
+    serde_json::from_str(text).map_err(|e| DocumentError::Json {
         line: e.line(),
         column: e.column(),
     })

@@ -433,6 +433,26 @@ mod tests {
     }
 
     #[test]
+    fn dpop_is_taken_only_when_a_proof_was_sent() {
+        let body = br#"{"access_token":"at","token_type":"DPoP","expires_in":60}"#;
+        let bound = parse_token_response(200, body, NOW, None, None, true).unwrap();
+        assert!(bound.is_dpop());
+        assert!(format!("{bound:?}").contains("dpop: true"));
+        assert_eq!(
+            parse_token_response(200, body, NOW, None, None, false).map(|_| ()),
+            Err(TokenResponseError::UnsupportedTokenType("DPoP".into()))
+        );
+        let bearer = br#"{"access_token":"at","token_type":"bearer"}"#;
+        assert!(
+            !parse_token_response(200, bearer, NOW, None, None, true)
+                .unwrap()
+                .is_dpop()
+        );
+        let other = br#"{"access_token":"at","token_type":"N_A"}"#;
+        assert!(parse_token_response(200, other, NOW, None, None, true).is_err());
+    }
+
+    #[test]
     fn refresh_token_rotation_and_requested_scope() {
         let requested = Scopes::parse("mcp:basic").unwrap();
         let first = parse_token_response(
@@ -472,6 +492,17 @@ mod tests {
 
     #[test]
     fn strictness() {
+        // Regression (auth_token_exchange fuzz target): invalid UTF-8 in a member the
+        // parser does not use was accepted; JSON text is UTF-8 throughout (RFC 8259 8.1).
+        let mut body = br#"{"access_token":"a","token_type":"Bearer","x":"#.to_vec();
+        body.extend_from_slice(b"\"\xe1\x60\"}");
+        assert_eq!(
+            parse_token_response(200, &body, NOW, None, None, false).map(|_| ()),
+            Err(TokenResponseError::Document(DocumentError::Json {
+                line: 1,
+                column: 48
+            }))
+        );
         let invalid = |m| Err(TokenResponseError::Document(DocumentError::Invalid(m)));
         assert_eq!(
             parse(r#"{"access_token":"","token_type":"Bearer"}"#).map(|_| ()),
