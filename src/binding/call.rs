@@ -907,6 +907,56 @@ impl Caller {
     }
 
     fn new_oauth(&self, url: &str, settings: &AuthSettings) -> Result<OAuth, (ErrorKind, String)> {
+        OAuthMaker {
+            tokens: &self.tokens,
+            wire_log: self.wire_log.as_ref(),
+        }
+        .make(url, settings)
+    }
+
+    /// The extra headers of an HTTP binding, their values read through the token source; a
+    /// variable that is not set, or holds what cannot be sent as a header, is the failure's
+    /// kind and message (which name the header and the variable, never the value).
+    fn headers(&self, binding: &Binding) -> Result<ExtraHeaders, (ErrorKind, String)> {
+        let mut headers = ExtraHeaders::new();
+        let Server::Http { header_env, .. } = &binding.server else {
+            return Ok(headers);
+        };
+        for (name, variable) in header_env {
+            let Some(value) = self.tokens.token(variable) else {
+                return Err((
+                    ErrorKind::MissingHeader,
+                    format!(
+                        "the environment variable {variable} holding the value of header \
+                         {name} is not set"
+                    ),
+                ));
+            };
+            headers.insert(name, value).map_err(|e| {
+                (
+                    ErrorKind::InvalidHeader,
+                    format!("header {name} (from the environment variable {variable}): {e}"),
+                )
+            })?;
+        }
+        Ok(headers)
+    }
+}
+
+/// Makes the OAuth of a binding's `auth` block (see [OAuth](super::config#oauth)): its
+/// secrets and keys read now through `tokens` (a variable) or from their files, its
+/// workload and ID tokens at each use. For the [`Caller`] and discovery.
+pub(crate) struct OAuthMaker<'a> {
+    pub(crate) tokens: &'a Arc<dyn TokenSource>,
+    pub(crate) wire_log: Option<&'a WireLog>,
+}
+
+impl OAuthMaker<'_> {
+    pub(crate) fn make(
+        &self,
+        url: &str,
+        settings: &AuthSettings,
+    ) -> Result<OAuth, (ErrorKind, String)> {
         let config_error = |message: String| (ErrorKind::Config, message);
         let made = |config: Result<crate::auth::Config, crate::auth::Error>| {
             config.map_err(|e| config_error(format!("auth: {e}")))
@@ -1000,7 +1050,7 @@ impl Caller {
                         token_store.display()
                     )));
                 }
-                if let Some(log) = &self.wire_log {
+                if let Some(log) = self.wire_log {
                     store.set_error_sink(log.clone());
                 }
                 Arc::new(store)
@@ -1094,34 +1144,6 @@ impl Caller {
                 member: format!("{prefix}_env"),
             })),
         }
-    }
-
-    /// The extra headers of an HTTP binding, their values read through the token source; a
-    /// variable that is not set, or holds what cannot be sent as a header, is the failure's
-    /// kind and message (which name the header and the variable, never the value).
-    fn headers(&self, binding: &Binding) -> Result<ExtraHeaders, (ErrorKind, String)> {
-        let mut headers = ExtraHeaders::new();
-        let Server::Http { header_env, .. } = &binding.server else {
-            return Ok(headers);
-        };
-        for (name, variable) in header_env {
-            let Some(value) = self.tokens.token(variable) else {
-                return Err((
-                    ErrorKind::MissingHeader,
-                    format!(
-                        "the environment variable {variable} holding the value of header \
-                         {name} is not set"
-                    ),
-                ));
-            };
-            headers.insert(name, value).map_err(|e| {
-                (
-                    ErrorKind::InvalidHeader,
-                    format!("header {name} (from the environment variable {variable}): {e}"),
-                )
-            })?;
-        }
-        Ok(headers)
     }
 }
 

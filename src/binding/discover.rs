@@ -1,10 +1,11 @@
 //! Discovery: connect to a server, read its whole tool list, and turn the named tools into
 //! bindings (what `mcp-tools` prints).
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use super::call::Pools;
-use super::config::{Binding, Server};
+use super::call::{EnvTokens, OAuthMaker, Pools, TokenSource};
+use super::config::{AuthSettings, Binding, Server};
 use crate::client::auth::Auth;
 use crate::client::{Client, ClientOptions};
 use crate::error::{Error, ErrorKind};
@@ -152,7 +153,12 @@ async fn list_all(pool: &HttpPool, discovery: &Discovery) -> Result<Vec<Tool>, E
         ..ClientOptions::default()
     };
     options.session.era = discovery.era.clone();
-    options.auth = discovery.auth.clone();
+    options.auth = match &discovery.auth {
+        Some(auth) => Some(auth.clone()),
+        None => {
+            settings_auth(&discovery.server).map_err(|(kind, message)| Error::new(kind, message))?
+        }
+    };
     let client = connect(
         pool,
         &discovery.server,
@@ -165,6 +171,31 @@ async fn list_all(pool: &HttpPool, discovery: &Discovery) -> Result<Vec<Tool>, E
     let tools = client.list_tools().await;
     client.close().await;
     tools
+}
+
+/// The OAuth a server's `auth` block makes, for a discovery given no [`Auth`] of its own:
+/// the grants with no person (client credentials, JWT-bearer, enterprise-managed), their
+/// secrets and tokens from the environment. An `authorization_code` block's store is the
+/// login's business (`mcp-tools -login`), not discovery's.
+fn settings_auth(server: &Server) -> Result<Option<Auth>, (ErrorKind, String)> {
+    let Server::Http {
+        url,
+        auth: Some(settings),
+        ..
+    } = server
+    else {
+        return Ok(None);
+    };
+    if matches!(settings, AuthSettings::AuthorizationCode { .. }) {
+        return Ok(None);
+    }
+    let tokens: Arc<dyn TokenSource> = Arc::new(EnvTokens);
+    let maker = OAuthMaker {
+        tokens: &tokens,
+        wire_log: None,
+    };
+    let oauth = maker.make(url, settings)?;
+    Ok(Some(Auth::oauth(Arc::new(oauth))))
 }
 
 /// Opens a session with a binding's server (the token and headers go to an HTTP one).

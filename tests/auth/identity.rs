@@ -771,3 +771,84 @@ async fn identity_probe_reports_dpop_and_the_extensions() {
         human.stdout
     );
 }
+
+/// `mcp-tools -url URL -auth AUTH -tenant acme -tools write`, off the runtime's threads.
+async fn mcp_tools_with_auth(servers: &Servers, auth: &Value) -> crate::cli_tools::Run {
+    let (url, auth) = (servers.url(), auth.to_string());
+    tokio::task::spawn_blocking(move || {
+        crate::cli_tools::mcp_tools(
+            &[
+                "-url", &url, "-auth", &auth, "-tenant", "acme", "-tools", "write",
+            ],
+            &[],
+        )
+    })
+    .await
+    .unwrap()
+}
+
+/// `mcp-tools -auth`: discovery with a `jwt_bearer` block (DPoP, the workload token from a
+/// file), the block written into the bindings, and `mcpwire call` through what it printed;
+/// a block the config rules refuse is a usage error naming the member, quoting no secret.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn identity_mcp_tools_writes_the_auth_block_it_discovered_with() {
+    let servers = Servers::start(|s| s.nonces = true).await;
+    let workload = WorkloadFile::new("mcp-tools-wif", WORKLOAD_A);
+    let auth = json!({"grant": "jwt_bearer", "client_id": "wif-workload",
+                      "workload_token_file": workload.0.display().to_string(), "dpop": true});
+    let run = mcp_tools_with_auth(&servers, &auth).await;
+    assert_eq!(run.code, Some(0), "{run:#?}");
+    let bindings: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(bindings[0]["auth"], auth);
+    assert_eq!(
+        servers.state().assertions,
+        [WORKLOAD_A],
+        "discovered with the grant"
+    );
+    assert!(servers.state().issued[0].contains("dpop"));
+
+    let path = crate::cli_tools::temp_path("mcp-tools-auth-bindings.json");
+    std::fs::write(&path, &run.stdout).unwrap();
+    let file = path.display().to_string();
+    let call = tokio::task::spawn_blocking(move || {
+        crate::cli_tools::mcpwire(
+            &[
+                "call",
+                "--bindings",
+                &file,
+                "--tool",
+                "write",
+                "--tenant",
+                "acme",
+                "--args",
+                "{}",
+            ],
+            &[],
+        )
+    })
+    .await
+    .unwrap();
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(call.code, Some(0), "{call:#?}");
+    assert_eq!(servers.state().assertions, [WORKLOAD_A, WORKLOAD_A]);
+
+    for (auth, member) in [
+        (
+            json!({"grant": "jwt_bearer", "client_id": "w", "workload_token_env": "eyJ s3cr3t"}),
+            "auth.workload_token_env",
+        ),
+        (
+            json!({"grant": "authorization_code", "token_store": "/t.json"}),
+            "-login",
+        ),
+        (
+            json!({"grant": "client_credentials", "client_id": "c", "client_secret_env": "S", "extra": 1}),
+            "auth.extra",
+        ),
+    ] {
+        let run = mcp_tools_with_auth(&servers, &auth).await;
+        assert_eq!(run.code, Some(2), "{run:#?}");
+        assert!(run.stderr.contains(member), "{member}: {}", run.stderr);
+        assert!(!run.stderr.contains("s3cr3t"), "{}", run.stderr);
+    }
+}
