@@ -189,6 +189,10 @@ impl Auth {
         let Source::OAuth(oauth) = &self.source else {
             return;
         };
+        // Nothing to do (and nothing allocated) on the call path without DPoP.
+        if !oauth.dpop {
+            return;
+        }
         let Some(token) = request
             .headers
             .get(http::header::AUTHORIZATION)
@@ -477,6 +481,8 @@ pub struct OAuth {
     /// A token store other processes share: refreshes under its lock, written back after
     /// each run.
     store: Option<Arc<store::TokenStore>>,
+    /// The flow is configured for DPoP: requests may need a proof ([`Auth::present`]).
+    dpop: bool,
 }
 
 /// What [`OAuth::on_change`] calls: with the `OAuth` whose flow just ran.
@@ -534,6 +540,7 @@ impl OAuth {
             return Err(OAuthError::NoAuthorizer);
         }
         let limits = config.limits;
+        let dpop = config.dpop.is_some();
         Ok(OAuth {
             id: NEXT_AUTH.fetch_add(1, Ordering::Relaxed),
             flow: Mutex::new(Flow::with_cache(config, cache)),
@@ -544,6 +551,7 @@ impl OAuth {
             on_change: None,
             clock: Arc::new(SystemClock),
             store: None,
+            dpop,
         })
     }
 
