@@ -21,7 +21,10 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mcpwire::auth::{Config, PreRegistered, Secret, SigningKey, Url};
+use mcpwire::auth::{
+    AssertionFuture, AssertionProvider, AssertionSource, Config, Dpop, EnterpriseIdp,
+    PreRegistered, Secret, SigningKey, Url,
+};
 use mcpwire::client::auth::{Auth, Authorizer, Headless, OAuth};
 use mcpwire::client::{CallOptions, Client, ClientOptions, InputFuture, InputHandler};
 use mcpwire::mcp::InputRequest;
@@ -535,7 +538,7 @@ async fn auth(scenario: &str, url: &str, start: Instant) -> Outcome {
     let mut options = client_options(None);
     options.auth = Some(Auth::oauth(Arc::new(oauth)));
     let client = connect_http_with(&pool, url, start, options, false).await;
-    with_client(client, async |client| {
+    let outcome = with_client(client, async |client| {
         let tools = client
             .list_tools()
             .await
@@ -550,7 +553,14 @@ async fn auth(scenario: &str, url: &str, start: Instant) -> Outcome {
             texts(&result)
         ))
     })
-    .await
+    .await;
+    let _ = std::fs::remove_file(wif_token_path());
+    outcome
+}
+
+/// Where the WIF scenario's workload token is written for the flow to read.
+fn wif_token_path() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("mcpwire-wif-{}.jwt", std::process::id()))
 }
 
 /// The OAuth flow for a scenario: client credentials for the extension's scenarios, else the
@@ -576,14 +586,67 @@ fn oauth_for(
     let config = if scenario.starts_with("auth/client-credentials") {
         let client = client.ok_or("the scenario's context names no client")?;
         Config::client_credentials(url, client)?
+    } else if scenario == "auth/wif-jwt-bearer" {
+        // The workload token as a platform leaves it: a file, read at each use.
+        let client = client.ok_or("the scenario's context names no client")?;
+        let jwt = context["valid_jwt"]
+            .as_str()
+            .ok_or("the scenario's context has no valid_jwt")?;
+        let path = wif_token_path();
+        write_private(&path, jwt)?;
+        Config::jwt_bearer(url, client, AssertionSource::File(path))?
+    } else if scenario == "auth/enterprise-managed-authorization" {
+        // The user's ID token from the host (here the scenario's context).
+        let client = client.ok_or("the scenario's context names no client")?;
+        let endpoint = context["idp_token_endpoint"]
+            .as_str()
+            .ok_or("the scenario's context has no idp_token_endpoint")?;
+        let idp_client = context["idp_client_id"]
+            .as_str()
+            .ok_or("the scenario's context has no idp_client_id")?;
+        let id_token = context["idp_id_token"]
+            .as_str()
+            .ok_or("the scenario's context has no idp_id_token")?;
+        let idp = EnterpriseIdp::new(
+            Url::parse(endpoint)?,
+            PreRegistered::new(idp_client),
+            AssertionSource::Host(Arc::new(FixedIdToken(Secret::new(id_token)))),
+        );
+        Config::enterprise_managed(url, client, idp)?
     } else {
         let mut config = Config::authorization_code(url, REDIRECT_URI)?;
         config.pre_registered = client;
         config.metadata_document = Some(Url::parse(CLIENT_METADATA_URL)?);
+        if scenario.starts_with("auth/dpop") {
+            config.dpop = Some(Dpop::generate()?);
+        }
         config
     };
     let authorizer: Arc<dyn Authorizer> = Arc::new(Headless::new(pool, Duration::from_secs(5)));
     Ok(OAuth::new(config, Some(authorizer))?)
+}
+
+/// The scenario's ID token, as a host's sign-in would hand it out.
+struct FixedIdToken(Secret);
+
+impl AssertionProvider for FixedIdToken {
+    fn assertion(&self) -> AssertionFuture {
+        let token = self.0.clone();
+        Box::pin(async move { Ok(token) })
+    }
+}
+
+/// Writes `text` to a new file only this user may read.
+fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let _ = std::fs::remove_file(path);
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)?;
+    file.write_all(text.as_bytes())
 }
 
 /// `elicitation-*` (2025-11-25): the tool sends `elicitation/create` on the standalone GET

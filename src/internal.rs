@@ -15,7 +15,9 @@ pub use self::binding::{fuzz_binding_config, fuzz_call_result};
 #[cfg(feature = "auth")]
 mod auth;
 #[cfg(feature = "auth")]
-pub use self::auth::{fuzz_auth_challenge, fuzz_auth_documents};
+pub use self::auth::{
+    fuzz_auth_challenge, fuzz_auth_documents, fuzz_auth_dpop, fuzz_auth_token_exchange,
+};
 
 #[cfg(feature = "mcp")]
 mod headers;

@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 
 use crate::support::fault_server::{FaultServer, Recorded, Reply, Step};
 
+mod identity;
 mod shared_store;
 
 /// The access and refresh tokens the authorization server issues, in order.

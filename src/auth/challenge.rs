@@ -126,9 +126,14 @@ pub(crate) struct BearerChallenge {
 }
 
 impl BearerChallenge {
-    /// The `Bearer` challenge among `challenges` (the first, if several), if any.
+    /// The `Bearer` challenge among `challenges` (the first, if several), else the `DPoP`
+    /// one (RFC 9449 section 7.1: the same `error`, `error_description` and `scope`, and
+    /// RFC 9728's `resource_metadata` for any scheme), if any.
     pub(crate) fn find(challenges: &[Challenge]) -> Option<BearerChallenge> {
-        let bearer = challenges.iter().find(|c| c.is("Bearer"))?;
+        let bearer = challenges
+            .iter()
+            .find(|c| c.is("Bearer"))
+            .or_else(|| challenges.iter().find(|c| c.is("DPoP")))?;
         let get = |name| bearer.param(name).map(str::to_owned);
         Some(BearerChallenge {
             resource_metadata: get("resource_metadata"),

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue};
 use serde::Deserialize;
 
+use super::assertion::{ID_JAG_TYPE, ID_TOKEN_TYPE, JWT_BEARER, TOKEN_EXCHANGE};
 use super::crypto::{self, CryptoError, Randomness, SigningKey};
 use super::metadata::{DocumentError, ServerMetadata, parse_json};
 use super::scope::Scopes;
@@ -190,6 +191,18 @@ pub(crate) enum Grant<'a> {
     ClientCredentials {
         scope: Option<&'a Scopes>,
     },
+    /// RFC 7523 section 2.1: a workload token or an ID-JAG as the grant.
+    JwtBearer {
+        assertion: &'a Secret,
+        scope: Option<&'a Scopes>,
+    },
+    /// RFC 8693 section 2.1: the user's ID token for an ID-JAG for `audience` (the MCP
+    /// server's authorization server's issuer).
+    TokenExchange {
+        subject_token: &'a Secret,
+        audience: &'a str,
+        scope: Option<&'a Scopes>,
+    },
 }
 
 fn header(value: &str) -> Result<HeaderValue, CryptoError> {
@@ -226,6 +239,29 @@ pub(crate) fn token_request(
         }
         Grant::ClientCredentials { scope } => {
             form.push(("grant_type", "client_credentials"));
+            if let Some(scope) = scope.filter(|s| !s.is_empty()) {
+                scope_text = scope.to_string();
+                form.push(("scope", &scope_text));
+            }
+        }
+        Grant::JwtBearer { assertion, scope } => {
+            form.push(("grant_type", JWT_BEARER));
+            form.push(("assertion", assertion.expose()));
+            if let Some(scope) = scope.filter(|s| !s.is_empty()) {
+                scope_text = scope.to_string();
+                form.push(("scope", &scope_text));
+            }
+        }
+        Grant::TokenExchange {
+            subject_token,
+            audience,
+            scope,
+        } => {
+            form.push(("grant_type", TOKEN_EXCHANGE));
+            form.push(("requested_token_type", ID_JAG_TYPE));
+            form.push(("subject_token", subject_token.expose()));
+            form.push(("subject_token_type", ID_TOKEN_TYPE));
+            form.push(("audience", audience));
             if let Some(scope) = scope.filter(|s| !s.is_empty()) {
                 scope_text = scope.to_string();
                 form.push(("scope", &scope_text));

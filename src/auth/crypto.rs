@@ -166,6 +166,15 @@ impl SigningKey {
         if let Some(kid) = &self.key_id {
             header["kid"] = serde_json::Value::String(kid.clone());
         }
+        self.sign_jws(&header, claims)
+    }
+
+    /// A compact JWS of `claims` under `header` (which must name `alg` ES256).
+    pub(crate) fn sign_jws(
+        &self,
+        header: &serde_json::Value,
+        claims: &serde_json::Value,
+    ) -> Result<Secret, CryptoError> {
         let mut text = base64::encode(header.to_string().as_bytes(), Flavor::UrlSafe);
         text.push('.');
         base64::encode_into(claims.to_string().as_bytes(), Flavor::UrlSafe, &mut text);

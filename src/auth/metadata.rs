@@ -73,7 +73,20 @@ pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(
     if !trimmed.starts_with(b"{") {
         return Err(DocumentError::Json { line: 1, column: 1 });
     }
-    serde_json::from_slice(body).map_err(|e| DocumentError::Json {
+    // RFC 8259 section 8.1: JSON text is UTF-8, all of it. serde_json reading bytes does not
+    // check the strings of members `T` ignores (found by the auth_token_exchange fuzz target).
+    let text = std::str::from_utf8(body).map_err(|e| {
+        let before = &body[..e.valid_up_to()];
+        let line_start = before
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |i| i + 1);
+        DocumentError::Json {
+            line: 1 + before.iter().filter(|&&b| b == b'\n').count(),
+            column: 1 + before.len() - line_start,
+        }
+    })?;
+    serde_json::from_str(text).map_err(|e| DocumentError::Json {
         line: e.line(),
         column: e.column(),
     })
@@ -126,6 +139,8 @@ pub(crate) struct ResourceMetadata {
     pub authorization_servers: Vec<Url>,
     /// The scopes it knows, if it lists them.
     pub scopes_supported: Option<Scopes>,
+    /// RFC 9728 section 2: it takes DPoP-bound access tokens only (RFC 9449).
+    pub dpop_bound_access_tokens_required: bool,
 }
 
 #[derive(Deserialize)]
@@ -135,6 +150,8 @@ struct RawResourceMetadata {
     authorization_servers: Option<Vec<String>>,
     #[serde(default)]
     scopes_supported: Option<Vec<String>>,
+    #[serde(default)]
+    dpop_bound_access_tokens_required: Option<bool>,
 }
 
 impl ResourceMetadata {
@@ -154,6 +171,9 @@ impl ResourceMetadata {
             resource,
             authorization_servers,
             scopes_supported: scopes(raw.scopes_supported, "scopes_supported")?,
+            dpop_bound_access_tokens_required: raw
+                .dpop_bound_access_tokens_required
+                .unwrap_or(false),
         })
     }
 }
@@ -263,6 +283,9 @@ pub(crate) struct ServerMetadata {
     pub authorization_response_iss_parameter_supported: bool,
     /// It accepts an `https` URL naming a Client ID Metadata Document as `client_id`.
     pub client_id_metadata_document_supported: bool,
+    /// RFC 9449 section 5.1: the algorithms it takes for DPoP proofs (absent: it says nothing
+    /// of DPoP).
+    pub dpop_signing_alg_values_supported: Option<Vec<String>>,
     /// Made up from the 2025-03-26 defaults, not read from a document.
     pub defaulted: bool,
 }
@@ -292,6 +315,8 @@ struct RawServerMetadata {
     authorization_response_iss_parameter_supported: Option<bool>,
     #[serde(default)]
     client_id_metadata_document_supported: Option<bool>,
+    #[serde(default)]
+    dpop_signing_alg_values_supported: Option<Vec<String>>,
 }
 
 /// Why an authorization server's metadata was refused.
@@ -388,6 +413,10 @@ impl ServerMetadata {
             client_id_metadata_document_supported: raw
                 .client_id_metadata_document_supported
                 .unwrap_or(false),
+            dpop_signing_alg_values_supported: bounded_list(
+                raw.dpop_signing_alg_values_supported,
+                "dpop_signing_alg_values_supported",
+            )?,
             defaulted: false,
         })
     }
@@ -417,6 +446,7 @@ impl ServerMetadata {
             code_challenge_methods_supported: Some(vec!["S256".to_owned()]),
             authorization_response_iss_parameter_supported: false,
             client_id_metadata_document_supported: false,
+            dpop_signing_alg_values_supported: None,
             defaulted: true,
         })
     }

@@ -18,6 +18,8 @@
 //! | [`Scopes`] and the spec's scope selection, step-up on 403 `insufficient_scope` | RFC 6749 3.3 |
 //! | [`Token`], refresh and rotation, [`TokenCache`] by issuer, client, resource and scope | OAuth 2.1 4.3 |
 //! | [`TokenProvider`]: what the client asks of whoever supplies tokens | |
+//! | DPoP ([`Dpop`], [`DpopKey`]): proofs on token and MCP requests, nonces per origin, `token_type` checked | RFC 9449 |
+//! | grants by assertion: a workload token ([`GrantKind::JwtBearer`]), an ID-JAG from the enterprise IdP ([`EnterpriseIdp`]) | RFC 7523, RFC 8693 |
 //!
 //! Every parser has a documented size limit and refuses what does not follow its grammar;
 //! nothing panics on what a server sends. Secrets (tokens, the client secret, codes, PKCE
@@ -72,8 +74,10 @@
 //! is taken as the 2025-03-26 revision had it: its origin is the authorization server, with
 //! metadata at the root or the default `/authorize`, `/token` and `/register`.
 
+pub(crate) mod assertion;
 pub(crate) mod client;
 mod crypto;
+pub(crate) mod dpop;
 mod flow;
 mod provider;
 pub(crate) mod token;
@@ -83,8 +87,10 @@ pub(crate) mod metadata;
 pub mod scope;
 pub mod url;
 
+pub use assertion::{AssertionFuture, AssertionProvider, AssertionSource, EnterpriseIdp};
 pub use client::{ApplicationType, AuthMethod, ClientMetadata, PreRegistered, RegistrationError};
 pub use crypto::{CryptoError, Randomness, SigningKey, SystemRandomness};
+pub use dpop::{Dpop, DpopKey};
 pub use flow::{AuthorizationError, Config, Error, GrantKind, Limits, Purpose, RedirectError};
 pub(crate) use flow::{Flow, Output};
 pub use provider::{Refusal, TokenProvider};

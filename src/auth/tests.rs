@@ -277,6 +277,9 @@ fn run(flow: &mut Flow, world: &mut World, now: UnixTime, printed: &mut Vec<Stri
                 let tokens = world.shared.clone().unwrap_or_else(|| flow.cache().clone());
                 flow.handle_reload(tokens, now);
             }
+            Output::Assertion { .. } => {
+                flow.handle_assertion(Err("this world has no assertion".into()), now);
+            }
         }
     }
     panic!("the flow did not settle");
@@ -1952,3 +1955,5 @@ fn hostile_documents_fail_cleanly() {
         }
     }
 }
+
+mod identity;

@@ -104,6 +104,8 @@ pub struct Token {
     refresh_token: Option<Secret>,
     expires_at: Option<UnixTime>,
     scope: Option<Scopes>,
+    /// Bound to a DPoP key (`token_type` `DPoP`): sent with `Authorization: DPoP` and a proof.
+    dpop: bool,
 }
 
 impl fmt::Debug for Token {
@@ -116,6 +118,7 @@ impl fmt::Debug for Token {
             )
             .field("expires_at", &self.expires_at)
             .field("scope", &self.scope.as_ref().map(ToString::to_string))
+            .field("dpop", &self.dpop)
             .finish()
     }
 }
@@ -133,7 +136,21 @@ impl Token {
             refresh_token,
             expires_at,
             scope,
+            dpop: false,
         }
+    }
+
+    /// Whether the token is bound to a DPoP key (RFC 9449: the server answered `token_type`
+    /// `DPoP`): it is sent as `Authorization: DPoP` with a proof of that key, never as a
+    /// bearer token, and it is not written to a token store (see the README).
+    pub fn is_dpop(&self) -> bool {
+        self.dpop
+    }
+
+    /// This token, bound to a DPoP key or not.
+    pub(crate) fn bound(mut self, dpop: bool) -> Token {
+        self.dpop = dpop;
+        self
     }
 
     /// The access token, for `Authorization: Bearer`.
@@ -179,8 +196,12 @@ impl Token {
 pub enum TokenResponseError {
     /// A success status with a body that is not a valid token answer.
     Document(DocumentError),
-    /// `token_type` is not `Bearer` (such as `DPoP`, which this client does not do).
+    /// `token_type` is neither `Bearer` nor, when a DPoP proof was sent, `DPoP`.
     UnsupportedTokenType(String),
+    /// A DPoP-bound token was asked for and the resource requires one (its metadata's
+    /// `dpop_bound_access_tokens_required`, a challenge offering only `DPoP`, or the
+    /// configuration), but the answer is a `Bearer` token: refused, not downgraded.
+    NotDpopBound,
     /// An OAuth error answer (400 or 401 with `error`).
     Refused(OAuthError),
     /// Any other status.
@@ -192,8 +213,14 @@ impl fmt::Display for TokenResponseError {
         match self {
             TokenResponseError::Document(e) => e.fmt(f),
             TokenResponseError::UnsupportedTokenType(t) => {
-                write!(f, "the token type {t:?} is not supported (only Bearer)")
+                write!(
+                    f,
+                    "the token type {t:?} is not supported (only Bearer, and DPoP when asked for)"
+                )
             }
+            TokenResponseError::NotDpopBound => f.write_str(
+                "the answer is a Bearer token, but a DPoP-bound one was asked for and is required",
+            ),
             TokenResponseError::Refused(e) => write!(f, "refused: {e}"),
             TokenResponseError::Status(s) => write!(f, "answered HTTP {s}"),
         }
@@ -215,15 +242,33 @@ fn header_safe(token: &str) -> bool {
         && token.bytes().all(|b| (0x21..=0x7e).contains(&b))
 }
 
+/// The JSON of a token endpoint's 2xx answer (a token, or RFC 8693's token-exchange
+/// answer); an error answer (400, 401) is the server's OAuth error, any other status itself.
+pub(crate) fn token_endpoint_json<T: serde::de::DeserializeOwned>(
+    status: u16,
+    body: &[u8],
+) -> Result<T, TokenResponseError> {
+    if !(200..300).contains(&status) {
+        return Err(OAuthError::of_answer(status, body, &[400, 401]).map_or(
+            TokenResponseError::Status(status),
+            TokenResponseError::Refused,
+        ));
+    }
+    parse_json(body, MAX_TOKEN_RESPONSE_BYTES).map_err(TokenResponseError::Document)
+}
+
 /// Reads the token endpoint's answer to a request made at `now`. `requested` is the scope
 /// asked for (what was granted when the answer names none); `previous` the token being
 /// refreshed, whose refresh token is kept unless the answer brings a new one (rotation).
+/// `dpop`: the request carried a DPoP proof, so `token_type` `DPoP` is taken (RFC 9449
+/// section 5); otherwise only `Bearer` is.
 pub(crate) fn parse_token_response(
     status: u16,
     body: &[u8],
     now: UnixTime,
     requested: Option<&Scopes>,
     previous: Option<&Token>,
+    dpop: bool,
 ) -> Result<Token, TokenResponseError> {
     #[derive(Deserialize)]
     struct Raw {
@@ -236,20 +281,14 @@ pub(crate) fn parse_token_response(
         #[serde(default)]
         scope: Option<String>,
     }
-    if !(200..300).contains(&status) {
-        return Err(OAuthError::of_answer(status, body, &[400, 401]).map_or(
-            TokenResponseError::Status(status),
-            TokenResponseError::Refused,
-        ));
-    }
-    let raw: Raw =
-        parse_json(body, MAX_TOKEN_RESPONSE_BYTES).map_err(TokenResponseError::Document)?;
+    let raw: Raw = token_endpoint_json(status, body)?;
     if !header_safe(&raw.access_token) {
         return Err(TokenResponseError::Document(DocumentError::Invalid(
             "access_token",
         )));
     }
-    if !raw.token_type.eq_ignore_ascii_case("bearer") {
+    let bound = dpop && raw.token_type.eq_ignore_ascii_case("dpop");
+    if !bound && !raw.token_type.eq_ignore_ascii_case("bearer") {
         return Err(TokenResponseError::UnsupportedTokenType(clean_text(
             &raw.token_type,
             32,
@@ -276,6 +315,7 @@ pub(crate) fn parse_token_response(
         refresh_token,
         expires_at: raw.expires_in.map(|s| UnixTime(now.0.saturating_add(s))),
         scope,
+        dpop: bound,
     })
 }
 
@@ -369,7 +409,7 @@ mod tests {
     const NOW: UnixTime = UnixTime(1_000_000);
 
     fn parse(body: &str) -> Result<Token, TokenResponseError> {
-        parse_token_response(200, body.as_bytes(), NOW, None, None)
+        parse_token_response(200, body.as_bytes(), NOW, None, None, false)
     }
 
     #[test]
@@ -393,6 +433,26 @@ mod tests {
     }
 
     #[test]
+    fn dpop_is_taken_only_when_a_proof_was_sent() {
+        let body = br#"{"access_token":"at","token_type":"DPoP","expires_in":60}"#;
+        let bound = parse_token_response(200, body, NOW, None, None, true).unwrap();
+        assert!(bound.is_dpop());
+        assert!(format!("{bound:?}").contains("dpop: true"));
+        assert_eq!(
+            parse_token_response(200, body, NOW, None, None, false).map(|_| ()),
+            Err(TokenResponseError::UnsupportedTokenType("DPoP".into()))
+        );
+        let bearer = br#"{"access_token":"at","token_type":"bearer"}"#;
+        assert!(
+            !parse_token_response(200, bearer, NOW, None, None, true)
+                .unwrap()
+                .is_dpop()
+        );
+        let other = br#"{"access_token":"at","token_type":"N_A"}"#;
+        assert!(parse_token_response(200, other, NOW, None, None, true).is_err());
+    }
+
+    #[test]
     fn refresh_token_rotation_and_requested_scope() {
         let requested = Scopes::parse("mcp:basic").unwrap();
         let first = parse_token_response(
@@ -401,6 +461,7 @@ mod tests {
             NOW,
             Some(&requested),
             None,
+            false,
         )
         .unwrap();
         assert_eq!(first.scope(), Some(&requested));
@@ -412,6 +473,7 @@ mod tests {
             NOW,
             None,
             Some(&first),
+            false,
         )
         .unwrap();
         assert_eq!(kept.refresh_token().unwrap().expose(), "rt-1");
@@ -422,6 +484,7 @@ mod tests {
             NOW,
             None,
             Some(&kept),
+            false,
         )
         .unwrap();
         assert_eq!(rotated.refresh_token().unwrap().expose(), "rt-2");
@@ -429,6 +492,17 @@ mod tests {
 
     #[test]
     fn strictness() {
+        // Regression (auth_token_exchange fuzz target): invalid UTF-8 in a member the
+        // parser does not use was accepted; JSON text is UTF-8 throughout (RFC 8259 8.1).
+        let mut body = br#"{"access_token":"a","token_type":"Bearer","x":"#.to_vec();
+        body.extend_from_slice(b"\"\xe1\x60\"}");
+        assert_eq!(
+            parse_token_response(200, &body, NOW, None, None, false).map(|_| ()),
+            Err(TokenResponseError::Document(DocumentError::Json {
+                line: 1,
+                column: 48
+            }))
+        );
         let invalid = |m| Err(TokenResponseError::Document(DocumentError::Invalid(m)));
         assert_eq!(
             parse(r#"{"access_token":"","token_type":"Bearer"}"#).map(|_| ()),
@@ -503,6 +577,7 @@ mod tests {
             NOW,
             None,
             None,
+            false,
         );
         assert_eq!(
             refused.map(|_| ()),
@@ -512,15 +587,17 @@ mod tests {
             }))
         );
         assert_eq!(
-            parse_token_response(401, b"<html>no</html>", NOW, None, None).map(|_| ()),
+            parse_token_response(401, b"<html>no</html>", NOW, None, None, false).map(|_| ()),
             Err(TokenResponseError::Status(401))
         );
         assert_eq!(
-            parse_token_response(500, br#"{"error":"server_error"}"#, NOW, None, None).map(|_| ()),
+            parse_token_response(500, br#"{"error":"server_error"}"#, NOW, None, None, false)
+                .map(|_| ()),
             Err(TokenResponseError::Status(500))
         );
         assert_eq!(
-            parse_token_response(400, br#"{"error":"bad\"code"}"#, NOW, None, None).map(|_| ()),
+            parse_token_response(400, br#"{"error":"bad\"code"}"#, NOW, None, None, false)
+                .map(|_| ()),
             Err(TokenResponseError::Status(400))
         );
         let long = OAuthError::new("x", Some(&"d".repeat(500))).unwrap();

@@ -32,6 +32,7 @@ USAGE:
     mcp-tools -command \"PROGRAM ARGS...\" -tenant TENANT -tools NAME[,NAME...] [-timeout SECONDS]
     mcp-tools -url URL -login -token-store PATH -tenant TENANT -tools NAME[,NAME...]
               [-redirect-port PORT] [-login-timeout SECONDS] [the -url flags above]
+    mcp-tools -url URL -auth JSON -tenant TENANT -tools NAME[,NAME...] [the -url flags above]
     mcp-tools -token-store PATH -refresh
     mcp-tools -token-store PATH -logout
 
@@ -66,6 +67,11 @@ FLAGS (a single or a double dash; `-flag value` or `-flag=value`):
                       at the store
     -token-store PATH the token store file (written with mode 0600, refused when others may
                       read it). Without -login: discover with its tokens (refreshed if due)
+    -auth JSON        with -url: a binding `auth` block for a grant with nobody present
+                      (client_credentials, jwt_bearer, enterprise_managed; \"dpop\": true for
+                      DPoP-bound tokens), checked as a config's is: discover with it (its
+                      secrets and tokens from the environment) and write it into the bindings.
+                      Not with -token-env or -token-store.
     -redirect-port N  the loopback port to listen on for the redirect (default: any free one)
     -login-timeout S  how long to wait for the browser to come back (default 300)
     -refresh          use the store's refresh token now and write the new tokens back
@@ -116,6 +122,8 @@ struct Options {
     /// revision.
     era: Option<Option<ProtocolVersion>>,
     login: bool,
+    /// `-auth`: a binding `auth` block.
+    auth: Option<String>,
     refresh: bool,
     logout: bool,
     token_store: Option<String>,
@@ -144,6 +152,7 @@ fn parse(args: &[String]) -> Result<Option<Options>, Failure> {
         proxy: None,
         era: None,
         login: false,
+        auth: None,
         refresh: false,
         logout: false,
         token_store: None,
@@ -219,6 +228,7 @@ fn parse(args: &[String]) -> Result<Option<Options>, Failure> {
             "client-key" => options.client_key = Some(value),
             "proxy" => options.proxy = Some(value),
             "token-store" => options.token_store = Some(value),
+            "auth" => options.auth = Some(value),
             "redirect-port" => {
                 options.redirect_port = value.parse().map_err(|_| {
                     Failure::Usage(format!(
@@ -281,6 +291,13 @@ fn parse(args: &[String]) -> Result<Option<Options>, Failure> {
     if options.token_store.is_some() && options.url.is_none() {
         return Err(Failure::Usage(
             "-token-store applies to -url servers".to_owned(),
+        ));
+    }
+    if options.auth.is_some() && (options.url.is_none() || options.token_store.is_some()) {
+        return Err(Failure::Usage(
+            "-auth applies to -url servers, and not with -token-store (give the store's \
+             grant or -auth's, not both)"
+                .to_owned(),
         ));
     }
     if options.token_store.is_some() && options.token_env.is_some() {
@@ -483,6 +500,9 @@ fn run(args: &[String]) -> Result<(), Failure> {
             if let Some(path) = store_path(&options)? {
                 server = server.with_auth(AuthSettings::authorization_code(path));
             }
+            if let Some(auth) = &options.auth {
+                server = server.with_auth(auth_flag(url, auth)?);
+            }
             server
         }
         (None, Some(command)) => {
@@ -581,6 +601,35 @@ fn run(args: &[String]) -> Result<(), Failure> {
         .map_err(|e| Failure::Failed(format!("cannot print the bindings: {e}")))?;
     println!("{text}");
     Ok(())
+}
+
+/// `-auth`'s block, checked by the config's own rules (a binding holding it is loaded):
+/// the same members, refusals and messages as in a config file.
+fn auth_flag(url: &str, text: &str) -> Result<AuthSettings, Failure> {
+    let auth: serde_json::Value = serde_json::from_str(text)
+        .map_err(|e| Failure::Usage(format!("-auth is not JSON: {e}")))?;
+    if matches!(
+        auth.get("grant").and_then(|g| g.as_str()),
+        Some("authorization_code")
+    ) {
+        return Err(Failure::Usage(
+            "-auth: the authorization_code grant is -login -token-store PATH".to_owned(),
+        ));
+    }
+    let probe = serde_json::json!([{
+        "name": "-auth", "description": "", "input_schema": {"type": "object"},
+        "url": url, "mcp_tool": "-auth", "tenants": ["-auth"], "auth": auth,
+    }]);
+    let mut bindings = mcpwire::binding::config::load_config(&probe.to_string()).map_err(|e| {
+        let field = e.field.as_deref().unwrap_or("auth");
+        Failure::Usage(format!("-auth: {field}: {}", e.message))
+    })?;
+    match bindings.pop().map(|b| b.server) {
+        Some(Server::Http {
+            auth: Some(auth), ..
+        }) => Ok(auth),
+        _ => Err(Failure::Usage("-auth: not an auth block".to_owned())),
+    }
 }
 
 /// The `proxy` of the bindings, from `-proxy`.

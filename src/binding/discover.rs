@@ -2,10 +2,11 @@
 //! bindings (what `mcp-tools` prints).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
-use super::call::Pools;
-use super::config::{Binding, Server};
+use super::call::{EnvTokens, OAuthMaker, Pools, TokenSource};
+use super::config::{AuthSettings, Binding, Server};
 use crate::client::auth::Auth;
 use crate::client::{Client, ClientOptions, ExcludedTool as Excluded, WarningSink};
 use crate::error::{Error, ErrorKind};
@@ -218,7 +219,11 @@ async fn list_all(
         options.session.probe_timeout = discovery.timeout;
         options.session.initialize_timeout = discovery.timeout;
     }
-    options.auth = discovery.auth.clone();
+    options.auth = match &discovery.auth {
+        Some(auth) => Some(auth.clone()),
+        None => settings_auth(&discovery.server, discovery.timeout)
+            .map_err(|(kind, message)| Error::new(kind, message))?,
+    };
     options.on_warning = discovery.on_warning.clone();
     let client = connect(
         pool,
@@ -232,6 +237,32 @@ async fn list_all(
     let tools = client.list_tools_and_exclusions().await;
     client.close().await;
     tools
+}
+
+/// The OAuth a server's `auth` block makes, for a discovery given no [`Auth`] of its own:
+/// the grants with no person (client credentials, JWT-bearer, enterprise-managed), their
+/// secrets and tokens from the environment. An `authorization_code` block's store is the
+/// login's business (`mcp-tools -login`), not discovery's.
+fn settings_auth(server: &Server, timeout: Duration) -> Result<Option<Auth>, (ErrorKind, String)> {
+    let Server::Http {
+        url,
+        auth: Some(settings),
+        ..
+    } = server
+    else {
+        return Ok(None);
+    };
+    if matches!(settings, AuthSettings::AuthorizationCode { .. }) {
+        return Ok(None);
+    }
+    let tokens: Arc<dyn TokenSource> = Arc::new(EnvTokens);
+    let maker = OAuthMaker {
+        tokens: &tokens,
+        wire_log: None,
+        timeout_secs: Some(timeout.as_secs().max(1)),
+    };
+    let oauth = maker.make(url, settings)?;
+    Ok(Some(Auth::oauth(Arc::new(oauth))))
 }
 
 /// Opens a session with a binding's server (the token and headers go to an HTTP one).

@@ -68,8 +68,8 @@ use bytes::Bytes;
 use http_body_util::Full;
 
 use crate::auth::{
-    Clock, Config, Flow, GrantKind, Output, Randomness, Refusal as ProviderRefusal, Secret,
-    TokenCache, TokenProvider, UnixTime, Url,
+    AssertionSource, Clock, Config, Flow, GrantKind, Output, Randomness,
+    Refusal as ProviderRefusal, Secret, TokenCache, TokenProvider, UnixTime, Url,
 };
 use crate::exchange::{Refusal, WireLog};
 use crate::transport::http::{HttpPool, RawEnd};
@@ -178,6 +178,61 @@ impl Auth {
             Source::Provider(provider) => provider.token(now),
             Source::OAuth(oauth) => oauth.bearer(now),
         }
+    }
+
+    /// Puts a DPoP proof on `request` when the token it carries is DPoP-bound: its
+    /// `Authorization: Bearer` becomes `Authorization: DPoP`, and a proof of the flow's key
+    /// for its method and URI, with that token's `ath` and the server's nonce, goes in the
+    /// `DPoP` header (both marked sensitive). Every request gets its own proof, made now;
+    /// a request whose proof cannot be made goes as it is (the server refuses it).
+    pub(crate) fn present(&self, request: &mut crate::exchange::HttpRequest) {
+        let Source::OAuth(oauth) = &self.source else {
+            return;
+        };
+        // Nothing to do (and nothing allocated) on the call path without DPoP.
+        if !oauth.dpop {
+            return;
+        }
+        let Some(token) = request
+            .headers
+            .get(http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(Secret::new)
+        else {
+            return;
+        };
+        let now = self.now();
+        let uri = request.uri.to_string();
+        let proof =
+            oauth.with_flow(|flow| flow.resource_proof(request.method.as_str(), &uri, &token, now));
+        let Some(Some(Ok(proof))) = proof else {
+            return;
+        };
+        let values = (
+            http::HeaderValue::from_str(&format!("DPoP {}", token.expose())),
+            http::HeaderValue::from_str(proof.expose()),
+        );
+        if let (Ok(mut authorization), Ok(mut dpop)) = values {
+            authorization.set_sensitive(true);
+            dpop.set_sensitive(true);
+            request
+                .headers
+                .insert(http::header::AUTHORIZATION, authorization);
+            request.headers.insert(crate::auth::dpop::DPOP, dpop);
+        }
+    }
+
+    /// Whether `refusal` is the MCP server asking for a DPoP nonce (RFC 9449 section 9) for
+    /// this source's DPoP-bound token: the nonce is then kept for the proofs to come (see
+    /// [`Flow::handle_resource_nonce`]). `false`: an ordinary refusal.
+    pub(crate) fn resource_nonce(&self, refusal: &Refusal) -> bool {
+        let Source::OAuth(oauth) = &self.source else {
+            return false;
+        };
+        oauth
+            .with_flow(|flow| flow.handle_resource_nonce(refusal.status, &refusal.challenges))
+            .unwrap_or(false)
     }
 
     /// A request made with the current token was answered.
@@ -426,6 +481,8 @@ pub struct OAuth {
     /// A token store other processes share: refreshes under its lock, written back after
     /// each run.
     store: Option<Arc<store::TokenStore>>,
+    /// The flow is configured for DPoP: requests may need a proof ([`Auth::present`]).
+    dpop: bool,
 }
 
 /// What [`OAuth::on_change`] calls: with the `OAuth` whose flow just ran.
@@ -483,6 +540,7 @@ impl OAuth {
             return Err(OAuthSetupError::NoAuthorizer);
         }
         let limits = config.limits;
+        let dpop = config.dpop.is_some();
         Ok(OAuth {
             id: NEXT_AUTH.fetch_add(1, Ordering::Relaxed),
             flow: Mutex::new(Flow::with_cache(config, cache)),
@@ -493,6 +551,7 @@ impl OAuth {
             on_change: None,
             clock: Arc::new(SystemClock),
             store: None,
+            dpop,
         })
     }
 
@@ -784,6 +843,15 @@ impl OAuth {
                         }
                     }
                 }
+                Some(Output::Assertion { source }) => {
+                    note(format!("> auth assertion from {source}"));
+                    let read = read_assertion(&source, self.request_timeout).await;
+                    if let Err(why) = &read {
+                        note(format!("< auth assertion: {why}"));
+                    }
+                    let now = self.clock.now();
+                    self.with_flow(|flow| flow.handle_assertion(read, now));
+                }
                 Some(Output::Token(token)) => return Ok(Some(token.access_token().clone())),
                 Some(Output::Failed(error)) => {
                     let secrets = self.secrets();
@@ -806,6 +874,48 @@ impl OAuth {
                     return Err("the authorization flow stalled".into());
                 }
             }
+        }
+    }
+}
+
+/// Reads an assertion (a workload token, an ID token) from `source`, afresh: a file again
+/// (a platform may have rotated it), the variable again, or the host's provider, within
+/// `timeout`. The error says what went wrong, never what was read.
+async fn read_assertion(source: &AssertionSource, timeout: Duration) -> Result<Secret, String> {
+    use crate::auth::assertion::{MAX_ASSERTION_BYTES, clean_assertion};
+    match source {
+        AssertionSource::File(path) => {
+            let path = path.clone();
+            // A small file, read off the runtime's thread (tokio here has no `fs`).
+            let read = tokio::task::spawn_blocking(move || {
+                use std::io::Read;
+                let file = std::fs::File::open(path)?;
+                let mut bytes = Vec::new();
+                // Room for surrounding whitespace, and one byte more: a longer file is
+                // refused by the check below, not cut.
+                let limit = (MAX_ASSERTION_BYTES + 1024 + 1) as u64;
+                file.take(limit).read_to_end(&mut bytes)?;
+                Ok::<_, std::io::Error>(bytes)
+            });
+            let bytes = tokio::time::timeout(timeout, read)
+                .await
+                .map_err(|_| format!("not read within {} s", timeout.as_secs()))?
+                .map_err(|_| "the read was cut short".to_owned())?
+                .map_err(|e| format!("cannot be read ({})", e.kind()))?;
+            let text = String::from_utf8(bytes).map_err(|_| "it is not UTF-8".to_owned())?;
+            clean_assertion(&text).map_err(str::to_owned)
+        }
+        AssertionSource::Env(name) => match std::env::var(name) {
+            Ok(text) => clean_assertion(&text).map_err(str::to_owned),
+            Err(std::env::VarError::NotPresent) => Err("it is not set".to_owned()),
+            Err(std::env::VarError::NotUnicode(_)) => Err("it is not UTF-8".to_owned()),
+        },
+        AssertionSource::Host(provider) => {
+            let secret = tokio::time::timeout(timeout, provider.assertion())
+                .await
+                .map_err(|_| format!("no assertion within {} s", timeout.as_secs()))??;
+            // The host's text is checked like a file's.
+            clean_assertion(secret.expose()).map_err(str::to_owned)
         }
     }
 }

@@ -443,7 +443,14 @@ impl Driver {
 
     fn on_output(&mut self, output: Output) {
         match output {
-            Output::HttpSend { stream, request } => {
+            Output::HttpSend {
+                stream,
+                mut request,
+            } => {
+                if let Some(auth) = &self.auth {
+                    // A DPoP-bound token goes with a proof made now, one per request.
+                    auth.auth.present(&mut request);
+                }
                 if let Link::Http(link) = &mut self.link {
                     link.start(stream, request);
                 }
@@ -479,7 +486,17 @@ impl Driver {
             }
             Output::Input { op, requests } => self.on_input(op, requests),
             Output::ServerRequest(request) => self.on_server_request(request),
-            Output::Refused(refusal) => self.on_refusal(refusal),
+            Output::Refused(refusal) => {
+                // RFC 9449 section 9: a nonce for the proof, not a refused token: sent again
+                // once with the same token and a new proof.
+                match &self.auth {
+                    Some(auth) if auth.auth.resource_nonce(&refusal) => {
+                        // Refused again for a nonce, it fails (one retry); the drain goes on.
+                        self.connection.resend_for_nonce(&refusal.id, now());
+                    }
+                    _ => self.on_refusal(refusal),
+                }
+            }
             Output::Accepted => {
                 if let Some(auth) = &self.auth {
                     auth.auth.accepted();

@@ -374,6 +374,16 @@ impl Connection {
         self.flush(now);
     }
 
+    /// Sends the refused request `id` again with the same token, for the DPoP nonce its 401
+    /// brought (see `Exchange::resend_for_nonce`): `false` when it may not be.
+    pub(crate) fn resend_for_nonce(&mut self, id: &Id, now: Instant) -> bool {
+        let resent = self
+            .exchange()
+            .is_some_and(|exchange| exchange.resend_for_nonce(id, now));
+        self.flush(now);
+        resent
+    }
+
     /// Gives up on the refused request `id`: it fails with `reason`, caused by `cause`.
     pub(crate) fn reject(
         &mut self,

@@ -16,6 +16,8 @@ use super::{Exchange, HttpRequest, Op, Output, RequestOp};
 /// after a 401, and the rest after 403 `insufficient_scope` (step-up); the token provider
 /// keeps its own, lower, limit on step-ups.
 pub(crate) const MAX_RESENDS: u8 = 3;
+/// The header of a server's DPoP nonce (RFC 9449 section 8.1).
+const DPOP_NONCE: &str = "dpop-nonce";
 /// How many `WWW-Authenticate` values a [`Refusal`] keeps, and how long each may be.
 const MAX_CHALLENGE_VALUES: usize = 8;
 const MAX_CHALLENGE_VALUE_BYTES: usize = 8 * 1024;
@@ -29,8 +31,9 @@ pub(crate) struct Refusal {
     pub id: Id,
     /// 401 or 403.
     pub status: StatusCode,
-    /// The reply's `WWW-Authenticate` values only: at most 8, each at most 8 KiB (longer
-    /// ones are dropped), any credential of ours in them redacted.
+    /// The reply's `WWW-Authenticate` values (at most 8, each at most 8 KiB: longer ones are
+    /// dropped; any credential of ours in them redacted) and its `DPoP-Nonce` (RFC 9449
+    /// section 9: a 401 asking for a nonce in the next proof), if it sent one.
     pub challenges: HeaderMap,
     /// The bearer token the request carried.
     pub sent: Option<Secret>,
@@ -128,6 +131,39 @@ impl Exchange {
         self.issue(Op::Request(op), request);
     }
 
+    /// Sends the refused request `id` again with the same token, for a DPoP nonce: the
+    /// server's 401 asked for a nonce in the proof (RFC 9449 section 9), which the transport
+    /// makes afresh for each request. Once per request: `false` (and the request fails as
+    /// refused) when it was already sent again so, or it is not waiting.
+    pub(crate) fn resend_for_nonce(&mut self, id: &Id, _now: Instant) -> bool {
+        let Some(parked) = self.parked.remove(id) else {
+            return false;
+        };
+        let Parked {
+            mut op,
+            request,
+            status,
+            mut failure,
+        } = parked;
+        if op.nonce_resent {
+            failure
+                .detail
+                .push_str("; the server asked for a new DPoP nonce again");
+            self.fail(op.id.clone(), failure);
+            return false;
+        }
+        op.nonce_resent = true;
+        self.log(|| {
+            format!(
+                "> POST {} (sent again with the server's DPoP nonce after {status})",
+                request.uri
+            )
+        });
+        op.retained = Some(request.clone());
+        self.issue(Op::Request(op), request);
+        true
+    }
+
     /// Gives up on the refused request `id`: it fails as refused (it did not run), with
     /// `reason` (why no new token came) after the server's challenge.
     #[cfg(test)]
@@ -165,7 +201,11 @@ impl Exchange {
         let Some(mut failure) = self.status_failure(status, headers, op.is_initialize) else {
             return;
         };
-        let again = status != StatusCode::UNAUTHORIZED || !op.resent_after_401;
+        // A 401 that brings a DPoP nonce may be answered once more, with the same token.
+        let nonce = status == StatusCode::UNAUTHORIZED
+            && !op.nonce_resent
+            && headers.contains_key(DPOP_NONCE);
+        let again = status != StatusCode::UNAUTHORIZED || !op.resent_after_401 || nonce;
         let request = match retained {
             Some(request) if self.hold_refusals && again && op.resends < MAX_RESENDS => request,
             _ => {
@@ -197,6 +237,9 @@ impl Exchange {
                 _ => value.clone(),
             };
             challenges.append(http::header::WWW_AUTHENTICATE, value);
+        }
+        if let Some(nonce) = headers.get(DPOP_NONCE).filter(|v| v.len() <= 1024) {
+            challenges.insert(DPOP_NONCE, nonce.clone());
         }
         let refusal = Refusal {
             id: op.id.clone(),

@@ -226,6 +226,8 @@ struct RequestOp {
     /// How many times it was sent again after a refusal, and whether one was a 401.
     resends: u8,
     resent_after_401: bool,
+    /// It was sent again with the same token for a DPoP nonce (RFC 9449 section 9): once.
+    nonce_resent: bool,
 }
 
 /// One logical operation of the exchange.

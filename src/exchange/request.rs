@@ -108,6 +108,7 @@ impl Exchange {
             sent_token: self.bearer.clone(),
             resends: 0,
             resent_after_401: false,
+            nonce_resent: false,
         };
         let mut op = Box::new(op);
         let mut request = self.build(Method::POST, uri, body, ACCEPT_BOTH);

@@ -2912,6 +2912,104 @@ fn a_401_for_the_token_obtained_after_a_401_fails_as_refused_with_the_outcome_kn
     assert_eq!(h.sent().len(), 2, "sent twice in all");
 }
 
+const NONCE_CHALLENGE: &str = r#"DPoP error="use_dpop_nonce", resource_metadata="http://127.0.0.1:9/.well-known/oauth-protected-resource/mcp""#;
+
+#[test]
+fn a_dpop_nonce_401_after_a_new_token_is_held_and_sent_again_once_with_the_same_token() {
+    let mut h = holding();
+    let stream = h.send_request(4, "tools/call");
+    let body = h.last_sent().body.clone();
+    h.head(stream, 401, &[("www-authenticate", CHALLENGE_401)]);
+    let again = h.resend(4, "tok-NEW-abcdefghij").unwrap();
+    // RFC 9449 section 9: the server wants a nonce in the proof; the token is fine.
+    h.head(
+        again,
+        401,
+        &[
+            ("www-authenticate", NONCE_CHALLENGE),
+            ("dpop-nonce", "rs-nonce-1"),
+        ],
+    );
+    let refusals = h.refusals();
+    assert_eq!(refusals.len(), 2, "held although it followed a 401");
+    let refusal = refusals[1];
+    assert_eq!(
+        refusal
+            .challenges
+            .get("dpop-nonce")
+            .map(|v| v.to_str().unwrap()),
+        Some("rs-nonce-1"),
+        "the nonce goes to the driver with the challenge"
+    );
+    let mark = h.mark();
+    assert!(h.exchange.resend_for_nonce(&Id::Number(4), h.now));
+    h.pump();
+    let third = h
+        .sent_since(mark)
+        .first()
+        .map(|s| s.stream)
+        .expect("sent again");
+    let sent = h.last_sent();
+    assert_eq!(sent.body, body, "the same request");
+    assert_eq!(
+        sent.header("authorization"),
+        Some("Bearer tok-NEW-abcdefghij")
+    );
+    // Asked for a nonce again: not held a second time for one; it fails as refused.
+    h.head(
+        third,
+        401,
+        &[
+            ("www-authenticate", NONCE_CHALLENGE),
+            ("dpop-nonce", "rs-nonce-2"),
+        ],
+    );
+    assert_eq!(h.refusals().len(), 2);
+    let failure = h.failure(4);
+    assert_eq!(failure.kind, FailureKind::Unauthorized { status: 401 });
+    assert!(!failure.outcome_unknown());
+    assert_eq!(h.sent().len(), 3);
+}
+
+#[test]
+fn a_nonce_resend_is_once_per_request() {
+    let mut h = holding();
+    let stream = h.send_request(4, "tools/call");
+    h.head(
+        stream,
+        401,
+        &[
+            ("www-authenticate", NONCE_CHALLENGE),
+            ("dpop-nonce", "rs-nonce-1"),
+        ],
+    );
+    assert!(h.exchange.resend_for_nonce(&Id::Number(4), h.now));
+    h.pump();
+    let again = h.last_sent().stream;
+    // A 401 with a nonce again (a refused token, say): held for a new token, not a nonce.
+    h.head(
+        again,
+        401,
+        &[
+            ("www-authenticate", NONCE_CHALLENGE),
+            ("dpop-nonce", "rs-nonce-2"),
+        ],
+    );
+    assert_eq!(h.refusals().len(), 2);
+    assert!(!h.exchange.resend_for_nonce(&Id::Number(4), h.now));
+    h.pump();
+    let failure = h.failure(4);
+    assert!(
+        failure.detail.contains("asked for a new DPoP nonce again"),
+        "{failure}"
+    );
+    assert_eq!(h.sent().len(), 2);
+    assert!(
+        !h.exchange.resend_for_nonce(&Id::Number(9), h.now),
+        "nothing waits"
+    );
+}
+
 #[test]
 fn step_ups_send_a_request_again_at_most_max_resends_times() {
     let mut h = holding();

@@ -81,6 +81,18 @@ fn auth_challenge_corpus() {
 
 #[cfg(feature = "auth")]
 #[test]
+fn auth_dpop_corpus() {
+    replay("auth_dpop", super::fuzz_auth_dpop);
+}
+
+#[cfg(feature = "auth")]
+#[test]
+fn auth_token_exchange_corpus() {
+    replay("auth_token_exchange", super::fuzz_auth_token_exchange);
+}
+
+#[cfg(feature = "auth")]
+#[test]
 fn auth_documents_corpus() {
     replay("auth_documents", super::fuzz_auth_documents);
 }

@@ -36,8 +36,8 @@ mod tests;
 
 pub use report::{
     Authorization, Challenge, Deviation, Eras, LegacyEra, Level, ModernEra, ProbeReport, ReplySeen,
-    ResourceMetadata, ServerSummary, SessionIdSeen, Sessions, SseFraming, StatusSeen, ToolCheck,
-    Tools, VersionOffer,
+    ResourceMetadata, ServerMetadata, ServerSummary, SessionIdSeen, Sessions, SseFraming,
+    StatusSeen, ToolCheck, Tools, VersionOffer,
 };
 
 use std::sync::{Arc, Mutex};
@@ -955,7 +955,12 @@ impl Run<'_> {
                             format!("GET {url}: resource {resource:?}"),
                         ));
                     }
+                    let server = metadata.authorization_servers.first().cloned();
                     self.report.auth.metadata = Some(metadata);
+                    if let Some(issuer) = server {
+                        self.report.auth.server_metadata = self.server_metadata(&issuer).await;
+                    }
+                    self.report.auth.extensions = extensions(&self.report.auth);
                     return;
                 }
                 Err(why) => self
@@ -977,8 +982,70 @@ impl Run<'_> {
         }
     }
 
+    /// The authorization server `issuer`'s metadata: RFC 8414's path-aware well-known URL,
+    /// then OpenID discovery's, fetched as the resource metadata is; `None` when neither
+    /// serves a JSON document.
+    async fn server_metadata(&mut self, issuer: &str) -> Option<ServerMetadata> {
+        let uri: Uri = issuer.parse().ok()?;
+        let origin = format!("{}://{}", uri.scheme_str()?, uri.authority()?.as_str());
+        let path = uri.path().trim_end_matches('/');
+        let candidates = [
+            format!("{origin}/.well-known/oauth-authorization-server{path}"),
+            format!("{origin}{path}/.well-known/openid-configuration"),
+        ];
+        for url in candidates {
+            let Ok(document) = self
+                .get_json(&url, "the authorization server metadata")
+                .await
+            else {
+                continue;
+            };
+            return Some(ServerMetadata {
+                url,
+                issuer: document
+                    .get("issuer")
+                    .and_then(Value::as_str)
+                    .map(|s| cut(s, 200)),
+                grant_types_supported: strings(&document, "grant_types_supported"),
+                token_endpoint_auth_methods_supported: strings(
+                    &document,
+                    "token_endpoint_auth_methods_supported",
+                ),
+                dpop_signing_alg_values_supported: strings(
+                    &document,
+                    "dpop_signing_alg_values_supported",
+                ),
+            });
+        }
+        None
+    }
+
     /// Fetches one metadata document: https, or http on a loopback host; never with a token.
     async fn get_metadata(&mut self, url: &str) -> Result<ResourceMetadata, String> {
+        let document = self.get_json(url, "the resource metadata").await?;
+        Ok(ResourceMetadata {
+            url: url.to_owned(),
+            resource: document
+                .get("resource")
+                .and_then(Value::as_str)
+                .map(|s| cut(s, 200)),
+            authorization_servers: strings(&document, "authorization_servers"),
+            scopes_supported: strings(&document, "scopes_supported"),
+            bearer_methods_supported: strings(&document, "bearer_methods_supported"),
+            dpop_bound_access_tokens_required: document
+                .get("dpop_bound_access_tokens_required")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+            dpop_signing_alg_values_supported: strings(
+                &document,
+                "dpop_signing_alg_values_supported",
+            ),
+        })
+    }
+
+    /// GETs one JSON document (`what`, for the time budget): https, or http on a loopback
+    /// host; never with a token; a 200 with JSON, else why not.
+    async fn get_json(&mut self, url: &str, what: &str) -> Result<Value, String> {
         let uri: Uri = url.parse().map_err(|_| "not a URL".to_owned())?;
         let loopback = matches!(
             uri.host(),
@@ -995,9 +1062,7 @@ impl Run<'_> {
             .header(ACCEPT, "application/json")
             .body(Full::new(Bytes::new()))
             .map_err(|_| "the request could not be built".to_owned())?;
-        let budget = self
-            .budget("the resource metadata")
-            .ok_or_else(|| "no time left".to_owned())?;
+        let budget = self.budget(what).ok_or_else(|| "no time left".to_owned())?;
         let reply = match self
             .pool
             .fetch(request, MAX_METADATA_BYTES, budget, &|_| false)
@@ -1009,32 +1074,7 @@ impl Run<'_> {
         if reply.status != StatusCode::OK {
             return Err(reply.status.as_u16().to_string());
         }
-        let document: Value =
-            serde_json::from_slice(&reply.body).map_err(|_| "200 but not JSON".to_owned())?;
-        let strings = |key: &str| -> Vec<String> {
-            document
-                .get(key)
-                .and_then(Value::as_array)
-                .map(|items| {
-                    items
-                        .iter()
-                        .filter_map(Value::as_str)
-                        .take(32)
-                        .map(|s| cut(s, 200))
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
-        Ok(ResourceMetadata {
-            url: url.to_owned(),
-            resource: document
-                .get("resource")
-                .and_then(Value::as_str)
-                .map(|s| cut(s, 200)),
-            authorization_servers: strings("authorization_servers"),
-            scopes_supported: strings("scopes_supported"),
-            bearer_methods_supported: strings("bearer_methods_supported"),
-        })
+        serde_json::from_slice(&reply.body).map_err(|_| "200 but not JSON".to_owned())
     }
 
     /// The server summary when the client's session gave none: a raw initialize's, else a
@@ -1095,4 +1135,72 @@ fn sse_has_response(body: &[u8], id: &str) -> bool {
     messages
         .iter()
         .any(|m| check::is_response(m) && m.get("id").and_then(Value::as_str) == Some(id))
+}
+
+/// The strings of the array `key` of `document` (at most 32, each cut to 200 characters).
+fn strings(document: &Value, key: &str) -> Vec<String> {
+    document
+        .get(key)
+        .and_then(Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(Value::as_str)
+                .take(32)
+                .map(|s| cut(s, 200))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The authorization extensions `auth` shows: DPoP (RFC 9449, from the challenges and both
+/// metadata documents), client credentials, and the JWT-bearer grant (RFC 7523) that
+/// workload identity federation and enterprise-managed authorization use.
+fn extensions(auth: &Authorization) -> Vec<String> {
+    let mut found = Vec::new();
+    let dpop_challenge = auth
+        .challenges
+        .iter()
+        .any(|c| c.scheme.eq_ignore_ascii_case("dpop"));
+    let resource = auth.metadata.as_ref();
+    let server = auth.server_metadata.as_ref();
+    let server_algs = server
+        .map(|s| s.dpop_signing_alg_values_supported.clone())
+        .unwrap_or_default();
+    let required = resource.is_some_and(|m| m.dpop_bound_access_tokens_required);
+    if dpop_challenge || required || !server_algs.is_empty() {
+        let mut line = "io.modelcontextprotocol/auth/dpop: DPoP-bound tokens".to_owned();
+        if !server_algs.is_empty() {
+            line.push_str(&format!(
+                " (authorization server algorithms {})",
+                server_algs.join(", ")
+            ));
+        }
+        if required {
+            line.push_str("; required by the resource");
+        } else if dpop_challenge {
+            line.push_str("; the challenge offers the DPoP scheme");
+        }
+        found.push(line);
+    }
+    let grants = server
+        .map(|s| s.grant_types_supported.as_slice())
+        .unwrap_or_default();
+    if grants.iter().any(|g| g == "client_credentials") {
+        found.push(
+            "io.modelcontextprotocol/oauth-client-credentials: the client credentials grant"
+                .to_owned(),
+        );
+    }
+    if grants
+        .iter()
+        .any(|g| g == crate::auth::assertion::JWT_BEARER)
+    {
+        found.push(
+            "io.modelcontextprotocol/auth/wif and io.modelcontextprotocol/enterprise-managed-authorization: \
+             the JWT-bearer grant (a workload token, or an ID-JAG from an enterprise IdP)"
+                .to_owned(),
+        );
+    }
+    found
 }

@@ -223,6 +223,32 @@ pub struct Authorization {
     /// Where the metadata was looked for and what came back, when it was not found.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub metadata_tried: Vec<String>,
+    /// The first authorization server's metadata (RFC 8414, else OpenID discovery), if the
+    /// protected-resource metadata names one and it was found.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_metadata: Option<ServerMetadata>,
+    /// The authorization extensions the metadata and challenges advertise (DPoP, client
+    /// credentials, the JWT-bearer grant of workload identity federation and
+    /// enterprise-managed authorization), one line each.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub extensions: Vec<String>,
+}
+
+/// An authorization server's metadata (RFC 8414) in short: what says which grants and
+/// token kinds it offers.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct ServerMetadata {
+    /// Where it was fetched.
+    pub url: String,
+    /// `issuer`.
+    pub issuer: Option<String>,
+    /// `grant_types_supported`.
+    pub grant_types_supported: Vec<String>,
+    /// `token_endpoint_auth_methods_supported`.
+    pub token_endpoint_auth_methods_supported: Vec<String>,
+    /// `dpop_signing_alg_values_supported` (RFC 9449 section 5.1).
+    pub dpop_signing_alg_values_supported: Vec<String>,
 }
 
 /// One `WWW-Authenticate` challenge.
@@ -257,6 +283,10 @@ pub struct ResourceMetadata {
     pub scopes_supported: Vec<String>,
     /// `bearer_methods_supported`.
     pub bearer_methods_supported: Vec<String>,
+    /// `dpop_bound_access_tokens_required` (RFC 9728 section 2, RFC 9449).
+    pub dpop_bound_access_tokens_required: bool,
+    /// `dpop_signing_alg_values_supported` (RFC 9728 section 2).
+    pub dpop_signing_alg_values_supported: Vec<String>,
 }
 
 /// The server's tools.
@@ -588,6 +618,18 @@ impl ProbeReport {
                     auth.metadata_tried.join("; ")
                 }
             )),
+        }
+        if let Some(server) = &auth.server_metadata {
+            lines.push(format!("authorization server metadata {}", server.url));
+            lines.push(format!(
+                "  grants {}; token endpoint methods {}; DPoP algorithms {}",
+                list(&server.grant_types_supported),
+                list(&server.token_endpoint_auth_methods_supported),
+                list(&server.dpop_signing_alg_values_supported)
+            ));
+        }
+        for extension in &auth.extensions {
+            lines.push(format!("extension {extension}"));
         }
         lines
     }

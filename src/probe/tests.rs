@@ -641,8 +641,10 @@ fn the_auth_section_names_challenge_and_metadata() {
             authorization_servers: vec!["https://as.example".to_owned()],
             scopes_supported: vec!["mcp:tools".to_owned()],
             bearer_methods_supported: vec!["header".to_owned()],
+            ..ResourceMetadata::default()
         }),
         metadata_tried: Vec::new(),
+        ..Authorization::default()
     };
     let text = report.render();
     assert!(text.contains("Auth        401 without a token\n"), "{text}");

@@ -4,7 +4,9 @@
 use super::Error;
 #[cfg(doc)]
 use super::Flow;
+use crate::auth::assertion::{AssertionSource, EnterpriseIdp};
 use crate::auth::client::{ApplicationType, ClientMetadata, PreRegistered};
+use crate::auth::dpop::Dpop;
 use crate::auth::scope::Scopes;
 use crate::auth::token::clean_text;
 use crate::auth::url::Url;
@@ -22,6 +24,18 @@ pub enum GrantKind {
     /// The client credentials grant (the `io.modelcontextprotocol/oauth-client-credentials`
     /// extension): no person, a pre-registered client with a secret or a key.
     ClientCredentials,
+    /// The JWT-bearer grant (RFC 7523 section 2.1) with a workload's own token from its
+    /// platform (workload identity federation, the `io.modelcontextprotocol/auth/wif`
+    /// extension): no person, the token read from `workload` at each use.
+    JwtBearer {
+        /// Where the workload token is read.
+        workload: AssertionSource,
+    },
+    /// Enterprise-managed authorization (the
+    /// `io.modelcontextprotocol/enterprise-managed-authorization` extension): the user's ID
+    /// token traded at the enterprise IdP by token exchange (RFC 8693) for an ID-JAG for the
+    /// MCP server's authorization server, then the JWT-bearer grant with it there.
+    EnterpriseManaged(EnterpriseIdp),
 }
 
 /// Limits and timing of a `Flow`.
@@ -81,6 +95,9 @@ pub struct Config {
     /// For a server with no protected-resource metadata, use the 2025-03-26 rules: its
     /// origin as the authorization server, with metadata or the default endpoints.
     pub legacy_fallback: bool,
+    /// DPoP-bound tokens (RFC 9449): proofs on token requests and MCP requests. `None`:
+    /// bearer tokens only.
+    pub dpop: Option<Dpop>,
     /// Limits and timing.
     pub limits: Limits,
 }
@@ -116,6 +133,36 @@ impl Config {
         Ok(config)
     }
 
+    /// A configuration for the JWT-bearer grant with a workload token read from `workload`,
+    /// for the pre-registered `client` (its id; a secret or key if the server wants the
+    /// client authenticated too).
+    pub fn jwt_bearer(
+        server: &str,
+        client: PreRegistered,
+        workload: AssertionSource,
+    ) -> Result<Config, Error> {
+        let mut config = Config::client_credentials(server, client)?;
+        config.grant = GrantKind::JwtBearer { workload };
+        Ok(config)
+    }
+
+    /// A configuration for enterprise-managed authorization: `client` as the MCP server's
+    /// authorization server knows it, `idp` where the user's ID token becomes an ID-JAG.
+    pub fn enterprise_managed(
+        server: &str,
+        client: PreRegistered,
+        idp: EnterpriseIdp,
+    ) -> Result<Config, Error> {
+        if !idp.token_endpoint.is_secure() {
+            return Err(Error::Insecure {
+                url: idp.token_endpoint.to_string(),
+            });
+        }
+        let mut config = Config::client_credentials(server, client)?;
+        config.grant = GrantKind::EnterpriseManaged(idp);
+        Ok(config)
+    }
+
     fn new(
         server: &str,
         grant: GrantKind,
@@ -134,6 +181,7 @@ impl Config {
             scope: None,
             offline_access: true,
             legacy_fallback: true,
+            dpop: None,
             limits: Limits::default(),
         })
     }

@@ -29,6 +29,12 @@ pub enum Purpose {
     Refresh,
     /// The client credentials grant.
     ClientCredentials,
+    /// The JWT-bearer grant (a workload token or an ID-JAG).
+    JwtBearer,
+    /// The token exchange at the enterprise IdP (an ID token for an ID-JAG).
+    TokenExchange,
+    /// Reading an assertion (a workload token, an ID token) from its source.
+    Assertion,
     /// The person's approval in the browser.
     Authorization,
 }
@@ -42,6 +48,9 @@ impl fmt::Display for Purpose {
             Purpose::CodeExchange => "the authorization code exchange",
             Purpose::Refresh => "the token refresh",
             Purpose::ClientCredentials => "the client credentials token request",
+            Purpose::JwtBearer => "the JWT-bearer token request",
+            Purpose::TokenExchange => "the token exchange at the enterprise IdP",
+            Purpose::Assertion => "reading the assertion",
             Purpose::Authorization => "the authorization in the browser",
         })
     }

@@ -3,12 +3,13 @@
 //! each built into its token request.
 
 use super::{
-    AuthorizationError, Authorizing, Error, Flow, GrantKind, Origin_, Output, Purpose, Reason,
-    RedirectError, Stage,
+    AuthorizationError, Authorizing, Error, Flow, GrantKind, Origin_, Output, OwnedGrant, Purpose,
+    Reason, RedirectError, Stage,
 };
 use crate::auth::UnixTime;
-use crate::auth::client::{self, Grant as TokenGrant};
+use crate::auth::client;
 use crate::auth::crypto::{self, Pkce};
+use crate::auth::dpop::DPOP;
 use crate::auth::metadata::ServerMetadata;
 use crate::auth::scope::{OFFLINE_ACCESS, Scopes};
 use crate::auth::token::{MAX_TOKEN_RESPONSE_BYTES, OAuthError, TokenKey, clean_text};
@@ -93,18 +94,19 @@ impl Flow {
         }
         if code_grant {
             self.start_authorization(key, now);
-        } else {
+        } else if let GrantKind::ClientCredentials = self.config.grant {
             self.pending_key = Some(key);
             let scope = self.requested.clone();
             self.token_request(
                 Purpose::ClientCredentials,
-                TokenGrant::ClientCredentials {
-                    scope: scope.as_ref(),
-                },
+                OwnedGrant::ClientCredentials(scope),
                 false,
                 true,
                 now,
             );
+        } else {
+            self.pending_key = Some(key);
+            self.request_assertion(now);
         }
     }
 
@@ -239,10 +241,10 @@ impl Flow {
         self.spend([code.clone(), authorizing.pkce.verifier.clone()]);
         self.token_request(
             Purpose::CodeExchange,
-            TokenGrant::AuthorizationCode {
-                code: &code,
-                redirect_uri: &redirect_uri,
-                verifier: &authorizing.pkce.verifier,
+            OwnedGrant::AuthorizationCode {
+                code,
+                redirect_uri,
+                verifier: authorizing.pkce.verifier,
             },
             false,
             true,
@@ -259,38 +261,73 @@ impl Flow {
         Ok(())
     }
 
-    fn token_request(
+    pub(super) fn token_request(
         &mut self,
         purpose: Purpose,
-        grant: TokenGrant<'_>,
+        grant: OwnedGrant,
         rediscover: bool,
         announce: bool,
         now: UnixTime,
     ) {
-        let (Some(meta), Some(client)) = (&self.server_metadata, &self.client) else {
+        self.send_token_request(purpose, grant, rediscover, announce, false, now);
+    }
+
+    /// Builds and sends a token request (see [`token_request`](Flow::token_request));
+    /// `nonce_retried`: it is the one retry after a `use_dpop_nonce` answer. A request to
+    /// the authorization server carries a DPoP proof when DPoP is configured and the
+    /// server takes ES256 proofs; the token exchange at the enterprise IdP carries none.
+    pub(super) fn send_token_request(
+        &mut self,
+        purpose: Purpose,
+        grant: OwnedGrant,
+        rediscover: bool,
+        announce: bool,
+        nonce_retried: bool,
+        now: UnixTime,
+    ) {
+        let Some((endpoint, identity, audience)) = self.token_target(purpose) else {
             return;
         };
-        let endpoint = meta.token_endpoint.clone();
-        match client::token_request(
+        let built = client::token_request(
             &endpoint,
-            grant,
+            grant.borrow(),
             &self.resource,
-            client,
-            &meta.issuer,
+            &identity,
+            &audience,
             now.0,
             self.randomness.as_ref(),
-        ) {
-            Ok((request, assertion)) => {
-                self.spend(assertion);
-                self.stage = Stage::Token {
-                    purpose,
-                    rediscover,
-                    announce,
-                };
-                self.send(endpoint, request, purpose, MAX_TOKEN_RESPONSE_BYTES, now);
+        );
+        let (mut request, assertion) = match built {
+            Ok(built) => built,
+            Err(e) => return self.fail(Error::Crypto(e)),
+        };
+        self.spend(assertion);
+        let proof = if purpose != Purpose::TokenExchange && self.dpop_at_server() {
+            match self.token_proof(&endpoint, now) {
+                Ok(proof) => proof,
+                Err(e) => return self.fail(Error::Crypto(e)),
             }
-            Err(e) => self.fail(Error::Crypto(e)),
+        } else {
+            None
+        };
+        if let Some(proof) = &proof {
+            match http::HeaderValue::from_str(proof.expose()) {
+                Ok(mut value) => {
+                    value.set_sensitive(true);
+                    request.headers_mut().insert(DPOP, value);
+                }
+                Err(_) => return self.fail(Error::Crypto(crate::auth::CryptoError::Sign)),
+            }
         }
+        self.stage = Stage::Token {
+            purpose,
+            rediscover,
+            announce,
+            grant,
+            nonce_retried,
+            proof: proof.is_some(),
+        };
+        self.send(endpoint, request, purpose, MAX_TOKEN_RESPONSE_BYTES, now);
     }
 
     /// Refreshes the current token. `rediscover`: when that fails, discovery starts over;
@@ -337,9 +374,7 @@ impl Flow {
         self.quiet = !announce;
         self.token_request(
             Purpose::Refresh,
-            TokenGrant::RefreshToken {
-                refresh_token: &refresh_token,
-            },
+            OwnedGrant::RefreshToken(refresh_token),
             rediscover,
             announce,
             now,

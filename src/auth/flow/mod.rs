@@ -12,6 +12,7 @@
 //! | `discovery.rs` | protected-resource and authorization-server metadata, the client identity, the `resource` parameter |
 //! | `grants.rs` | scope selection, cached token or grant, the authorization code with PKCE and the redirect back, client credentials, refresh |
 //! | `tokens.rs` | the token endpoint's answers, expiry before a request, the shared cache's reload |
+//! | `identity.rs` | grants by assertion (workload token, ID-JAG by token exchange), DPoP proofs and nonces |
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
@@ -20,9 +21,11 @@ use std::sync::Arc;
 use http::{HeaderMap, StatusCode};
 
 use super::UnixTime;
+use super::assertion::AssertionSource;
 use super::challenge::{self, BearerChallenge};
 use super::client::{self, Identity, PreRegistered, RegistrationError};
 use super::crypto::{Pkce, Randomness, SystemRandomness};
+use super::dpop::{Nonces, SchemesOffered};
 use super::metadata::{ResourceMetadata, ServerMetadata, ServerMetadataError};
 use super::scope::Scopes;
 use super::token::{Token, TokenCache, TokenKey, clean_text};
@@ -33,12 +36,14 @@ mod config;
 mod discovery;
 mod error;
 mod grants;
+mod identity;
 mod tokens;
 
 pub use config::{Config, GrantKind, Limits};
 pub use error::{AuthorizationError, Error, Purpose, RedirectError};
 
 use discovery::canonical;
+use identity::OwnedGrant;
 
 /// How many used secrets a flow remembers for redaction.
 const MAX_SPENT: usize = 64;
@@ -73,6 +78,14 @@ pub(crate) enum Output {
     },
     /// A token is ready: send (or re-send) the refused requests with it.
     Token(Token),
+    /// A grant by assertion needs its assertion now (a workload token, or the user's ID
+    /// token for the enterprise IdP): read `source` afresh (a file again, the variable
+    /// again, or ask the host) and hand the result to [`Flow::handle_assertion`] within the
+    /// flow's deadline ([`Flow::poll_timeout`]).
+    Assertion {
+        /// Where it is read.
+        source: AssertionSource,
+    },
     /// Only for a flow whose cache other processes share ([`Flow::share_cache`]): the flow is
     /// about to spend the refresh token of `key`'s token. Take the shared cache's lock, read
     /// it afresh and hand its tokens to [`Flow::handle_reload`]; hold the lock until the flow
@@ -151,6 +164,12 @@ enum Stage {
     ServerMetadata(ServerSearch),
     Registering,
     Authorizing(Authorizing),
+    /// Waiting for the driver's assertion ([`Output::Assertion`]).
+    Assertion {
+        /// An ID token for the enterprise IdP (else a workload token for the JWT-bearer grant).
+        exchange: bool,
+        deadline: UnixTime,
+    },
     /// Waiting for the shared cache ([`Output::Reload`]) before a refresh.
     Reloading {
         rediscover: bool,
@@ -163,6 +182,12 @@ enum Stage {
         rediscover: bool,
         /// Whether a token comes out as an [`Output::Token`] (not for background refreshes).
         announce: bool,
+        /// The grant, to build the request again for a DPoP nonce.
+        grant: OwnedGrant,
+        /// The request is already the one retry a `use_dpop_nonce` answer gets.
+        nonce_retried: bool,
+        /// It carried a DPoP proof.
+        proof: bool,
     },
 }
 
@@ -202,6 +227,13 @@ pub(crate) struct Flow {
     spent: Vec<Secret>,
     /// PKCE verifiers, `state` values and assertion ids come from here.
     randomness: Arc<dyn Randomness>,
+    /// DPoP nonces the authorization server gave, by origin (RFC 9449 section 8).
+    nonces: Nonces,
+    /// DPoP nonces the MCP server gave, by origin (section 9): apart from the authorization
+    /// server's, since the two may share an origin and each has its own.
+    resource_nonces: Nonces,
+    /// The MCP server's last 401 offered only the `DPoP` scheme.
+    dpop_only: bool,
 }
 
 impl fmt::Debug for Flow {
@@ -248,6 +280,9 @@ impl Flow {
             shared: false,
             spent: Vec::new(),
             randomness: Arc::new(SystemRandomness),
+            nonces: Nonces::default(),
+            resource_nonces: Nonces::default(),
+            dpop_only: false,
         }
     }
 
@@ -360,7 +395,9 @@ impl Flow {
     pub(crate) fn poll_timeout(&self) -> Option<UnixTime> {
         let waiting = match &self.stage {
             Stage::Authorizing(a) => Some(a.deadline),
-            Stage::Reloading { deadline, .. } => Some(*deadline),
+            Stage::Reloading { deadline, .. } | Stage::Assertion { deadline, .. } => {
+                Some(*deadline)
+            }
             _ => self.pending.as_ref().map(|p| p.deadline),
         };
         let refresh = match (&self.stage, &self.token) {
@@ -384,6 +421,7 @@ impl Flow {
         let expired = match &self.stage {
             Stage::Authorizing(a) if now >= a.deadline => Some(Purpose::Authorization),
             Stage::Reloading { deadline, .. } if now >= *deadline => Some(Purpose::Refresh),
+            Stage::Assertion { deadline, .. } if now >= *deadline => Some(Purpose::Assertion),
             _ => self
                 .pending
                 .as_ref()
@@ -467,6 +505,9 @@ impl Flow {
         }
         // A challenge that does not parse is no guidance: discovery goes on without it.
         let challenge = challenge::bearer(headers).ok().flatten();
+        if status == StatusCode::UNAUTHORIZED {
+            self.dpop_only = SchemesOffered::of(headers).dpop_only();
+        }
         match status.as_u16() {
             401 => {
                 if let Some((token, _, _)) = &self.token
@@ -556,6 +597,7 @@ impl Flow {
             (Stage::Idle, _) => return,
             (Stage::Authorizing(_), _) => Purpose::Authorization,
             (Stage::Reloading { .. }, _) => Purpose::Refresh,
+            (Stage::Assertion { .. }, _) => Purpose::Assertion,
             (_, Some(pending)) => pending.purpose,
             (_, None) => Purpose::Authorization,
         };
@@ -594,7 +636,7 @@ impl Flow {
             return;
         };
         let status = response.status().as_u16();
-        let body = response.into_body();
+        let (parts, body) = response.into_parts();
         match std::mem::replace(&mut self.stage, Stage::Idle) {
             Stage::ResourceMetadata(mut search) => {
                 if (200..300).contains(&status) {
@@ -659,8 +701,29 @@ impl Flow {
                 purpose,
                 rediscover,
                 announce,
-            } => self.got_token(purpose, status, &body, rediscover, announce, now),
-            stage @ (Stage::Idle | Stage::Authorizing(_) | Stage::Reloading { .. }) => {
+                grant,
+                nonce_retried,
+                proof,
+            } => {
+                if proof {
+                    self.note_nonce(&pending.url, &parts.headers);
+                    // RFC 9449 section 8: the server wants a nonce; one retry with a new proof.
+                    if !nonce_retried
+                        && super::dpop::server_nonce(status, &parts.headers, &body).is_some()
+                    {
+                        return self
+                            .send_token_request(purpose, grant, rediscover, announce, true, now);
+                    }
+                }
+                if purpose == Purpose::TokenExchange {
+                    return self.got_id_jag(status, &body, now);
+                }
+                self.got_token(purpose, status, &body, rediscover, announce, proof, now)
+            }
+            stage @ (Stage::Idle
+            | Stage::Authorizing(_)
+            | Stage::Reloading { .. }
+            | Stage::Assertion { .. }) => {
                 self.stage = stage;
             }
         }
@@ -693,6 +756,7 @@ impl Flow {
         if let Some(meta) = &self.server_metadata {
             allowed.extend(meta.origins());
         }
+        allowed.extend(self.idp_origin());
         allowed.contains(&origin)
     }
 
@@ -767,7 +831,8 @@ impl Flow {
                     None,
                     token.expires_at(),
                     token.scope().cloned(),
-                );
+                )
+                .bound(token.is_dpop());
                 self.cache.insert(key.clone(), kept.clone());
                 self.token = Some((kept, key, origin));
             }

@@ -80,6 +80,7 @@ impl Flow {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn got_token(
         &mut self,
         purpose: Purpose,
@@ -87,6 +88,7 @@ impl Flow {
         body: &[u8],
         rediscover: bool,
         announce: bool,
+        proof: bool,
         now: UnixTime,
     ) {
         let previous = match purpose {
@@ -97,7 +99,24 @@ impl Flow {
             Some(previous) => previous.scope().cloned(),
             None => self.requested.clone(),
         };
-        match parse_token_response(status, body, now, requested.as_ref(), previous.as_ref()) {
+        let parsed = parse_token_response(
+            status,
+            body,
+            now,
+            requested.as_ref(),
+            previous.as_ref(),
+            proof,
+        )
+        .and_then(|token| {
+            // DPoP asked for and required: no silent downgrade to a bearer token.
+            if self.config.dpop.is_some() && !token.is_dpop() && self.dpop_required() {
+                self.spend(token.secrets().cloned().collect::<Vec<_>>());
+                Err(TokenResponseError::NotDpopBound)
+            } else {
+                Ok(token)
+            }
+        });
+        match parsed {
             Ok(token) => {
                 self.quiet = false;
                 self.refresh_refused = None;

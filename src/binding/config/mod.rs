@@ -58,27 +58,37 @@
 //! for the [`Caller`](super::call::Caller)'s life, so tokens are cached (by issuer, client,
 //! resource and scope) across calls and refreshed before they expire. A call refused with 401
 //! or 403 before the tool ran is sent again with the new token; a 401 for a refreshed or new
-//! token fails the call as `unauthorized` with `unknown_outcome: false`. Two grants:
+//! token fails the call as `unauthorized` with `unknown_outcome: false`. Four grants:
 //!
 //! | member | rule |
 //! | --- | --- |
-//! | `grant` | required: `"client_credentials"` (a host with its own client, no person) or `"authorization_code"` (an operator logged in once with `mcp-tools -login`) |
-//! | `client_id` | `client_credentials` only, required: a non-empty string without control characters |
-//! | `client_secret_env` | `client_credentials`: the environment variable holding the client secret |
-//! | `client_secret_file` | `client_credentials`: an absolute path to a file holding the client secret (surrounding whitespace is dropped) |
-//! | `private_key_env` | `client_credentials`: the environment variable holding a PEM PKCS#8 P-256 key, for `private_key_jwt` (ES256) |
-//! | `private_key_file` | `client_credentials`: an absolute path to that PEM key |
-//! | `scope` | `client_credentials` only, optional: the scopes to ask for (space-separated) when the server's challenge names none |
-//! | `token_endpoint_auth_method` | `client_credentials` only, optional: `client_secret_basic` or `client_secret_post` (with a secret), `private_key_jwt` (with a key); by default chosen from the server's metadata |
+//! | `grant` | required: `"client_credentials"` (a host with its own client, no person), `"authorization_code"` (an operator logged in once with `mcp-tools -login`), `"jwt_bearer"` (a workload's platform token, RFC 7523: workload identity federation) or `"enterprise_managed"` (a user's ID token traded at the enterprise IdP for an ID-JAG, RFC 8693, then the JWT-bearer grant) |
+//! | `client_id` | all but `authorization_code`, required: a non-empty string without control characters |
+//! | `client_secret_env` | the environment variable holding the client secret |
+//! | `client_secret_file` | an absolute path to a file holding the client secret (surrounding whitespace is dropped) |
+//! | `private_key_env` | the environment variable holding a PEM PKCS#8 P-256 key, for `private_key_jwt` (ES256) |
+//! | `private_key_file` | an absolute path to that PEM key |
+//! | `workload_token_file` | `jwt_bearer`: an absolute path to the workload token, read again at each use (platforms rotate it) |
+//! | `workload_token_env` | `jwt_bearer`: the environment variable holding it, read at each use |
+//! | `idp_token_endpoint` | `enterprise_managed`, required: the IdP's token endpoint (`https`, or `http` on a loopback address) |
+//! | `idp_client_id` | `enterprise_managed`, required: this client's id at the IdP |
+//! | `idp_client_secret_env`, `idp_client_secret_file` | `enterprise_managed`, optional: its secret there (`client_secret_basic`) |
+//! | `id_token_file`, `id_token_env` | `enterprise_managed`, one required: the user's ID token, read at each use |
+//! | `scope` | all but `authorization_code`, optional: the scopes to ask for (space-separated) when the server's challenge names none |
+//! | `token_endpoint_auth_method` | all but `authorization_code`, optional: `client_secret_basic` or `client_secret_post` (with a secret), `private_key_jwt` (with a key), `none` (`jwt_bearer` and `enterprise_managed` without either); by default chosen from the server's metadata |
+//! | `dpop` | all but `authorization_code`, optional: `true` for DPoP-bound tokens (RFC 9449): a key per server and block, in memory only, a proof on every token and MCP request; refused with `authorization_code`, since DPoP-bound tokens are not kept in a token store |
 //! | `token_store` | `authorization_code` only, required: the absolute path of the token store `mcp-tools -login` wrote |
 //!
-//! A `client_credentials` block names exactly one of the four secret sources. Secrets and
-//! keys are read when the first call is made, never when the config is loaded, and never
-//! appear in errors or logs. With `authorization_code` the store holds the client and its
+//! A `client_credentials` block names exactly one of the four client secret sources;
+//! `jwt_bearer` and `enterprise_managed` at most one (a public client names none), and one
+//! workload token or ID token source. Secrets and keys are read when the first call is made,
+//! never when the config is loaded; workload and ID tokens each time a grant needs one; none
+//! appears in errors or logs. With `authorization_code` the store holds the client and its
 //! tokens: the refresh token is used with nobody present and rotated tokens are written back
 //! (a new file, mode 0600, renamed over the store); when no usable token or refresh token is
 //! left, the call fails (`unauthorized`, `unknown_outcome: false`) saying to run
-//! `mcp-tools -login` again. Any other member is refused as ``auth.NAME``.
+//! `mcp-tools -login` again. A member another grant takes is refused as ``auth.NAME`` (not
+//! with that grant), and so is any other member.
 //!
 //! ## Proxies
 //!
@@ -141,7 +151,7 @@ mod proxy;
 mod read;
 mod tls;
 
-pub use auth::{AuthSettings, ClientCredential};
+pub use auth::{AuthSettings, ClientCredential, SecretRef};
 pub use proxy::ProxySetting;
 pub use tls::TlsSettings;
 

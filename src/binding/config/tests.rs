@@ -990,7 +990,7 @@ fn auth_binding(auth: Value) -> Value {
 
 #[test]
 fn auth_blocks_load_and_round_trip() {
-    use super::{AuthSettings, ClientCredential};
+    use super::{AuthSettings, ClientCredential, SecretRef};
     let cases = [
         (
             json!({"grant": "client_credentials", "client_id": "host-1",
@@ -1001,6 +1001,7 @@ fn auth_blocks_load_and_round_trip() {
                 credential: ClientCredential::SecretEnv("MCP_CLIENT_SECRET".into()),
                 scope: Some("mcp:tools other".into()),
                 token_endpoint_auth_method: Some("client_secret_post".into()),
+                dpop: false,
             },
         ),
         (
@@ -1020,6 +1021,7 @@ fn auth_blocks_load_and_round_trip() {
                 credential: ClientCredential::PrivateKeyFile("/etc/mcp/key.pem".into()),
                 scope: None,
                 token_endpoint_auth_method: Some("private_key_jwt".into()),
+                dpop: false,
             },
         ),
         (
@@ -1033,6 +1035,57 @@ fn auth_blocks_load_and_round_trip() {
         (
             json!({"grant": "authorization_code", "token_store": "/home/op/.mcp/tokens.json"}),
             AuthSettings::authorization_code("/home/op/.mcp/tokens.json"),
+        ),
+        (
+            json!({"grant": "client_credentials", "client_id": "host-1",
+                   "client_secret_env": "MCP_CLIENT_SECRET", "dpop": true}),
+            AuthSettings::ClientCredentials {
+                client_id: "host-1".into(),
+                credential: ClientCredential::SecretEnv("MCP_CLIENT_SECRET".into()),
+                scope: None,
+                token_endpoint_auth_method: None,
+                dpop: true,
+            },
+        ),
+        (
+            json!({"grant": "jwt_bearer", "client_id": "workload-1",
+                   "workload_token_file": "/var/run/secrets/tokens/mcp"}),
+            AuthSettings::jwt_bearer(
+                "workload-1",
+                SecretRef::File("/var/run/secrets/tokens/mcp".into()),
+            ),
+        ),
+        (
+            json!({"grant": "jwt_bearer", "client_id": "workload-1",
+                   "client_secret_file": "/run/secrets/mcp",
+                   "workload_token_env": "WORKLOAD_TOKEN", "scope": "mcp:tools",
+                   "token_endpoint_auth_method": "client_secret_basic", "dpop": true}),
+            AuthSettings::JwtBearer {
+                client_id: "workload-1".into(),
+                credential: Some(ClientCredential::SecretFile("/run/secrets/mcp".into())),
+                workload_token: SecretRef::Env("WORKLOAD_TOKEN".into()),
+                scope: Some("mcp:tools".into()),
+                token_endpoint_auth_method: Some("client_secret_basic".into()),
+                dpop: true,
+            },
+        ),
+        (
+            json!({"grant": "enterprise_managed", "client_id": "xaa-client",
+                   "client_secret_env": "XAA_SECRET",
+                   "idp_token_endpoint": "https://idp.example.com/oauth2/token",
+                   "idp_client_id": "idp-client", "idp_client_secret_file": "/run/secrets/idp",
+                   "id_token_file": "/run/user/id_token", "dpop": true}),
+            AuthSettings::EnterpriseManaged {
+                client_id: "xaa-client".into(),
+                credential: Some(ClientCredential::SecretEnv("XAA_SECRET".into())),
+                idp_token_endpoint: "https://idp.example.com/oauth2/token".into(),
+                idp_client_id: "idp-client".into(),
+                idp_client_secret: Some(SecretRef::File("/run/secrets/idp".into())),
+                id_token: SecretRef::File("/run/user/id_token".into()),
+                scope: None,
+                token_endpoint_auth_method: None,
+                dpop: true,
+            },
         ),
     ];
     for (auth, expected) in cases {
@@ -1104,7 +1157,7 @@ fn auth_refusals_name_the_binding_and_the_member() {
         (
             auth_binding(cc(json!({"grant": "password"}))),
             "auth.grant",
-            "must be \"client_credentials\" or",
+            "must be \"client_credentials\", \"authorization_code\", \"jwt_bearer\" or \"enterprise_managed\"",
         ),
         (
             auth_binding(cc(json!({"grant": 1}))),
@@ -1207,6 +1260,94 @@ fn auth_refusals_name_the_binding_and_the_member() {
             ),
             "auth.client_id",
             "not with \"grant\": \"authorization_code\"",
+        ),
+        (
+            auth_binding(
+                json!({"grant": "authorization_code", "token_store": "/t.json",
+                                "dpop": true}),
+            ),
+            "auth.dpop",
+            "not with \"grant\": \"authorization_code\" (DPoP-bound tokens are not kept",
+        ),
+        (
+            auth_binding(cc(json!({"dpop": "yes"}))),
+            "auth.dpop",
+            "must be true or false",
+        ),
+        (
+            auth_binding(cc(json!({"workload_token_env": "W"}))),
+            "auth.workload_token_env",
+            "not with \"grant\": \"client_credentials\"",
+        ),
+        (
+            auth_binding(json!({"grant": "jwt_bearer", "client_id": "w"})),
+            "auth.workload_token_file",
+            "missing: name the workload token",
+        ),
+        (
+            auth_binding(json!({"grant": "jwt_bearer", "client_id": "w",
+                                "workload_token_env": "W", "workload_token_file": "/w"})),
+            "auth.workload_token_file",
+            "give one of workload_token_env and workload_token_file, not both",
+        ),
+        (
+            auth_binding(json!({"grant": "jwt_bearer", "client_id": "w",
+                                "workload_token_env": "eyJ s3cr3t"})),
+            "auth.workload_token_env",
+            "must be the name of an environment variable",
+        ),
+        (
+            auth_binding(json!({"grant": "jwt_bearer", "client_id": "w",
+                                "workload_token_file": "w.jwt"})),
+            "auth.workload_token_file",
+            "must be an absolute path",
+        ),
+        (
+            auth_binding(json!({"grant": "jwt_bearer", "client_id": "w",
+                                "workload_token_file": "/w", "token_endpoint_auth_method": "client_secret_post"})),
+            "auth.token_endpoint_auth_method",
+            "client_secret_post needs a client secret or key",
+        ),
+        (
+            auth_binding(json!({"grant": "jwt_bearer", "client_id": "w",
+                                "workload_token_file": "/w", "id_token_file": "/i"})),
+            "auth.id_token_file",
+            "not with \"grant\": \"jwt_bearer\"",
+        ),
+        (
+            auth_binding(json!({"grant": "enterprise_managed", "client_id": "c",
+                                "idp_client_id": "i", "id_token_env": "ID"})),
+            "auth.idp_token_endpoint",
+            "missing",
+        ),
+        (
+            auth_binding(json!({"grant": "enterprise_managed", "client_id": "c",
+                                "idp_token_endpoint": "http://idp.example.com/token",
+                                "idp_client_id": "i", "id_token_env": "ID"})),
+            "auth.idp_token_endpoint",
+            "must be an https URL",
+        ),
+        (
+            auth_binding(json!({"grant": "enterprise_managed", "client_id": "c",
+                                "idp_token_endpoint": "https://idp.example.com/token",
+                                "id_token_env": "ID"})),
+            "auth.idp_client_id",
+            "missing",
+        ),
+        (
+            auth_binding(json!({"grant": "enterprise_managed", "client_id": "c",
+                                "idp_token_endpoint": "https://idp.example.com/token",
+                                "idp_client_id": "i"})),
+            "auth.id_token_file",
+            "missing: name the user's ID token",
+        ),
+        (
+            auth_binding(json!({"grant": "enterprise_managed", "client_id": "c",
+                                "idp_token_endpoint": "https://idp.example.com/token",
+                                "idp_client_id": "i", "id_token_env": "ID",
+                                "workload_token_env": "W"})),
+            "auth.workload_token_env",
+            "not with \"grant\": \"enterprise_managed\"",
         ),
     ];
     for (config, field, message) in cases {

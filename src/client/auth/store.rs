@@ -8,6 +8,12 @@
 //! by issuer, client, resource and scope with their expiry and granted scope. No metadata, no
 //! code, no verifier.
 //!
+//! No DPoP-bound token either (RFC 9449; [`Token::is_dpop`]), and never a DPoP key: the key
+//! lives in the process's memory only, and a bound token (access or refresh) is of no use
+//! without it. Writing the key next to the token it binds would hand whoever reads this file
+//! both halves, which is what sender-constraining a token is meant to prevent; a process with
+//! DPoP gets its tokens afresh instead.
+//!
 //! It feeds [`OAuth::with_cache`] rather than being a [`TokenProvider`](crate::auth::TokenProvider) of its own: the
 //! flow already knows when to refresh, how to rotate, and what a 401 after a refresh means,
 //! so the store only starts the flow with its client and tokens ([`TokenStore::oauth`]) and
@@ -809,6 +815,9 @@ fn render(contents: &Contents) -> Vec<u8> {
     let mut tokens: Vec<FileToken> = contents
         .tokens
         .iter()
+        // A DPoP-bound token is not written: its key lives in memory only (see the README),
+        // and without the key neither the token nor its refresh token can be used.
+        .filter(|(_, token)| !token.is_dpop())
         .map(|(key, token)| FileToken {
             issuer: key.issuer.clone(),
             client_id: key.client_id.clone(),
@@ -1291,6 +1300,25 @@ mod tests {
         assert_eq!(on_disk(&path, "mcp:third"), pair("at-3", "rt-3"));
         assert_eq!(on_disk(&path, "mcp:other"), pair("at-NEW-2", "rt-NEW-2"));
         let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    }
+
+    #[test]
+    fn a_dpop_bound_token_is_not_written() {
+        let path = scratch("dpop");
+        let store = filled(&path);
+        store.contents.lock().unwrap().tokens.insert(
+            key("dpop"),
+            token("at-DPOP-7a1c", "rt-DPOP-2b8e", 2_000).bound(true),
+        );
+        let text = String::from_utf8(render(&store.contents())).unwrap();
+        assert!(text.contains("at-STORE-1f2e"), "the bearer token is kept");
+        assert!(
+            !text.contains("at-DPOP-7a1c") && !text.contains("rt-DPOP-2b8e"),
+            "{text}"
+        );
+        store.save().unwrap();
+        assert_eq!(TokenStore::load(&path).unwrap().token_count(), 1);
+        let _ = std::fs::remove_file(&path);
     }
 
     #[test]

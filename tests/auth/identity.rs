@@ -1,0 +1,856 @@
+//! Agent identity through the client against an in-process MCP server, authorization server
+//! and enterprise IdP (issue 23): DPoP-bound tokens with both servers' nonces, the JWT-bearer
+//! grant with a workload token read from a file at each use, enterprise-managed
+//! authorization, and a leak test over every output for the DPoP key, proofs, workload
+//! tokens, ID tokens, ID-JAGs and access tokens.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use mcpwire::auth::{
+    AssertionFuture, AssertionProvider, AssertionSource, Config, Dpop, DpopKey, EnterpriseIdp,
+    PreRegistered, Secret, SigningKey, Url,
+};
+use mcpwire::client::auth::{Auth, OAuth};
+use mcpwire::client::{CallOptions, Client, ClientOptions};
+use mcpwire::session::EraPolicy;
+use mcpwire::transport::http::{HttpConfig, HttpPool};
+use serde_json::{Value, json};
+
+use super::{Lines, base64, form, param, pool};
+use crate::support::fault_server::{FaultServer, Recorded, Reply};
+
+const PRM_PATH: &str = "/.well-known/oauth-protected-resource/mcp";
+const WORKLOAD_A: &str = "eyJ.workload-A-7f3a9c1e5b.sig";
+const WORKLOAD_B: &str = "eyJ.workload-B-2d8b6f0a4c.sig";
+const ID_TOKEN: &str = "eyJ.id-token-9c5e1a7f3b.sig";
+const ID_JAG: &str = "eyJ.id-jag-4a0c8e2b6d.sig";
+const XAA_SECRET: &str = "xaa-SECRET-6e2a0c8b4f";
+const AS_NONCE: &str = "as-nonce-1b5d9f3a7c";
+const RS_NONCE: &str = "rs-nonce-8c2e6a0d4b";
+
+/// What the servers do and what they saw.
+#[derive(Default)]
+struct State {
+    /// The token endpoint and the MCP server ask for a DPoP nonce.
+    nonces: bool,
+    /// Access tokens issued, in order; those still taken by the MCP server.
+    issued: Vec<String>,
+    valid: Vec<String>,
+    /// Assertions the token endpoint saw (JWT-bearer), in order.
+    assertions: Vec<String>,
+    /// Every DPoP proof either server saw.
+    proofs: Vec<String>,
+    /// How many `use_dpop_nonce` answers each server gave.
+    as_nonce_answers: usize,
+    rs_nonce_answers: usize,
+    /// Token-exchange requests at the IdP.
+    exchanges: Vec<Vec<(String, String)>>,
+    /// An error the IdP answers with.
+    idp_error: Option<Value>,
+}
+
+struct Servers {
+    server: FaultServer,
+    state: Arc<Mutex<State>>,
+    base: Arc<OnceLock<String>>,
+}
+
+impl Servers {
+    async fn start(configure: impl FnOnce(&mut State)) -> Servers {
+        let mut state = State::default();
+        configure(&mut state);
+        let state = Arc::new(Mutex::new(state));
+        let base = Arc::new(OnceLock::<String>::new());
+        let handler = {
+            let (state, base) = (state.clone(), base.clone());
+            move |req: &Recorded| handle(&mut state.lock().unwrap(), base.get().unwrap(), req)
+        };
+        let server = FaultServer::start(handler).await;
+        let _ = base.set(server.url("").trim_end_matches('/').to_owned());
+        Servers {
+            server,
+            state,
+            base,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("{}/mcp", self.base.get().unwrap())
+    }
+
+    fn base(&self) -> &str {
+        self.base.get().unwrap()
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap()
+    }
+}
+
+/// Part `n` of a JWT as JSON (0 the header, 1 the claims); not checked: the unit tests verify
+/// the signatures with ring.
+fn jwt_part(jwt: &str, n: usize) -> Value {
+    jwt.split('.')
+        .nth(n)
+        .and_then(base64url_decode)
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or(Value::Null)
+}
+
+fn claims(jwt: &str) -> Value {
+    jwt_part(jwt, 1)
+}
+
+fn header_of(jwt: &str) -> Value {
+    jwt_part(jwt, 0)
+}
+
+fn base64url_decode(text: &str) -> Option<Vec<u8>> {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let mut bits = 0u32;
+    let mut count = 0;
+    let mut out = Vec::new();
+    for c in text.bytes() {
+        let v = ALPHABET.iter().position(|&a| a == c)? as u32;
+        bits = (bits << 6) | v;
+        count += 6;
+        if count >= 8 {
+            count -= 8;
+            out.push((bits >> count) as u8);
+        }
+    }
+    Some(out)
+}
+
+fn handle(state: &mut State, base: &str, req: &Recorded) -> Reply {
+    let path = req.path.split('?').next().unwrap_or("");
+    if let Some(proof) = req.header("dpop") {
+        state.proofs.push(proof.to_owned());
+    }
+    match (req.method.as_str(), path) {
+        ("GET", PRM_PATH) => Reply::json(
+            200,
+            json!({"resource": format!("{base}/mcp"), "authorization_servers": [base]}),
+        ),
+        ("GET", "/.well-known/oauth-authorization-server") => Reply::json(
+            200,
+            json!({
+                "issuer": base,
+                "token_endpoint": format!("{base}/token"),
+                "grant_types_supported": ["urn:ietf:params:oauth:grant-type:jwt-bearer"],
+                "token_endpoint_auth_methods_supported": ["none", "client_secret_basic"],
+                "dpop_signing_alg_values_supported": ["ES256"],
+            }),
+        ),
+        ("POST", "/token") => token(state, req),
+        ("POST", "/idp/token") => idp(state, req),
+        ("POST", "/mcp") => mcp(state, base, req),
+        _ => Reply::empty(404),
+    }
+}
+
+fn token(state: &mut State, req: &Recorded) -> Reply {
+    let body = form(&req.body_text());
+    let proof = req.header("dpop");
+    if state.nonces
+        && let Some(proof) = proof
+        && claims(proof)["nonce"] != AS_NONCE
+    {
+        state.as_nonce_answers += 1;
+        return Reply::json(400, json!({"error": "use_dpop_nonce"}))
+            .with_header("dpop-nonce", AS_NONCE);
+    }
+    let assertion = param(&body, "assertion").unwrap_or_default();
+    state.assertions.push(assertion.clone());
+    if ![WORKLOAD_A, WORKLOAD_B, ID_JAG].contains(&assertion.as_str()) {
+        return Reply::json(
+            400,
+            json!({"error": "invalid_grant", "error_description": format!("{assertion} is not ours")}),
+        );
+    }
+    let access = format!(
+        "at-{}-{}",
+        state.issued.len() + 1,
+        if proof.is_some() { "dpop" } else { "bearer" }
+    );
+    state.issued.push(access.clone());
+    state.valid.push(access.clone());
+    let token_type = if proof.is_some() { "DPoP" } else { "Bearer" };
+    Reply::json(
+        200,
+        json!({"access_token": access, "token_type": token_type, "expires_in": 3600}),
+    )
+}
+
+fn idp(state: &mut State, req: &Recorded) -> Reply {
+    let body = form(&req.body_text());
+    state.exchanges.push(body.clone());
+    if let Some(error) = &state.idp_error {
+        return Reply::json(400, error.clone());
+    }
+    if param(&body, "subject_token").as_deref() != Some(ID_TOKEN) {
+        return Reply::json(400, json!({"error": "invalid_grant"}));
+    }
+    Reply::json(
+        200,
+        json!({"access_token": ID_JAG, "issued_token_type": "urn:ietf:params:oauth:token-type:id-jag", "token_type": "N_A"}),
+    )
+}
+
+fn mcp(state: &mut State, base: &str, req: &Recorded) -> Reply {
+    let method = req.jsonrpc_method().unwrap_or_default();
+    if method.starts_with("notifications/") {
+        return Reply::empty(202);
+    }
+    let challenge = format!(r#"DPoP resource_metadata="{base}{PRM_PATH}""#);
+    let authorization = req.header("authorization").unwrap_or("");
+    let (scheme, token) = authorization.split_once(' ').unwrap_or((authorization, ""));
+    if !state.valid.iter().any(|v| v == token) {
+        return Reply::json(401, json!({"error": "invalid_token"}))
+            .with_header("www-authenticate", &challenge);
+    }
+    if token.contains("dpop") {
+        let Some(proof) = req.header("dpop") else {
+            return Reply::json(401, json!({"error": "no proof"}))
+                .with_header("www-authenticate", &challenge);
+        };
+        let claims = claims(proof);
+        assert_eq!(
+            scheme, "DPoP",
+            "a DPoP-bound token goes with the DPoP scheme"
+        );
+        assert_eq!(claims["htm"], "POST");
+        assert_eq!(claims["htu"], format!("{base}/mcp"));
+        assert!(
+            claims["ath"].as_str().is_some_and(|a| a.len() == 43),
+            "{claims}"
+        );
+        if state.nonces && claims["nonce"] != RS_NONCE {
+            state.rs_nonce_answers += 1;
+            return Reply::json(401, json!({"error": "use_dpop_nonce"}))
+                .with_header(
+                    "www-authenticate",
+                    &format!(
+                        r#"DPoP error="use_dpop_nonce", resource_metadata="{base}{PRM_PATH}""#
+                    ),
+                )
+                .with_header("dpop-nonce", RS_NONCE);
+        }
+    } else {
+        assert_eq!(scheme, "Bearer");
+    }
+    let id = req.jsonrpc_id().unwrap_or(Value::Null);
+    let result = match method.as_str() {
+        "initialize" => json!({"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                               "serverInfo": {"name": "identity-mock", "version": "1"}}),
+        "tools/list" => json!({"tools": [{"name": "write", "inputSchema": {"type": "object"}}]}),
+        "tools/call" => json!({"content": [{"type": "text", "text": "written"}]}),
+        _ => {
+            return Reply::json(
+                200,
+                json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "no"}}),
+            );
+        }
+    };
+    Reply::json(200, json!({"jsonrpc": "2.0", "id": id, "result": result}))
+}
+
+async fn connect(
+    servers: &Servers,
+    pool: &HttpPool,
+    oauth: &Arc<OAuth>,
+    lines: &Lines,
+) -> Result<Client, mcpwire::Error> {
+    let mut config = HttpConfig::new(&servers.url()).unwrap();
+    let sink = lines.clone();
+    config.wire_log = Some(Arc::new(move |line: &str| {
+        sink.lock().unwrap().push(line.to_owned())
+    }));
+    let mut options = ClientOptions::default();
+    options.session.era = EraPolicy::Legacy;
+    options.request_timeout = Duration::from_secs(10);
+    options.auth = Some(Auth::oauth(oauth.clone()));
+    let sink = lines.clone();
+    options.on_warning = Some(Arc::new(move |line: &str| {
+        sink.lock().unwrap().push(line.to_owned())
+    }));
+    Client::connect_http(pool, config, options).await
+}
+
+fn call_options() -> CallOptions {
+    let mut options = CallOptions::new();
+    options.timeout = Duration::from_secs(10);
+    options
+}
+
+/// A workload token file, as a platform leaves it (rewritten when it rotates).
+struct WorkloadFile(PathBuf);
+
+impl WorkloadFile {
+    fn new(name: &str, token: &str) -> WorkloadFile {
+        let path = std::env::temp_dir().join(format!("mcpwire-{name}-{}.jwt", std::process::id()));
+        let file = WorkloadFile(path);
+        file.rotate(token);
+        file
+    }
+
+    fn rotate(&self, token: &str) {
+        std::fs::write(&self.0, format!("{token}\n")).unwrap();
+    }
+}
+
+impl Drop for WorkloadFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// A DPoP key made from a PKCS#8 DER the test keeps, to search outputs for.
+fn dpop_key() -> (Dpop, Vec<u8>) {
+    let (_, der) = SigningKey::generate(None).unwrap();
+    let key = DpopKey::from_signing_key(SigningKey::from_pkcs8_der(&der, None).unwrap()).unwrap();
+    (Dpop::new(Arc::new(key)), der)
+}
+
+fn jwt_bearer_oauth(servers: &Servers, file: &WorkloadFile, dpop: Option<Dpop>) -> Arc<OAuth> {
+    let mut config = Config::jwt_bearer(
+        &servers.url(),
+        PreRegistered::new("wif-workload"),
+        AssertionSource::File(file.0.clone()),
+    )
+    .unwrap();
+    config.dpop = dpop;
+    config.limits.request_timeout_secs = 5;
+    Arc::new(OAuth::new(config, None).unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn identity_dpop_bound_tokens_with_both_nonces_and_a_workload_token_read_at_each_use() {
+    let servers = Servers::start(|s| s.nonces = true).await;
+    let pool = pool();
+    let lines = Lines::default();
+    let file = WorkloadFile::new("wif-dpop", WORKLOAD_A);
+    let (dpop, _der) = dpop_key();
+    let thumbprint = dpop.key.thumbprint().to_owned();
+    let oauth = jwt_bearer_oauth(&servers, &file, Some(dpop));
+    let client = connect(&servers, &pool, &oauth, &lines)
+        .await
+        .expect("connect");
+    client.list_tools().await.expect("tools/list");
+    // The platform rotates the workload token; the server revokes the access token.
+    file.rotate(WORKLOAD_B);
+    servers.state().valid.clear();
+    let result = client
+        .call_tool("write", None, call_options())
+        .await
+        .expect("tools/call");
+    assert!(!result.is_error());
+    client.close().await;
+
+    let state = servers.state();
+    assert_eq!(
+        state.assertions,
+        [WORKLOAD_A, WORKLOAD_B],
+        "the file is read again at each use"
+    );
+    assert!(
+        state.issued.iter().all(|t| t.contains("dpop")),
+        "{:?}",
+        state.issued
+    );
+    assert_eq!(
+        state.as_nonce_answers, 1,
+        "the AS nonce is asked for once, then kept"
+    );
+    assert_eq!(
+        state.rs_nonce_answers, 1,
+        "the MCP server's nonce is asked for once, then kept"
+    );
+    // Every proof is its own (unique jti), of the one key.
+    let jtis: std::collections::HashSet<String> = state
+        .proofs
+        .iter()
+        .map(|p| claims(p)["jti"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        jtis.len(),
+        state.proofs.len(),
+        "a fresh proof for every request"
+    );
+    assert!(state.proofs.len() >= 6, "{}", state.proofs.len());
+    let keys: std::collections::HashSet<String> = state
+        .proofs
+        .iter()
+        .map(|p| header_of(p)["jwk"].to_string())
+        .collect();
+    assert_eq!(keys.len(), 1);
+    assert!(
+        state
+            .proofs
+            .iter()
+            .all(|p| header_of(p)["typ"] == "dpop+jwt")
+    );
+    // MCP requests: the DPoP scheme and a proof on each (the mock asserts htm, htu and ath).
+    let mcp_requests: Vec<Recorded> = servers
+        .server
+        .requests()
+        .into_iter()
+        .filter(|r| r.path == "/mcp" && r.header("authorization").is_some())
+        .collect();
+    assert!(
+        mcp_requests
+            .iter()
+            .all(|r| r.header("authorization").unwrap().starts_with("DPoP "))
+    );
+    assert!(mcp_requests.iter().all(|r| r.header("dpop").is_some()));
+    assert_eq!(thumbprint.len(), 43);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn identity_a_missing_workload_token_fails_before_any_token_request() {
+    let servers = Servers::start(|_| {}).await;
+    let pool = pool();
+    let file = WorkloadFile::new("wif-missing", WORKLOAD_A);
+    let oauth = jwt_bearer_oauth(&servers, &file, None);
+    std::fs::remove_file(&file.0).unwrap();
+    let error = connect(&servers, &pool, &oauth, &Lines::default())
+        .await
+        .expect_err("no token");
+    let text = error.to_string();
+    assert!(text.contains("reading the assertion"), "{text}");
+    assert!(
+        text.contains(&file.0.display().to_string()),
+        "names the file: {text}"
+    );
+    assert!(!error.outcome_unknown());
+    assert!(servers.state().assertions.is_empty());
+}
+
+/// The user's ID token from the host's own sign-in.
+struct HostIdToken(Arc<Mutex<usize>>);
+
+impl AssertionProvider for HostIdToken {
+    fn assertion(&self) -> AssertionFuture {
+        *self.0.lock().unwrap() += 1;
+        Box::pin(async { Ok(Secret::new(ID_TOKEN)) })
+    }
+}
+
+fn enterprise_oauth(servers: &Servers, asked: Arc<Mutex<usize>>) -> Arc<OAuth> {
+    let mut client = PreRegistered::new("xaa-client");
+    client.client_secret = Some(Secret::new(XAA_SECRET));
+    let idp = EnterpriseIdp::new(
+        Url::parse(&format!("{}/idp/token", servers.base())).unwrap(),
+        PreRegistered::new("idp-client"),
+        AssertionSource::Host(Arc::new(HostIdToken(asked))),
+    );
+    let config = Config::enterprise_managed(&servers.url(), client, idp).unwrap();
+    Arc::new(OAuth::new(config, None).unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn identity_enterprise_managed_authorization_end_to_end() {
+    let servers = Servers::start(|_| {}).await;
+    let pool = pool();
+    let asked = Arc::new(Mutex::new(0));
+    let oauth = enterprise_oauth(&servers, asked.clone());
+    let client = connect(&servers, &pool, &oauth, &Lines::default())
+        .await
+        .expect("connect");
+    client
+        .call_tool("write", None, call_options())
+        .await
+        .expect("tools/call");
+    client.close().await;
+    assert_eq!(*asked.lock().unwrap(), 1, "the host was asked once");
+    let state = servers.state();
+    let exchange = &state.exchanges[0];
+    assert_eq!(param(exchange, "subject_token").as_deref(), Some(ID_TOKEN));
+    assert_eq!(param(exchange, "audience").as_deref(), Some(servers.base()));
+    assert_eq!(param(exchange, "resource"), Some(servers.url()));
+    assert_eq!(state.assertions, [ID_JAG]);
+    let grant = servers
+        .server
+        .requests()
+        .into_iter()
+        .find(|r| r.path == "/token")
+        .unwrap();
+    let basic = grant.header("authorization").unwrap();
+    assert_eq!(
+        basic,
+        format!(
+            "Basic {}",
+            base64(format!("xaa-client:{XAA_SECRET}").as_bytes())
+        )
+    );
+}
+
+/// Every secret of the agent-identity flows, and the texts they must appear in none of: the
+/// wire log, warnings, `Debug` of the clients, the OAuth flows and every error, each error's
+/// `Display`. The servers echo them back where they can (error descriptions).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn identity_no_secret_appears_in_any_output() {
+    let pool = pool();
+    let lines = Lines::default();
+    let mut texts: Vec<String> = Vec::new();
+
+    // 1. DPoP with both nonces and a rotated workload token.
+    let servers = Servers::start(|s| s.nonces = true).await;
+    let file = WorkloadFile::new("wif-leak", WORKLOAD_A);
+    let (dpop, der) = dpop_key();
+    texts.push(format!("{dpop:?} {:?}", dpop.key));
+    let oauth = jwt_bearer_oauth(&servers, &file, Some(dpop));
+    let client = connect(&servers, &pool, &oauth, &lines)
+        .await
+        .expect("connect");
+    client.list_tools().await.unwrap();
+    file.rotate(WORKLOAD_B);
+    servers.state().valid.clear();
+    client
+        .call_tool("write", None, call_options())
+        .await
+        .unwrap();
+    texts.push(format!("{client:?} {oauth:?}"));
+    client.close().await;
+
+    // 2. A workload token the server refuses, echoing it.
+    let refusing = Servers::start(|_| {}).await;
+    let bad = WorkloadFile::new("wif-leak-bad", "eyJ.unknown-workload-5b1d.sig");
+    let oauth2 = jwt_bearer_oauth(&refusing, &bad, None);
+    let error = connect(&refusing, &pool, &oauth2, &lines)
+        .await
+        .expect_err("refused");
+    assert!(error.to_string().contains("invalid_grant"), "{error}");
+    texts.push(format!("{error} {error:?} {oauth2:?}"));
+
+    // 3. Enterprise-managed, then an IdP that echoes the ID token in its error.
+    let ema = Servers::start(|_| {}).await;
+    let oauth3 = enterprise_oauth(&ema, Arc::default());
+    let client = connect(&ema, &pool, &oauth3, &lines)
+        .await
+        .expect("connect");
+    client
+        .call_tool("write", None, call_options())
+        .await
+        .unwrap();
+    texts.push(format!("{client:?} {oauth3:?}"));
+    client.close().await;
+    let echoing = Servers::start(|s| {
+        s.idp_error = Some(json!({"error": "invalid_grant", "error_description": format!("ID token {ID_TOKEN} expired")}));
+    })
+    .await;
+    let oauth4 = enterprise_oauth(&echoing, Arc::default());
+    let error = connect(&echoing, &pool, &oauth4, &lines)
+        .await
+        .expect_err("refused");
+    assert!(error.to_string().contains("invalid_grant"), "{error}");
+    texts.push(format!("{error} {error:?} {oauth4:?}"));
+
+    texts.extend(lines.lock().unwrap().iter().cloned());
+    assert!(
+        texts.iter().any(|t| t.contains("> auth assertion from")),
+        "the log covers the assertion reads"
+    );
+    let state = servers.state();
+    let mut secrets: Vec<(String, String)> = vec![
+        ("workload token A".into(), WORKLOAD_A.into()),
+        ("workload token B".into(), WORKLOAD_B.into()),
+        (
+            "a refused workload token".into(),
+            "eyJ.unknown-workload-5b1d.sig".into(),
+        ),
+        ("ID token".into(), ID_TOKEN.into()),
+        ("ID-JAG".into(), ID_JAG.into()),
+        ("client secret".into(), XAA_SECRET.into()),
+        ("DPoP private key (DER, base64)".into(), base64(&der)),
+    ];
+    for (n, token) in state.issued.iter().chain(&ema.state().issued).enumerate() {
+        secrets.push((format!("access token {n}"), token.clone()));
+    }
+    assert!(state.proofs.len() >= 6);
+    for (n, proof) in state.proofs.iter().enumerate() {
+        secrets.push((format!("proof {n}"), proof.clone()));
+        secrets.push((
+            format!("proof {n}'s signature"),
+            proof.rsplit('.').next().unwrap().to_owned(),
+        ));
+    }
+    // The private scalar (PKCS#8 v1 P-256 as ring writes it: `04 20` then 32 bytes at 36),
+    // in hex and in base64 at each alignment.
+    assert_eq!(der[34..36], [0x04, 0x20], "the scalar's OCTET STRING");
+    let scalar = &der[36..68];
+    secrets.push((
+        "the DPoP private scalar (hex)".into(),
+        scalar.iter().map(|b| format!("{b:02x}")).collect(),
+    ));
+    for skip in 0..3 {
+        let encoded = base64(&scalar[skip..]);
+        secrets.push((
+            "the DPoP private scalar (base64)".into(),
+            encoded[..16].to_owned(),
+        ));
+        let url_safe = encoded.replace('+', "-").replace('/', "_");
+        secrets.push((
+            "the DPoP private scalar (base64url)".into(),
+            url_safe[..16].to_owned(),
+        ));
+    }
+    for text in &texts {
+        for (what, secret) in &secrets {
+            assert!(
+                !text.contains(secret.as_str()),
+                "the {what} appears in: {text}"
+            );
+        }
+    }
+}
+
+// ---- the binding `auth` block: the new grants through the Caller and `mcpwire call` ----
+
+/// A host's token source holding the workload token under `WORKLOAD_TOKEN`.
+struct HostVariables(Mutex<Vec<String>>);
+
+impl mcpwire::binding::call::TokenSource for HostVariables {
+    fn token(&self, name: &str) -> Option<Secret> {
+        self.0.lock().unwrap().push(name.to_owned());
+        (name == "WORKLOAD_TOKEN").then(|| Secret::new(WORKLOAD_A))
+    }
+}
+
+fn binding_json(servers: &Servers, auth: Value) -> Value {
+    json!([{
+        "name": "w", "description": "", "input_schema": {"type": "object"},
+        "url": servers.url(), "mcp_tool": "write", "tenants": ["acme"], "timeout_seconds": 20,
+        "auth": auth,
+    }])
+}
+
+/// A `jwt_bearer` binding with `dpop: true` and the workload token in a host variable: the
+/// grant runs at the first call, the variable is read through the host's token source, and
+/// every MCP request carries a DPoP proof; the token is kept for the next call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn identity_binding_jwt_bearer_with_dpop_through_the_caller() {
+    let servers = Servers::start(|s| s.nonces = true).await;
+    let auth = json!({"grant": "jwt_bearer", "client_id": "wif-workload",
+                      "workload_token_env": "WORKLOAD_TOKEN", "dpop": true});
+    let bindings =
+        mcpwire::binding::config::load_config(&binding_json(&servers, auth).to_string()).unwrap();
+    let tokens = Arc::new(HostVariables(Mutex::default()));
+    let caller = mcpwire::binding::call::Caller::new(pool(), bindings, tokens.clone()).unwrap();
+    assert!(tokens.0.lock().unwrap().is_empty(), "read at call time");
+    for n in 0..2 {
+        let context = mcpwire::binding::call::CallContext::new("acme", "conv", format!("c-{n}"));
+        let result = caller.call("w", &context, &json!({}), |_| {}, None).await;
+        assert!(!result.is_error(), "{result:?}");
+    }
+    let state = servers.state();
+    assert_eq!(state.assertions, [WORKLOAD_A], "one grant for two calls");
+    assert!(state.issued.iter().all(|t| t.contains("dpop")));
+    assert!(
+        tokens
+            .0
+            .lock()
+            .unwrap()
+            .iter()
+            .all(|v| v == "WORKLOAD_TOKEN")
+    );
+    let texts = format!("{caller:?}");
+    for secret in [WORKLOAD_A, state.issued[0].as_str()] {
+        assert!(!texts.contains(secret), "{texts}");
+    }
+}
+
+/// `mcpwire call` through bindings with the new grants: `jwt_bearer` with `dpop` and the
+/// workload token in a file, and `enterprise_managed` with the ID token in a file and the
+/// client secret in a variable. Nothing secret in what it prints.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn identity_binding_grants_through_mcpwire_call() {
+    let servers = Servers::start(|s| s.nonces = true).await;
+    let workload = WorkloadFile::new("cli-wif", WORKLOAD_A);
+    let id_token = WorkloadFile::new("cli-id-token", ID_TOKEN);
+    let runs = [
+        json!({"grant": "jwt_bearer", "client_id": "wif-workload",
+               "workload_token_file": workload.0.display().to_string(), "dpop": true}),
+        json!({"grant": "enterprise_managed", "client_id": "xaa-client",
+               "client_secret_env": "MCPWIRE_TEST_XAA_SECRET",
+               "idp_token_endpoint": format!("{}/idp/token", servers.base()),
+               "idp_client_id": "idp-client",
+               "id_token_file": id_token.0.display().to_string()}),
+    ];
+    for (n, auth) in runs.into_iter().enumerate() {
+        let path = crate::cli_tools::temp_path(&format!("identity-bindings-{n}.json"));
+        std::fs::write(&path, binding_json(&servers, auth).to_string()).unwrap();
+        let args: Vec<String> = [
+            "call",
+            "--bindings",
+            path.to_str().unwrap(),
+            "--tool",
+            "w",
+            "--tenant",
+            "acme",
+            "--args",
+            "{}",
+            "-v",
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        let run = tokio::task::spawn_blocking(move || {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            crate::cli_tools::mcpwire(&args, &[("MCPWIRE_TEST_XAA_SECRET", XAA_SECRET)])
+        })
+        .await
+        .unwrap();
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(run.code, Some(0), "{run:#?}");
+        assert!(run.stdout.contains(r#""is_error":false"#), "{}", run.stdout);
+        let printed = format!("{}\n{}", run.stdout, run.stderr);
+        let state = servers.state();
+        let mut secrets = vec![
+            WORKLOAD_A.to_owned(),
+            ID_TOKEN.into(),
+            ID_JAG.into(),
+            XAA_SECRET.into(),
+        ];
+        secrets.extend(state.issued.iter().cloned());
+        secrets.extend(state.proofs.iter().cloned());
+        for secret in &secrets {
+            assert!(!printed.contains(secret.as_str()), "{secret} in {printed}");
+        }
+    }
+    let state = servers.state();
+    assert_eq!(state.assertions, [WORKLOAD_A, ID_JAG]);
+    assert!(state.issued[0].contains("dpop") && !state.issued[1].contains("dpop"));
+    assert_eq!(state.exchanges.len(), 1);
+}
+
+/// `mcpwire probe` says what the servers advertise of agent identity: the DPoP challenge,
+/// the authorization server's DPoP algorithms and its JWT-bearer grant.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn identity_probe_reports_dpop_and_the_extensions() {
+    let servers = Servers::start(|_| {}).await;
+    let url = servers.url();
+    let run = tokio::task::spawn_blocking(move || {
+        crate::cli_tools::mcpwire(&["probe", "--json", &url, "-timeout-seconds", "20"], &[])
+    })
+    .await
+    .unwrap();
+    let report: Value = serde_json::from_str(&run.stdout).unwrap_or_else(|_| panic!("{run:#?}"));
+    let auth = &report["auth"];
+    assert_eq!(auth["challenges"][0]["scheme"], "DPoP", "{auth}");
+    assert_eq!(
+        auth["server_metadata"]["dpop_signing_alg_values_supported"],
+        json!(["ES256"])
+    );
+    let extensions: Vec<&str> = auth["extensions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.as_str().unwrap())
+        .collect();
+    assert_eq!(extensions.len(), 2, "{extensions:?}");
+    assert!(extensions[0].starts_with("io.modelcontextprotocol/auth/dpop: DPoP-bound tokens (authorization server algorithms ES256)"), "{extensions:?}");
+    assert!(
+        extensions[1].contains("the JWT-bearer grant"),
+        "{extensions:?}"
+    );
+    let url = servers.url();
+    let human =
+        tokio::task::spawn_blocking(move || crate::cli_tools::mcpwire(&["probe", &url], &[]))
+            .await
+            .unwrap();
+    assert!(
+        human
+            .stdout
+            .contains("extension io.modelcontextprotocol/auth/dpop"),
+        "{}",
+        human.stdout
+    );
+    assert!(
+        human.stdout.contains("DPoP algorithms ES256"),
+        "{}",
+        human.stdout
+    );
+}
+
+/// `mcp-tools -url URL -auth AUTH -tenant acme -tools write`, off the runtime's threads.
+async fn mcp_tools_with_auth(servers: &Servers, auth: &Value) -> crate::cli_tools::Run {
+    let (url, auth) = (servers.url(), auth.to_string());
+    tokio::task::spawn_blocking(move || {
+        crate::cli_tools::mcp_tools(
+            &[
+                "-url", &url, "-auth", &auth, "-tenant", "acme", "-tools", "write",
+            ],
+            &[],
+        )
+    })
+    .await
+    .unwrap()
+}
+
+/// `mcp-tools -auth`: discovery with a `jwt_bearer` block (DPoP, the workload token from a
+/// file), the block written into the bindings, and `mcpwire call` through what it printed;
+/// a block the config rules refuse is a usage error naming the member, quoting no secret.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn identity_mcp_tools_writes_the_auth_block_it_discovered_with() {
+    let servers = Servers::start(|s| s.nonces = true).await;
+    let workload = WorkloadFile::new("mcp-tools-wif", WORKLOAD_A);
+    let auth = json!({"grant": "jwt_bearer", "client_id": "wif-workload",
+                      "workload_token_file": workload.0.display().to_string(), "dpop": true});
+    let run = mcp_tools_with_auth(&servers, &auth).await;
+    assert_eq!(run.code, Some(0), "{run:#?}");
+    let bindings: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(bindings[0]["auth"], auth);
+    assert_eq!(
+        servers.state().assertions,
+        [WORKLOAD_A],
+        "discovered with the grant"
+    );
+    assert!(servers.state().issued[0].contains("dpop"));
+
+    let path = crate::cli_tools::temp_path("mcp-tools-auth-bindings.json");
+    std::fs::write(&path, &run.stdout).unwrap();
+    let file = path.display().to_string();
+    let call = tokio::task::spawn_blocking(move || {
+        crate::cli_tools::mcpwire(
+            &[
+                "call",
+                "--bindings",
+                &file,
+                "--tool",
+                "write",
+                "--tenant",
+                "acme",
+                "--args",
+                "{}",
+            ],
+            &[],
+        )
+    })
+    .await
+    .unwrap();
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(call.code, Some(0), "{call:#?}");
+    assert_eq!(servers.state().assertions, [WORKLOAD_A, WORKLOAD_A]);
+
+    for (auth, member) in [
+        (
+            json!({"grant": "jwt_bearer", "client_id": "w", "workload_token_env": "eyJ s3cr3t"}),
+            "auth.workload_token_env",
+        ),
+        (
+            json!({"grant": "authorization_code", "token_store": "/t.json"}),
+            "-login",
+        ),
+        (
+            json!({"grant": "client_credentials", "client_id": "c", "client_secret_env": "S", "extra": 1}),
+            "auth.extra",
+        ),
+    ] {
+        let run = mcp_tools_with_auth(&servers, &auth).await;
+        assert_eq!(run.code, Some(2), "{run:#?}");
+        assert!(run.stderr.contains(member), "{member}: {}", run.stderr);
+        assert!(!run.stderr.contains("s3cr3t"), "{}", run.stderr);
+    }
+}
