@@ -207,9 +207,11 @@ pub use transport::http::{HttpConfig, HttpPool, TlsOptions};
 pub use transport::stdio::StdioConfig;
 
 // The fuzz harnesses: for fuzz/ (the `fuzzing` feature) and the unit tests, which replay the
-// corpora through them; never in a user's build.
+// corpora through them; never in a user's build. Hidden from the docs, so their links to the
+// crate's private items are for readers of the source (docs.rs builds with every feature).
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
+#[allow(rustdoc::private_intra_doc_links)]
 pub mod internal;
 
 /// The README's examples, compiled and run as doc tests.
