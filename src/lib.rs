@@ -143,6 +143,9 @@
 // checked against plain versions in tests and by the `sse_decode` fuzz target.
 #![deny(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
+// `exchange` gates nothing public of its own: the items the client re-exports from it
+// (`transport::http`) are the client's, and their badges say `client`.
+#![cfg_attr(docsrs, doc(auto_cfg(hide(feature = "exchange"))))]
 
 // First, so every module below can use its macros (the session is the lowest layer with
 // events).
