@@ -143,6 +143,9 @@
 // checked against plain versions in tests and by the `sse_decode` fuzz target.
 #![deny(unsafe_code)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
+// `exchange` gates nothing public of its own: the items the client re-exports from it
+// (`transport::http`) are the client's, and their badges say `client`.
+#![cfg_attr(docsrs, doc(auto_cfg(hide(feature = "exchange"))))]
 
 // First, so every module below can use its macros (the session is the lowest layer with
 // events).
@@ -207,9 +210,11 @@ pub use transport::http::{HttpConfig, HttpPool, TlsOptions};
 pub use transport::stdio::StdioConfig;
 
 // The fuzz harnesses: for fuzz/ (the `fuzzing` feature) and the unit tests, which replay the
-// corpora through them; never in a user's build.
+// corpora through them; never in a user's build. Hidden from the docs, so their links to the
+// crate's private items are for readers of the source (docs.rs builds with every feature).
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
+#[allow(rustdoc::private_intra_doc_links)]
 pub mod internal;
 
 /// The README's examples, compiled and run as doc tests.
