@@ -23,7 +23,7 @@ pub(crate) const DEFAULT_MAX_OUTPUT_BYTES: u64 = 1024 * 1024;
 pub const MAX_NAMED_TOOLS: usize = 128;
 
 /// What to discover.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct Discovery {
     /// The server, as the bindings will name it.
@@ -43,6 +43,25 @@ pub struct Discovery {
     pub timeout: Duration,
     /// The era to speak: [`EraPolicy::Auto`] probes the server (at 2026-07-28 first).
     pub era: EraPolicy,
+    /// Where the wire conversation goes, credentials redacted (the client's and an OAuth
+    /// flow's requests alike), if anywhere.
+    pub wire_log: Option<WireLog>,
+}
+
+impl std::fmt::Debug for Discovery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Discovery")
+            .field("server", &self.server)
+            .field("token", &self.token)
+            .field("auth", &self.auth)
+            .field("headers", &self.headers)
+            .field("tenant", &self.tenant)
+            .field("tools", &self.tools)
+            .field("timeout", &self.timeout)
+            .field("era", &self.era)
+            .field("wire_log", &self.wire_log.is_some())
+            .finish()
+    }
 }
 
 impl Discovery {
@@ -58,6 +77,7 @@ impl Discovery {
             tools,
             timeout: Duration::from_secs(30),
             era: EraPolicy::Auto,
+            wire_log: None,
         }
     }
 
@@ -165,7 +185,7 @@ async fn list_all(pool: &HttpPool, discovery: &Discovery) -> Result<Vec<Tool>, E
         discovery.token.clone(),
         discovery.headers.clone(),
         options,
-        None,
+        discovery.wire_log.clone(),
     )
     .await?;
     let tools = client.list_tools().await;
