@@ -31,6 +31,8 @@ USAGE:
               [-client-cert PEM -client-key PEM] [-proxy URL|none] [-era auto|2025|REVISION]
     mcp-tools -command \"PROGRAM ARGS...\" -tenant TENANT -tools NAME[,NAME...] [-timeout SECONDS]
     mcp-tools -url URL -login -token-store PATH -tenant TENANT -tools NAME[,NAME...]
+              [-client-id ID [-client-secret-env VAR | -client-secret-file PATH]]
+              [-client-metadata-url URL] [-scope SCOPES] [-v]
               [-redirect-port PORT] [-login-timeout SECONDS] [the -url flags above]
     mcp-tools -url URL -auth JSON -tenant TENANT -tools NAME[,NAME...] [the -url flags above]
     mcp-tools -token-store PATH -refresh
@@ -72,6 +74,17 @@ FLAGS (a single or a double dash; `-flag value` or `-flag=value`):
                       DPoP-bound tokens), checked as a config's is: discover with it (its
                       secrets and tokens from the environment) and write it into the bindings.
                       Not with -token-env or -token-store.
+    -client-id ID     with -login: a client registered with the authorization server
+                      beforehand, used instead of dynamic registration (for servers that
+                      offer none); its secret, if it has one, from -client-secret-env VAR or
+                      -client-secret-file PATH (kept in the store, mode 0600, for refreshes)
+    -client-metadata-url URL
+                      with -login: this client's Client ID Metadata Document (an https URL
+                      with a path), used as client_id where the server takes one
+    -scope SCOPES     with -login: the scopes to ask for (space-separated) when the server's
+                      challenge names none
+    -v                the wire conversation on stderr, the login's OAuth requests included,
+                      every credential redacted
     -redirect-port N  the loopback port to listen on for the redirect (default: any free one)
     -login-timeout S  how long to wait for the browser to come back (default 300)
     -refresh          use the store's refresh token now and write the new tokens back
@@ -122,6 +135,15 @@ struct Options {
     /// revision.
     era: Option<Option<ProtocolVersion>>,
     login: bool,
+    /// `-client-id`, `-client-secret-env`, `-client-secret-file`, `-client-metadata-url`,
+    /// `-scope`: the login's client and scopes.
+    client_id: Option<String>,
+    client_secret_env: Option<String>,
+    client_secret_file: Option<String>,
+    client_metadata_url: Option<String>,
+    scope: Option<String>,
+    /// `-v`: the wire log on stderr.
+    verbose: bool,
     /// `-auth`: a binding `auth` block.
     auth: Option<String>,
     refresh: bool,
@@ -152,6 +174,12 @@ fn parse(args: &[String]) -> Result<Option<Options>, Failure> {
         proxy: None,
         era: None,
         login: false,
+        client_id: None,
+        client_secret_env: None,
+        client_secret_file: None,
+        client_metadata_url: None,
+        scope: None,
+        verbose: false,
         auth: None,
         refresh: false,
         logout: false,
@@ -172,13 +200,14 @@ fn parse(args: &[String]) -> Result<Option<Options>, Failure> {
         if matches!(flag, "h" | "help") {
             return Ok(None);
         }
-        if matches!(flag, "login" | "refresh" | "logout") {
+        if matches!(flag, "login" | "refresh" | "logout" | "v") {
             if inline.is_some() {
                 return Err(Failure::Usage(format!("-{flag} takes no value")));
             }
             match flag {
                 "login" => options.login = true,
                 "refresh" => options.refresh = true,
+                "v" => options.verbose = true,
                 _ => options.logout = true,
             }
             continue;
@@ -229,6 +258,11 @@ fn parse(args: &[String]) -> Result<Option<Options>, Failure> {
             "proxy" => options.proxy = Some(value),
             "token-store" => options.token_store = Some(value),
             "auth" => options.auth = Some(value),
+            "client-id" => options.client_id = Some(value),
+            "client-secret-env" => options.client_secret_env = Some(value),
+            "client-secret-file" => options.client_secret_file = Some(value),
+            "client-metadata-url" => options.client_metadata_url = Some(value),
+            "scope" => options.scope = Some(value),
             "redirect-port" => {
                 options.redirect_port = value.parse().map_err(|_| {
                     Failure::Usage(format!(
@@ -282,6 +316,33 @@ fn parse(args: &[String]) -> Result<Option<Options>, Failure> {
             )));
         }
         return Ok(Some(options));
+    }
+    let login_flags = [
+        ("client-id", options.client_id.is_some()),
+        ("client-secret-env", options.client_secret_env.is_some()),
+        ("client-secret-file", options.client_secret_file.is_some()),
+        ("client-metadata-url", options.client_metadata_url.is_some()),
+        ("scope", options.scope.is_some()),
+    ];
+    if let Some((flag, _)) = login_flags
+        .iter()
+        .find(|(_, given)| *given && !options.login)
+    {
+        return Err(Failure::Usage(format!(
+            "-{flag} applies to -login (the client and scopes of the login)"
+        )));
+    }
+    if options.client_secret_env.is_some() && options.client_secret_file.is_some() {
+        return Err(Failure::Usage(
+            "give -client-secret-env or -client-secret-file, not both".to_owned(),
+        ));
+    }
+    if (options.client_secret_env.is_some() || options.client_secret_file.is_some())
+        && options.client_id.is_none()
+    {
+        return Err(Failure::Usage(
+            "a client secret needs -client-id (the client it belongs to)".to_owned(),
+        ));
     }
     if options.login && options.token_store.is_none() {
         return Err(Failure::Usage(
@@ -528,6 +589,11 @@ fn run(args: &[String]) -> Result<(), Failure> {
         }));
         d
     };
+    let mut discovery = discovery;
+    if options.verbose {
+        // The client redacts every credential it knows of before a line reaches the log.
+        discovery.wire_log = Some(Arc::new(|line: &str| eprintln!("mcp-tools: {line}")));
+    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -713,6 +779,7 @@ async fn start_login(options: &Options, url: &str, path: &Path) -> Result<Login,
         .config()
         .map_err(|e| Failure::Usage(format!("-url: {e}")))?;
     config.limits.authorize_timeout_secs = options.login_timeout.as_secs();
+    login_client(options, &mut config)?;
     let authorizer = Arc::new(Loopback {
         listener: Arc::new(listener),
     });
@@ -723,6 +790,56 @@ async fn start_login(options: &Options, url: &str, path: &Path) -> Result<Login,
         store,
         oauth: Arc::new(oauth),
     })
+}
+
+/// The login's client and scopes from the flags: a pre-registered client (its secret read
+/// now from the variable or file), a Client ID Metadata Document URL, the scopes.
+fn login_client(options: &Options, config: &mut mcpwire::auth::Config) -> Result<(), Failure> {
+    if let Some(id) = &options.client_id {
+        if id.is_empty() || id.chars().any(char::is_control) {
+            return Err(Failure::Usage(
+                "-client-id must be non-empty, without control characters".to_owned(),
+            ));
+        }
+        let mut client = mcpwire::auth::PreRegistered::new(id.clone());
+        let secret = match (&options.client_secret_env, &options.client_secret_file) {
+            (Some(variable), _) => Some(std::env::var(variable).map_err(|_| {
+                Failure::Failed(format!("the environment variable {variable} is not set"))
+            })?),
+            (None, Some(path)) => Some(std::fs::read_to_string(path).map_err(|e| {
+                Failure::Failed(format!("-client-secret-file {path}: {}", e.kind()))
+            })?),
+            (None, None) => None,
+        };
+        if let Some(secret) = secret {
+            let secret = secret.trim();
+            if secret.is_empty() {
+                return Err(Failure::Failed("the client secret is empty".to_owned()));
+            }
+            client.client_secret = Some(Secret::new(secret));
+        }
+        config.pre_registered = Some(client);
+    }
+    if let Some(url) = &options.client_metadata_url {
+        let parsed = mcpwire::auth::Url::parse(url)
+            .map_err(|e| Failure::Usage(format!("-client-metadata-url: {e}")))?;
+        if !url.starts_with("https://") || matches!(parsed.path(), "" | "/") {
+            return Err(Failure::Usage(
+                "-client-metadata-url must be an https URL with a path".to_owned(),
+            ));
+        }
+        config.metadata_document = Some(parsed);
+    }
+    if let Some(scope) = &options.scope {
+        config.scope = Some(mcpwire::auth::Scopes::parse(scope).map_err(|_| {
+            Failure::Usage(
+                "-scope must be scope tokens separated by spaces (printable ASCII, no `\"` or \
+                 `\\`)"
+                    .to_owned(),
+            )
+        })?);
+    }
+    Ok(())
 }
 
 /// The person's part of a login: the authorization URL on stderr, then the browser's

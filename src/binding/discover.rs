@@ -47,6 +47,9 @@ pub struct Discovery {
     /// Receives a line for each listed tool the client leaves out, with the tool and the
     /// reason (see [`ClientOptions::on_warning`]).
     pub on_warning: Option<WarningSink>,
+    /// Where the wire conversation goes, credentials redacted (the client's and an OAuth
+    /// flow's requests alike), if anywhere.
+    pub wire_log: Option<WireLog>,
 }
 
 impl std::fmt::Debug for Discovery {
@@ -61,6 +64,7 @@ impl std::fmt::Debug for Discovery {
             .field("timeout", &self.timeout)
             .field("era", &self.era)
             .field("on_warning", &self.on_warning.is_some())
+            .field("wire_log", &self.wire_log.is_some())
             .finish()
     }
 }
@@ -79,6 +83,7 @@ impl Discovery {
             timeout: Duration::from_secs(30),
             era: EraPolicy::Auto,
             on_warning: None,
+            wire_log: None,
         }
     }
 }
@@ -231,7 +236,7 @@ async fn list_all(
         discovery.token.clone(),
         discovery.headers.clone(),
         options,
-        None,
+        discovery.wire_log.clone(),
     )
     .await?;
     let tools = client.list_tools_and_exclusions().await;

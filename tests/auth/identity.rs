@@ -854,3 +854,179 @@ async fn identity_mcp_tools_writes_the_auth_block_it_discovered_with() {
         assert!(!run.stderr.contains("s3cr3t"), "{}", run.stderr);
     }
 }
+
+/// `mcp-tools -login` with a pre-registered client (`-client-id`, its secret from a variable),
+/// `-scope` and `-v`: no registration, the client's id and secret at the token endpoint, the
+/// scope asked for, the client kept in the store; the wire log on stderr shows the login's
+/// OAuth requests and none of its secrets. The test is the browser.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn identity_mcp_tools_login_with_a_pre_registered_client_scope_and_a_wire_log() {
+    use std::io::{BufRead, Read, Write};
+    use std::process::{Command, Stdio};
+
+    let mock = super::Mock::start(true, |s| s.methods = vec!["client_secret_post"]).await;
+    let store = crate::cli_tools::temp_path("identity-login-store.json");
+    let _ = std::fs::remove_file(&store);
+    let mut login = Command::new(env!("CARGO_BIN_EXE_mcp-tools"))
+        .args([
+            "-url",
+            &mock.url(),
+            "-login",
+            "-token-store",
+            store.to_str().unwrap(),
+        ])
+        .args([
+            "-client-id",
+            "pre-client",
+            "-client-secret-env",
+            "MCPWIRE_TEST_PRE_SECRET",
+        ])
+        .args([
+            "-scope",
+            "files:read",
+            "-v",
+            "-tenant",
+            "ops",
+            "-tools",
+            "write",
+        ])
+        .args(["-login-timeout", "30"])
+        .env("MCPWIRE_TEST_PRE_SECRET", super::PRE_SECRET)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn mcp-tools");
+    let stderr = login.stderr.take().unwrap();
+    let (url_tx, url_rx) = std::sync::mpsc::channel();
+    let lines = std::thread::spawn(move || {
+        let mut lines = Vec::new();
+        for line in std::io::BufReader::new(stderr).lines() {
+            let line = line.unwrap_or_default();
+            if line.starts_with("http") {
+                let _ = url_tx.send(line.clone());
+            }
+            lines.push(line);
+        }
+        lines.join("\n")
+    });
+    let authorize =
+        tokio::task::spawn_blocking(move || url_rx.recv_timeout(Duration::from_secs(20)))
+            .await
+            .unwrap()
+            .expect("the authorization URL on stderr");
+    assert!(authorize.contains("client_id=pre-client"), "{authorize}");
+    assert!(authorize.contains("scope=files%3Aread"), "{authorize}");
+    let location = {
+        use mcpwire::client::auth::Authorizer;
+        let url = mcpwire::auth::Url::parse(&authorize).unwrap();
+        mcpwire::client::auth::Headless::new(&pool(), Duration::from_secs(10))
+            .authorize(&url)
+            .await
+            .expect("redirected back")
+    };
+    // The mock sends the browser to a fixed redirect URI: the listener's port is the one the
+    // authorization URL names; the query (code, state, iss) is the mock's.
+    let query = authorize.split_once('?').unwrap().1;
+    let redirect_uri = param(&form(query), "redirect_uri").expect("a redirect_uri");
+    let port: u16 = redirect_uri
+        .strip_prefix("http://127.0.0.1:")
+        .and_then(|rest| rest.split_once('/'))
+        .and_then(|(port, _)| port.parse().ok())
+        .expect("a loopback redirect URI");
+    let target = format!("/callback?{}", location.split_once('?').unwrap().1);
+    let page = tokio::task::spawn_blocking(move || {
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        write!(
+            stream,
+            "GET {target} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut answer = String::new();
+        let _ = stream.read_to_string(&mut answer);
+        answer
+    })
+    .await
+    .unwrap();
+    assert!(page.starts_with("HTTP/1.1 200"), "{page}");
+    let output = tokio::task::spawn_blocking(move || login.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let stderr = lines.join().unwrap();
+    assert!(output.status.success(), "{stderr}");
+    assert!(mock.requests_to("/register").is_empty(), "no registration");
+    let token = &mock.requests_to("/token")[0];
+    let body = form(&token.body_text());
+    assert_eq!(param(&body, "client_id").as_deref(), Some("pre-client"));
+    assert_eq!(
+        param(&body, "client_secret").as_deref(),
+        Some(super::PRE_SECRET)
+    );
+    assert!(
+        stderr.contains("> auth POST"),
+        "the login's requests are logged: {stderr}"
+    );
+    let stored: Value = serde_json::from_slice(&std::fs::read(&store).unwrap()).unwrap();
+    assert_eq!(stored["client"]["client_id"], "pre-client");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    for secret in [super::PRE_SECRET, super::CODE, super::ACCESS[0]] {
+        assert!(!stderr.contains(secret), "{secret} in {stderr}");
+        assert!(!stdout.contains(secret), "{secret} in {stdout}");
+    }
+    let _ = std::fs::remove_file(&store);
+}
+
+/// The login flags' usage rules.
+#[test]
+fn identity_mcp_tools_login_flags_are_checked() {
+    let store = crate::cli_tools::temp_path("identity-flags-store.json");
+    let store = store.to_str().unwrap();
+    let url = "http://127.0.0.1:1/mcp";
+    let base = ["-url", url, "-tenant", "t", "-tools", "x"];
+    for (extra, expected) in [
+        (vec!["-client-id", "c"], "-client-id applies to -login"),
+        (vec!["-scope", "a"], "-scope applies to -login"),
+        (
+            vec!["-login", "-token-store", store, "-client-secret-env", "S"],
+            "a client secret needs -client-id",
+        ),
+        (
+            vec![
+                "-login",
+                "-token-store",
+                store,
+                "-client-id",
+                "c",
+                "-client-secret-env",
+                "S",
+                "-client-secret-file",
+                "/s",
+            ],
+            "not both",
+        ),
+        (
+            vec![
+                "-login",
+                "-token-store",
+                store,
+                "-client-metadata-url",
+                "http://app.example/c.json",
+            ],
+            "-client-metadata-url must be an https URL with a path",
+        ),
+        (
+            vec!["-login", "-token-store", store, "-scope", "a\"b"],
+            "-scope must be scope tokens",
+        ),
+        (
+            vec!["-auth", "{}", "-token-store", store],
+            "-auth applies to -url servers",
+        ),
+    ] {
+        let args: Vec<&str> = base.iter().copied().chain(extra.iter().copied()).collect();
+        let run = crate::cli_tools::mcp_tools(&args, &[]);
+        assert_eq!(run.code, Some(2), "{args:?}: {run:#?}");
+        assert!(run.stderr.contains(expected), "{args:?}: {}", run.stderr);
+    }
+}
