@@ -33,7 +33,7 @@ pub(super) type ConnectReply = oneshot::Sender<Result<Connected, OpError>>;
 /// An operation a client asks its driver to start.
 pub(super) enum Operation {
     ListTools,
-    CallTool(Box<CallTool>),
+    CallTool(CallTool),
     Raw {
         method: String,
         params: Option<serde_json::Value>,
@@ -304,7 +304,7 @@ impl Driver {
                 let connection = &mut self.connection;
                 let op = match operation {
                     Operation::ListTools => connection.list_tools(now),
-                    Operation::CallTool(call) => connection.call_tool(*call, now),
+                    Operation::CallTool(call) => connection.call_tool(call, now),
                     Operation::Raw {
                         method,
                         params,

@@ -60,7 +60,7 @@ use crate::session::{
 
 pub(crate) use headers::HeaderBook;
 pub use ops::ListCache;
-pub(crate) use ops::{CallTool, ListCacheRef};
+pub(crate) use ops::{CallArguments, CallTool, ListCacheRef};
 
 /// Names an operation started on a [`Connection`]; its progress and its end carry it.
 pub(crate) type OpId = u64;

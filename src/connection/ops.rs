@@ -23,7 +23,7 @@ use crate::session::{Delivery, Failure, FailureKind, Payload, RequestError, Requ
 /// An operation in progress.
 pub(super) enum Op {
     List(ListOp),
-    Call(Box<CallOp>),
+    Call(CallOp),
     Single { request: Option<Id>, kind: Single },
 }
 
@@ -82,15 +82,15 @@ pub(super) struct ListOp {
 /// A call the host asks for.
 #[derive(Debug)]
 pub(crate) struct CallTool {
-    /// The tool's name on the server.
-    pub(crate) name: String,
-    /// Its arguments, a JSON object as written.
-    pub(crate) arguments: Option<Box<RawValue>>,
+    /// The tool's name on the server (shared: a binding names its tool once, not per call).
+    pub(crate) name: Arc<str>,
+    /// Its arguments, a JSON object.
+    pub(crate) arguments: Option<CallArguments>,
     /// The caller's `_meta` members.
     pub(crate) meta: Option<JsonObject>,
     /// One more `_meta` member, written after the caller's (it replaces one of the same name):
     /// the binding layer's caller identity.
-    pub(crate) member: Option<(String, Box<RawValue>)>,
+    pub(crate) member: Option<(Arc<str>, Box<RawValue>)>,
     /// The progress token; one is made when `None`.
     pub(crate) progress_token: Option<ProgressToken>,
     /// The whole call's deadline, every round included.
@@ -107,9 +107,39 @@ pub(crate) struct CallTool {
     pub(crate) raw: bool,
 }
 
+/// A call's arguments, a JSON object: the caller's own, moved in and written once into the
+/// call's params, or written already by a caller that keeps its object (the binding layer).
+#[derive(Debug)]
+pub(crate) enum CallArguments {
+    /// The object itself.
+    Object(JsonObject),
+    /// The object as written.
+    #[cfg_attr(not(any(feature = "bindings", test)), allow(dead_code))]
+    Raw(Box<RawValue>),
+}
+
+impl CallArguments {
+    /// The arguments as an object, for the `Mcp-Param-*` headers (read again when written).
+    fn object(&self) -> Option<std::borrow::Cow<'_, JsonObject>> {
+        match self {
+            CallArguments::Object(object) => Some(std::borrow::Cow::Borrowed(object)),
+            CallArguments::Raw(raw) => arguments_object(raw).map(std::borrow::Cow::Owned),
+        }
+    }
+}
+
+impl serde::Serialize for CallArguments {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            CallArguments::Object(object) => object.serialize(serializer),
+            CallArguments::Raw(raw) => raw.serialize(serializer),
+        }
+    }
+}
+
 /// A `tools/call` in progress.
 pub(super) struct CallOp {
-    name: String,
+    name: Arc<str>,
     /// The params of the first round (with the stamp of the revision spoken then).
     original: Box<RawValue>,
     stamp: Option<Arc<modern::Stamp>>,
@@ -352,7 +382,7 @@ impl Connection {
         let headers = match modern {
             true => self.headers.call_headers(
                 &call.name,
-                || call.arguments.as_deref().and_then(arguments_object),
+                || call.arguments.as_ref().and_then(CallArguments::object),
                 call.input_schema.as_ref(),
             ),
             false => Ok(Vec::new()),
@@ -362,13 +392,10 @@ impl Connection {
         let stamp = self.session.stamp().cloned().filter(|_| modern);
         let original = serde_json::value::to_raw_value(&CallParams {
             name: &call.name,
-            arguments: call.arguments.as_deref(),
+            arguments: call.arguments.as_ref(),
             meta: CallMeta {
                 meta: call.meta.as_ref(),
-                member: call
-                    .member
-                    .as_ref()
-                    .map(|(key, value)| (key.as_str(), &**value)),
+                member: call.member.as_ref().map(|(key, value)| (&**key, &**value)),
                 token: &token,
                 stamp: stamp.as_deref(),
             },
@@ -397,7 +424,7 @@ impl Connection {
             request: None,
             waiting: None,
         };
-        let op = self.new_op(Op::Call(Box::new(state)));
+        let op = self.new_op(Op::Call(state));
         self.send_call(op, now);
         self.flush(now);
         op
@@ -573,7 +600,7 @@ impl Connection {
                 call.relisted = true;
                 trace_info!(
                     code = error_code::HEADER_MISMATCH,
-                    tool = call.name.as_str(),
+                    tool = &*call.name,
                     "the server refused the call's Mcp-Param headers as stale: listing the \
                      tools again and retrying the call once"
                 );
@@ -587,7 +614,7 @@ impl Connection {
                     call.switched = true;
                     trace_info!(
                         code = error_code::UNSUPPORTED_PROTOCOL_VERSION,
-                        tool = call.name.as_str(),
+                        tool = &*call.name,
                         protocol_version = version.as_str(),
                         "the server refused the call's revision: retrying the call once \
                              at one it supports"
@@ -621,9 +648,11 @@ impl Connection {
         let Some(call) = self.call_op(op) else { return };
         let (name, schema) = (call.name.clone(), call.input_schema.clone());
         let original = call.original.clone();
-        let headers = self
-            .headers
-            .call_headers(&name, || arguments_of(&original), schema.as_ref());
+        let headers = self.headers.call_headers(
+            &name,
+            || arguments_of(&original).map(std::borrow::Cow::Owned),
+            schema.as_ref(),
+        );
         match headers {
             Ok(headers) => {
                 if let Some(call) = self.call_op(op) {
@@ -781,9 +810,7 @@ fn raw_call(params: Option<serde_json::Value>, timeout: Duration) -> Result<Call
     };
     let arguments = match params.remove("arguments") {
         None | Some(serde_json::Value::Null) => None,
-        Some(arguments @ serde_json::Value::Object(_)) => {
-            Some(serde_json::value::to_raw_value(&arguments).map_err(|e| e.to_string())?)
-        }
+        Some(serde_json::Value::Object(arguments)) => Some(CallArguments::Object(arguments)),
         Some(_) => return Err("tools/call `arguments` must be an object".to_owned()),
     };
     let mut meta = match params.remove("_meta") {
@@ -801,7 +828,7 @@ fn raw_call(params: Option<serde_json::Value>, timeout: Duration) -> Result<Call
         ));
     }
     Ok(CallTool {
-        name,
+        name: name.into(),
         arguments,
         meta,
         member: None,
@@ -906,7 +933,7 @@ fn elicitation_refusal(failure: &Failure) -> Option<Failure> {
 pub(super) struct CallParams<'a> {
     pub(super) name: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) arguments: Option<&'a RawValue>,
+    pub(super) arguments: Option<&'a CallArguments>,
     #[serde(rename = "_meta")]
     pub(super) meta: CallMeta<'a>,
 }
