@@ -596,11 +596,10 @@ impl Client {
             auth.refresh_ahead(pool, log.as_ref()).await;
         }
         let key = self.next_key.fetch_add(1, Ordering::Relaxed);
-        let (reply, mut answer) = reply::slot(on_progress.is_some());
+        let (reply, mut answer) = reply::slot(operation, on_progress.is_some());
         self.commands
             .send(Command::Operation {
                 key,
-                operation,
                 reply,
                 #[cfg(feature = "tracing")]
                 span: tracing::Span::current(),

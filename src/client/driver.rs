@@ -24,8 +24,8 @@ use crate::transport::http::{Frame, HttpLink, HttpPool};
 use crate::transport::stdio::{StdioConfig, StdioLink};
 use crate::transport::{LinkEvent, Secret};
 
-/// Where an operation's progress and outcome go.
-pub(super) type Reply = reply::ReplySender<Result<Outcome, OpError>>;
+/// Where an operation comes from, and where its progress and outcome go.
+pub(super) type Reply = reply::ReplySender<Operation, Result<Outcome, OpError>>;
 
 /// Who waits for the handshake.
 pub(super) type ConnectReply = oneshot::Sender<Result<Connected, OpError>>;
@@ -50,10 +50,10 @@ pub(super) enum Command {
     Start {
         reply: ConnectReply,
     },
+    /// An operation to start, in its reply slot.
     Operation {
         /// The client's name for it, to cancel it by.
         key: u64,
-        operation: Operation,
         reply: Reply,
         #[cfg(feature = "tracing")]
         span: tracing::Span,
@@ -295,11 +295,13 @@ impl Driver {
             }
             Command::Operation {
                 key,
-                operation,
                 reply,
                 #[cfg(feature = "tracing")]
                 span,
             } => {
+                let Some(operation) = reply.take_request() else {
+                    return;
+                };
                 self.prepare_bearer();
                 let connection = &mut self.connection;
                 let op = match operation {
