@@ -138,8 +138,10 @@ pub(super) struct Driver {
     pub(super) shared: Arc<Shared>,
     /// Where the endpoint's era verdict is kept, told of a `-32022` switch.
     pub(super) eras: Option<(EraCache, String)>,
+    /// The operations in flight. A cancellation, which names its operation by the client's
+    /// key, looks for it among them: rarer than an operation, and cheaper than a second map
+    /// kept up to date on every one.
     entries: IdMap<OpId, Entry>,
-    keys: IdMap<u64, OpId>,
     /// Who waits for the handshake.
     connect: Option<ConnectReply>,
     /// Closing has begun; who waits for it to end.
@@ -184,7 +186,6 @@ impl Driver {
             shared,
             eras: None,
             entries: IdMap::default(),
-            keys: IdMap::default(),
             connect: None,
             closing: None,
         }
@@ -318,7 +319,6 @@ impl Driver {
                     } => connection.listen(notifications, max_duration, now),
                     Operation::Ping => connection.ping(now),
                 };
-                self.keys.insert(key, op);
                 self.entries.insert(
                     op,
                     Entry {
@@ -330,7 +330,8 @@ impl Driver {
                 );
             }
             Command::Cancel { key, reason } => {
-                if let Some(op) = self.keys.get(&key).copied() {
+                let op = self.entries.iter().find(|(_, entry)| entry.key == key);
+                if let Some(op) = op.map(|(op, _)| *op) {
                     self.connection.cancel(op, &reason, now);
                 }
             }
@@ -510,7 +511,6 @@ impl Driver {
             }
             Output::Done { op, outcome } => {
                 if let Some(entry) = self.entries.remove(&op) {
-                    self.keys.remove(&entry.key);
                     entry.reply.send(outcome);
                 }
             }

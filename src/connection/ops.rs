@@ -140,13 +140,19 @@ impl serde::Serialize for CallArguments {
 /// A `tools/call` in progress.
 pub(super) struct CallOp {
     name: Arc<str>,
-    /// The params of the first round (with the stamp of the revision spoken then).
-    original: Box<RawValue>,
+    /// The params of the first round (with the stamp of the revision spoken then); `None`
+    /// once sent, for a call of one round.
+    original: Option<Box<RawValue>>,
     stamp: Option<Arc<modern::Stamp>>,
     /// The params of an `input_required` retry.
     retry: Option<Box<RawValue>>,
     headers: Vec<(http::HeaderName, http::HeaderValue)>,
-    token: ProgressToken,
+    /// `None` once sent, for a call of one round.
+    token: Option<ProgressToken>,
+    /// The call has one round: only at a stateless revision is a call sent again (input
+    /// rounds, `-32020`, `-32022`), so at a 2025-era one its params and token go with the
+    /// round rather than copies of them.
+    once: bool,
     deadline: Instant,
     idle_timeout: Option<Duration>,
     max_response_bytes: Option<u64>,
@@ -407,11 +413,12 @@ impl Connection {
         };
         let state = CallOp {
             name: call.name,
-            original,
+            original: Some(original),
             stamp,
             retry: None,
             headers,
-            token,
+            token: Some(token),
+            once: !modern,
             deadline: now + call.timeout,
             idle_timeout: call.idle_timeout,
             max_response_bytes: call.max_response_bytes,
@@ -451,10 +458,19 @@ impl Connection {
     /// Sends the call's next round.
     fn send_call(&mut self, op: OpId, now: Instant) {
         let Some(call) = self.call_op(op) else { return };
+        let (params, progress_token) = match (call.once, &call.retry) {
+            (true, _) => (call.original.take(), call.token.take()),
+            (false, Some(retry)) => (Some(retry.clone()), call.token.clone()),
+            (false, None) => (call.original.clone(), call.token.clone()),
+        };
+        let Some(params) = params else {
+            let error = OpError::Internal("a call of one round was sent twice".to_owned());
+            return self.end(op, Err(error));
+        };
         let options = RequestOptions {
             timeout: call.deadline.saturating_duration_since(now),
             idle_timeout: call.idle_timeout,
-            progress_token: Some(call.token.clone()),
+            progress_token,
         };
         // A raw call's answer is given back as sent: nothing to decode.
         let limits = match (call.raw, call.content_only) {
@@ -464,7 +480,6 @@ impl Connection {
         }
         .with_max_response_bytes(call.max_response_bytes)
         .with_headers(call.headers.clone());
-        let params = call.retry.as_ref().unwrap_or(&call.original).clone();
         let stamped = call.stamp.clone().filter(|_| call.retry.is_none());
         self.send(
             op,
@@ -580,7 +595,7 @@ impl Connection {
         now: Instant,
     ) {
         let Some(call) = self.call_op(op) else { return };
-        match modern::retry_params(Some(&call.original), responses, request_state) {
+        match modern::retry_params(call.original.as_deref(), responses, request_state) {
             Ok(params) => {
                 call.retry = Some(params);
                 self.send_call(op, now);
@@ -650,7 +665,12 @@ impl Connection {
         let original = call.original.clone();
         let headers = self.headers.call_headers(
             &name,
-            || arguments_of(&original).map(std::borrow::Cow::Owned),
+            || {
+                original
+                    .as_deref()
+                    .and_then(arguments_of)
+                    .map(std::borrow::Cow::Owned)
+            },
             schema.as_ref(),
         );
         match headers {
