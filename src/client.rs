@@ -44,7 +44,9 @@ use serde_json::value::RawValue;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
-use crate::connection::{self, CallTool, Connection, ListCacheRef, OpError, Outcome};
+use crate::connection::{
+    self, CallArguments, CallTool, Connection, ListCacheRef, OpError, Outcome,
+};
 use crate::error::Error;
 use crate::exchange::Exchange;
 use crate::mcp::{CallToolResult, InitializeResult, JsonObject, ProtocolVersion, Tool};
@@ -460,33 +462,49 @@ impl Client {
         arguments: Option<JsonObject>,
         options: CallOptions,
     ) -> Result<CallToolResult, Error> {
-        self.call_tool_with(name, arguments.as_ref(), None::<(&str, &())>, options)
-            .await
+        // The arguments are moved in and written once, straight into the call's params.
+        let arguments = arguments.map(CallArguments::Object);
+        self.call(name.into(), arguments, None, options).await
     }
 
     /// [`call_tool`](Self::call_tool) with borrowed arguments (the binding layer's, which
     /// it keeps) and one more `_meta` member, written after those of `options.meta` (it
-    /// replaces one of the same name): the binding layer's caller identity.
+    /// replaces one of the same name): the binding layer's caller identity. The name and the
+    /// member's key are shared, not copied per call.
+    #[cfg(feature = "bindings")]
     pub(crate) async fn call_tool_with<M: serde::Serialize + ?Sized>(
         &self,
-        name: &str,
+        name: Arc<str>,
         arguments: Option<&JsonObject>,
-        member: Option<(&str, &M)>,
-        mut options: CallOptions,
+        member: Option<(Arc<str>, &M)>,
+        options: CallOptions,
     ) -> Result<CallToolResult, Error> {
         let arguments = arguments
             .map(serde_json::value::to_raw_value)
             .transpose()
-            .map_err(Error::internal)?;
+            .map_err(Error::internal)?
+            .map(CallArguments::Raw);
         let member = match member {
             Some((key, value)) => Some((
-                key.to_owned(),
+                key,
                 serde_json::value::to_raw_value(value).map_err(Error::internal)?,
             )),
             None => None,
         };
+        self.call(name, arguments, member, options).await
+    }
+
+    /// Carries out a call made by [`call_tool`](Self::call_tool) or
+    /// [`call_tool_with`](Self::call_tool_with).
+    async fn call(
+        &self,
+        name: Arc<str>,
+        arguments: Option<CallArguments>,
+        member: Option<(Arc<str>, Box<RawValue>)>,
+        mut options: CallOptions,
+    ) -> Result<CallToolResult, Error> {
         let call = CallTool {
-            name: name.to_owned(),
+            name,
             arguments,
             meta: options.meta.take(),
             member,
@@ -500,7 +518,7 @@ impl Client {
         };
         let outcome = self
             .operate(
-                Operation::CallTool(Box::new(call)),
+                Operation::CallTool(call),
                 options.on_progress.as_mut(),
                 options.cancel.take(),
             )
@@ -590,11 +608,10 @@ impl Client {
             auth.refresh_ahead(pool, log.as_ref()).await;
         }
         let key = self.next_key.fetch_add(1, Ordering::Relaxed);
-        let (reply, mut answer) = reply::slot(on_progress.is_some());
+        let (reply, mut answer) = reply::slot(operation, on_progress.is_some());
         self.commands
             .send(Command::Operation {
                 key,
-                operation,
                 reply,
                 #[cfg(feature = "tracing")]
                 span: tracing::Span::current(),

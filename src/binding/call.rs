@@ -313,6 +313,8 @@ struct Prepared {
     /// `binding.input_schema`, shared with every call's options (for its `Mcp-Param-*`
     /// headers) rather than copied into each.
     input_schema: Arc<Value>,
+    /// `binding.mcp_tool`, shared with every call rather than copied into each.
+    mcp_tool: Arc<str>,
     /// What tells this binding's OAuth from another's (its server URL and `auth` object),
     /// for [`Caller::auth`]; `None` without `auth`.
     auth_key: Option<String>,
@@ -379,7 +381,8 @@ pub struct Caller {
     bindings: HashMap<String, Prepared>,
     tokens: Arc<dyn TokenSource>,
     wire_log: Option<WireLog>,
-    scope_key: String,
+    /// Shared with every call rather than copied into each.
+    scope_key: Arc<str>,
     /// One OAuth per distinct server URL and `auth` object, made on its first call and kept
     /// so its tokens serve every later call.
     oauth: Mutex<HashMap<String, Arc<OAuth>>>,
@@ -499,6 +502,7 @@ impl Caller {
                 binding.name.clone(),
                 Prepared {
                     input_schema: Arc::new(binding.input_schema.clone()),
+                    mcp_tool: binding.mcp_tool.as_str().into(),
                     auth_key: match &binding.server {
                         Server::Http {
                             url,
@@ -521,7 +525,7 @@ impl Caller {
             bindings: prepared,
             tokens,
             wire_log: None,
-            scope_key: DEFAULT_SCOPE_KEY.to_owned(),
+            scope_key: DEFAULT_SCOPE_KEY.into(),
             oauth: Mutex::new(HashMap::new()),
             era_cache: EraCache::new(),
             list_cache: ListCache::new(),
@@ -548,7 +552,7 @@ impl Caller {
         if !valid {
             return Err(ScopeKeyError(key.to_owned()));
         }
-        self.scope_key = key.to_owned();
+        self.scope_key = key.into();
         Ok(())
     }
 
@@ -739,9 +743,9 @@ impl Caller {
         };
         let outcome = client
             .call_tool_with(
-                &binding.mcp_tool,
+                prepared.mcp_tool.clone(),
                 Some(arguments),
-                Some((&*self.scope_key, &scope)),
+                Some((self.scope_key.clone(), &scope)),
                 options,
             )
             .await;

@@ -24,8 +24,8 @@ use crate::transport::http::{Frame, HttpLink, HttpPool};
 use crate::transport::stdio::{StdioConfig, StdioLink};
 use crate::transport::{LinkEvent, Secret};
 
-/// Where an operation's progress and outcome go.
-pub(super) type Reply = reply::ReplySender<Result<Outcome, OpError>>;
+/// Where an operation comes from, and where its progress and outcome go.
+pub(super) type Reply = reply::ReplySender<Operation, Result<Outcome, OpError>>;
 
 /// Who waits for the handshake.
 pub(super) type ConnectReply = oneshot::Sender<Result<Connected, OpError>>;
@@ -33,7 +33,7 @@ pub(super) type ConnectReply = oneshot::Sender<Result<Connected, OpError>>;
 /// An operation a client asks its driver to start.
 pub(super) enum Operation {
     ListTools,
-    CallTool(Box<CallTool>),
+    CallTool(CallTool),
     Raw {
         method: String,
         params: Option<serde_json::Value>,
@@ -50,10 +50,10 @@ pub(super) enum Command {
     Start {
         reply: ConnectReply,
     },
+    /// An operation to start, in its reply slot.
     Operation {
         /// The client's name for it, to cancel it by.
         key: u64,
-        operation: Operation,
         reply: Reply,
         #[cfg(feature = "tracing")]
         span: tracing::Span,
@@ -138,8 +138,10 @@ pub(super) struct Driver {
     pub(super) shared: Arc<Shared>,
     /// Where the endpoint's era verdict is kept, told of a `-32022` switch.
     pub(super) eras: Option<(EraCache, String)>,
+    /// The operations in flight. A cancellation, which names its operation by the client's
+    /// key, looks for it among them: rarer than an operation, and cheaper than a second map
+    /// kept up to date on every one.
     entries: IdMap<OpId, Entry>,
-    keys: IdMap<u64, OpId>,
     /// Who waits for the handshake.
     connect: Option<ConnectReply>,
     /// Closing has begun; who waits for it to end.
@@ -184,7 +186,6 @@ impl Driver {
             shared,
             eras: None,
             entries: IdMap::default(),
-            keys: IdMap::default(),
             connect: None,
             closing: None,
         }
@@ -295,16 +296,18 @@ impl Driver {
             }
             Command::Operation {
                 key,
-                operation,
                 reply,
                 #[cfg(feature = "tracing")]
                 span,
             } => {
+                let Some(operation) = reply.take_request() else {
+                    return;
+                };
                 self.prepare_bearer();
                 let connection = &mut self.connection;
                 let op = match operation {
                     Operation::ListTools => connection.list_tools(now),
-                    Operation::CallTool(call) => connection.call_tool(*call, now),
+                    Operation::CallTool(call) => connection.call_tool(call, now),
                     Operation::Raw {
                         method,
                         params,
@@ -316,7 +319,6 @@ impl Driver {
                     } => connection.listen(notifications, max_duration, now),
                     Operation::Ping => connection.ping(now),
                 };
-                self.keys.insert(key, op);
                 self.entries.insert(
                     op,
                     Entry {
@@ -328,7 +330,8 @@ impl Driver {
                 );
             }
             Command::Cancel { key, reason } => {
-                if let Some(op) = self.keys.get(&key).copied() {
+                let op = self.entries.iter().find(|(_, entry)| entry.key == key);
+                if let Some(op) = op.map(|(op, _)| *op) {
                     self.connection.cancel(op, &reason, now);
                 }
             }
@@ -525,7 +528,6 @@ impl Driver {
             }
             Output::Done { op, outcome } => {
                 if let Some(entry) = self.entries.remove(&op) {
-                    self.keys.remove(&entry.key);
                     entry.reply.send(outcome);
                 }
             }

@@ -1,9 +1,9 @@
-//! One request's way back from the client's driver to the call waiting for it: the progress
-//! reported on the request, in order, then its answer.
+//! One request's way to the client's driver and back to the call waiting for it: the request
+//! itself, then the progress reported on it, in order, then its answer.
 //!
-//! One shared slot per request, where a channel for the progress and another for the answer
-//! would each allocate and synchronize on their own: a call makes one of these, and the
-//! driver fills it.
+//! One shared slot per request, where a box for the request, a channel for the progress and
+//! another for the answer would each allocate and synchronize on their own: a call makes one
+//! of these with its request in it, the driver takes the request out and fills the slot.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -15,11 +15,12 @@ use crate::mcp::ProgressNotificationParams;
 /// dropped (later progress supersedes earlier anyway).
 const MAX_WAITING_PROGRESS: usize = 1024;
 
-/// A new slot: the driver's end and the caller's. `progress`: whether the caller reads
-/// progress (when not, the driver's progress is dropped at once).
-pub(super) fn slot<A>(progress: bool) -> (ReplySender<A>, ReplyReceiver<A>) {
+/// A new slot holding `request`: the driver's end and the caller's. `progress`: whether the
+/// caller reads progress (when not, the driver's progress is dropped at once).
+pub(super) fn slot<Q, A>(request: Q, progress: bool) -> (ReplySender<Q, A>, ReplyReceiver<Q, A>) {
     let slot = Arc::new(Slot {
         state: Mutex::new(State {
+            request: Some(request),
             progress: VecDeque::new(),
             answer: None,
             closed: false,
@@ -30,12 +31,14 @@ pub(super) fn slot<A>(progress: bool) -> (ReplySender<A>, ReplyReceiver<A>) {
     (ReplySender { slot: slot.clone() }, ReplyReceiver { slot })
 }
 
-struct Slot<A> {
-    state: Mutex<State<A>>,
+struct Slot<Q, A> {
+    state: Mutex<State<Q, A>>,
     progress: bool,
 }
 
-struct State<A> {
+struct State<Q, A> {
+    /// The request, until the driver takes it.
+    request: Option<Q>,
     progress: VecDeque<ProgressNotificationParams>,
     answer: Option<A>,
     /// The sender is gone: no answer will come unless one is there.
@@ -43,8 +46,8 @@ struct State<A> {
     waker: Option<Waker>,
 }
 
-impl<A> Slot<A> {
-    fn lock(&self) -> MutexGuard<'_, State<A>> {
+impl<Q, A> Slot<Q, A> {
+    fn lock(&self) -> MutexGuard<'_, State<Q, A>> {
         // Nothing panics while holding it; a poisoned slot is still a slot.
         self.state
             .lock()
@@ -53,11 +56,16 @@ impl<A> Slot<A> {
 }
 
 /// The driver's end of a slot. Dropped without an answer, the caller sees the slot closed.
-pub(super) struct ReplySender<A> {
-    slot: Arc<Slot<A>>,
+pub(super) struct ReplySender<Q, A> {
+    slot: Arc<Slot<Q, A>>,
 }
 
-impl<A> ReplySender<A> {
+impl<Q, A> ReplySender<Q, A> {
+    /// The request, taken out (`None` once taken).
+    pub(super) fn take_request(&self) -> Option<Q> {
+        self.slot.lock().request.take()
+    }
+
     /// Leaves a progress notification for the caller, if it reads them and has room.
     pub(super) fn progress(&self, params: ProgressNotificationParams) {
         if !self.slot.progress {
@@ -90,7 +98,7 @@ impl<A> ReplySender<A> {
     }
 }
 
-impl<A> Drop for ReplySender<A> {
+impl<Q, A> Drop for ReplySender<Q, A> {
     fn drop(&mut self) {
         let waker = {
             let mut state = self.slot.lock();
@@ -111,11 +119,11 @@ pub(super) enum Delivered<A> {
 }
 
 /// The caller's end of a slot.
-pub(super) struct ReplyReceiver<A> {
-    slot: Arc<Slot<A>>,
+pub(super) struct ReplyReceiver<Q, A> {
+    slot: Arc<Slot<Q, A>>,
 }
 
-impl<A> ReplyReceiver<A> {
+impl<Q, A> ReplyReceiver<Q, A> {
     /// The next progress notification, or, once none is waiting, the answer. Progress first,
     /// so all of it is delivered before the answer that follows it.
     pub(super) fn poll_next(&mut self, cx: &Context<'_>) -> Poll<Delivered<A>> {
@@ -136,7 +144,7 @@ impl<A> ReplyReceiver<A> {
         std::future::poll_fn(|cx| self.poll_answer(cx)).await
     }
 
-    fn poll_answer_locked(state: &mut State<A>, cx: &Context<'_>) -> Poll<Option<A>> {
+    fn poll_answer_locked(state: &mut State<Q, A>, cx: &Context<'_>) -> Poll<Option<A>> {
         if let Some(answer) = state.answer.take() {
             return Poll::Ready(Some(answer));
         }
@@ -183,10 +191,17 @@ mod tests {
     }
 
     #[test]
+    fn the_request_is_taken_once() {
+        let (tx, _rx) = slot::<u8, u32>(5, false);
+        assert_eq!(tx.take_request(), Some(5));
+        assert_eq!(tx.take_request(), None);
+    }
+
+    #[test]
     fn progress_comes_before_the_answer_and_wakes_the_caller() {
         let (count, waker) = counting();
         let cx = Context::from_waker(&waker);
-        let (tx, mut rx) = slot::<u32>(true);
+        let (tx, mut rx) = slot::<(), u32>((), true);
         assert!(rx.poll_next(&cx).is_pending());
         tx.progress(progress(1.0));
         tx.progress(progress(2.0));
@@ -208,7 +223,7 @@ mod tests {
     fn a_dropped_sender_closes_the_slot_and_unread_progress_is_dropped() {
         let (count, waker) = counting();
         let cx = Context::from_waker(&waker);
-        let (tx, mut rx) = slot::<u32>(false);
+        let (tx, mut rx) = slot::<(), u32>((), false);
         tx.progress(progress(1.0));
         assert!(rx.poll_answer(&cx).is_pending());
         drop(tx);
@@ -219,7 +234,7 @@ mod tests {
 
     #[test]
     fn a_slow_caller_keeps_at_most_the_limit() {
-        let (tx, mut rx) = slot::<u32>(true);
+        let (tx, mut rx) = slot::<(), u32>((), true);
         for n in 0..MAX_WAITING_PROGRESS + 10 {
             tx.progress(progress(n as f64));
         }

@@ -2,6 +2,7 @@
 //! declarations of the last listing, or of the `input_schema` the caller gave for a tool not
 //! listed (`2026-07-28/basic/transports/streamable-http.mdx`, the standard headers).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -41,10 +42,10 @@ impl HeaderBook {
 
     /// `Mcp-Name` and the `Mcp-Param-*` headers of a call to `name` with `arguments` (read
     /// only when the tool declares any).
-    pub(crate) fn call_headers(
+    pub(crate) fn call_headers<'a>(
         &mut self,
         name: &str,
-        arguments: impl FnOnce() -> Option<JsonObject>,
+        arguments: impl FnOnce() -> Option<Cow<'a, JsonObject>>,
         input_schema: Option<&Arc<serde_json::Value>>,
     ) -> Result<Vec<(HeaderName, HeaderValue)>, OpError> {
         let mut headers: Vec<_> = self.name_header(name).into_iter().collect();

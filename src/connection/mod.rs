@@ -60,7 +60,7 @@ use crate::session::{
 
 pub(crate) use headers::HeaderBook;
 pub use ops::ListCache;
-pub(crate) use ops::{CallTool, ListCacheRef};
+pub(crate) use ops::{CallArguments, CallTool, ListCacheRef};
 
 /// Names an operation started on a [`Connection`]; its progress and its end carry it.
 pub(crate) type OpId = u64;
@@ -222,6 +222,7 @@ pub(crate) struct Connected {
 /// A request in flight and the operation it serves.
 struct Pending {
     op: OpId,
+    /// How the request is sent: taken when it is.
     limits: SendOptions,
 }
 
@@ -431,8 +432,10 @@ impl Connection {
     /// When the connection must be woken up next.
     pub(crate) fn poll_timeout(&self) -> Option<Instant> {
         let session = self.session.poll_timeout();
-        let link = self.exchange_ref().and_then(Exchange::poll_timeout);
-        session.into_iter().chain(link).min()
+        match self.exchange_ref().and_then(Exchange::poll_timeout) {
+            Some(link) => Some(session.map_or(link, |session| session.min(link))),
+            None => session,
+        }
     }
 
     /// The time has come for [`poll_timeout`](Self::poll_timeout)'s deadline.
@@ -641,9 +644,12 @@ impl Connection {
                 busy = true;
                 self.on_exchange_output(output, now);
             }
-            for (op, listed) in std::mem::take(&mut self.relisted) {
-                busy = true;
-                self.resume_after_relist(op, listed, now);
+            // Taken only when there is something: this runs on every frame.
+            if !self.relisted.is_empty() {
+                for (op, listed) in std::mem::take(&mut self.relisted) {
+                    busy = true;
+                    self.resume_after_relist(op, listed, now);
+                }
             }
             if !busy {
                 return;
@@ -684,8 +690,9 @@ impl Connection {
             session::Output::Transmit(transmit) => {
                 let id = transmit.request_id();
                 let handshake = id.is_some() && id == self.session.initialize_id();
-                let limits = match id.and_then(|id| self.requests.get(id)) {
-                    Some(pending) => pending.limits.clone(),
+                let limits = match id.and_then(|id| self.requests.get_mut(id)) {
+                    // A request is transmitted once: its options go with it.
+                    Some(pending) => std::mem::take(&mut pending.limits),
                     // The probe's answer is read raw: it may be any result or error.
                     None if handshake && self.session.probe_version().is_some() => {
                         SendOptions::default()

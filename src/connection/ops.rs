@@ -23,7 +23,7 @@ use crate::session::{Delivery, Failure, FailureKind, Payload, RequestError, Requ
 /// An operation in progress.
 pub(super) enum Op {
     List(ListOp),
-    Call(Box<CallOp>),
+    Call(CallOp),
     Single { request: Option<Id>, kind: Single },
 }
 
@@ -82,15 +82,15 @@ pub(super) struct ListOp {
 /// A call the host asks for.
 #[derive(Debug)]
 pub(crate) struct CallTool {
-    /// The tool's name on the server.
-    pub(crate) name: String,
-    /// Its arguments, a JSON object as written.
-    pub(crate) arguments: Option<Box<RawValue>>,
+    /// The tool's name on the server (shared: a binding names its tool once, not per call).
+    pub(crate) name: Arc<str>,
+    /// Its arguments, a JSON object.
+    pub(crate) arguments: Option<CallArguments>,
     /// The caller's `_meta` members.
     pub(crate) meta: Option<JsonObject>,
     /// One more `_meta` member, written after the caller's (it replaces one of the same name):
     /// the binding layer's caller identity.
-    pub(crate) member: Option<(String, Box<RawValue>)>,
+    pub(crate) member: Option<(Arc<str>, Box<RawValue>)>,
     /// The progress token; one is made when `None`.
     pub(crate) progress_token: Option<ProgressToken>,
     /// The whole call's deadline, every round included.
@@ -107,16 +107,52 @@ pub(crate) struct CallTool {
     pub(crate) raw: bool,
 }
 
+/// A call's arguments, a JSON object: the caller's own, moved in and written once into the
+/// call's params, or written already by a caller that keeps its object (the binding layer).
+#[derive(Debug)]
+pub(crate) enum CallArguments {
+    /// The object itself.
+    Object(JsonObject),
+    /// The object as written.
+    #[cfg_attr(not(any(feature = "bindings", test)), allow(dead_code))]
+    Raw(Box<RawValue>),
+}
+
+impl CallArguments {
+    /// The arguments as an object, for the `Mcp-Param-*` headers (read again when written).
+    fn object(&self) -> Option<std::borrow::Cow<'_, JsonObject>> {
+        match self {
+            CallArguments::Object(object) => Some(std::borrow::Cow::Borrowed(object)),
+            CallArguments::Raw(raw) => arguments_object(raw).map(std::borrow::Cow::Owned),
+        }
+    }
+}
+
+impl serde::Serialize for CallArguments {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            CallArguments::Object(object) => object.serialize(serializer),
+            CallArguments::Raw(raw) => raw.serialize(serializer),
+        }
+    }
+}
+
 /// A `tools/call` in progress.
 pub(super) struct CallOp {
-    name: String,
-    /// The params of the first round (with the stamp of the revision spoken then).
-    original: Box<RawValue>,
+    name: Arc<str>,
+    /// The params of the first round (with the stamp of the revision spoken then); `None`
+    /// once sent, for a call of one round.
+    original: Option<Box<RawValue>>,
     stamp: Option<Arc<modern::Stamp>>,
     /// The params of an `input_required` retry.
     retry: Option<Box<RawValue>>,
     headers: Vec<(http::HeaderName, http::HeaderValue)>,
-    token: ProgressToken,
+    /// `None` once sent, for a call of one round.
+    token: Option<ProgressToken>,
+    /// The call has one round: only at a stateless revision is a call sent again (input
+    /// rounds, `-32020`, `-32022`), so at a 2025-era one its params and token go with the
+    /// round rather than copies of them.
+    once: bool,
     deadline: Instant,
     idle_timeout: Option<Duration>,
     max_response_bytes: Option<u64>,
@@ -355,7 +391,7 @@ impl Connection {
         let headers = match modern {
             true => self.headers.call_headers(
                 &call.name,
-                || call.arguments.as_deref().and_then(arguments_object),
+                || call.arguments.as_ref().and_then(CallArguments::object),
                 call.input_schema.as_ref(),
             ),
             false => Ok(Vec::new()),
@@ -365,13 +401,10 @@ impl Connection {
         let stamp = self.session.stamp().cloned().filter(|_| modern);
         let original = serde_json::value::to_raw_value(&CallParams {
             name: &call.name,
-            arguments: call.arguments.as_deref(),
+            arguments: call.arguments.as_ref(),
             meta: CallMeta {
                 meta: call.meta.as_ref(),
-                member: call
-                    .member
-                    .as_ref()
-                    .map(|(key, value)| (key.as_str(), &**value)),
+                member: call.member.as_ref().map(|(key, value)| (&**key, &**value)),
                 token: &token,
                 stamp: stamp.as_deref(),
             },
@@ -383,11 +416,12 @@ impl Connection {
         };
         let state = CallOp {
             name: call.name,
-            original,
+            original: Some(original),
             stamp,
             retry: None,
             headers,
-            token,
+            token: Some(token),
+            once: !modern,
             deadline: now + call.timeout,
             idle_timeout: call.idle_timeout,
             max_response_bytes: call.max_response_bytes,
@@ -400,7 +434,7 @@ impl Connection {
             request: None,
             waiting: None,
         };
-        let op = self.new_op(Op::Call(Box::new(state)));
+        let op = self.new_op(Op::Call(state));
         self.send_call(op, now);
         self.flush(now);
         op
@@ -427,10 +461,19 @@ impl Connection {
     /// Sends the call's next round.
     fn send_call(&mut self, op: OpId, now: Instant) {
         let Some(call) = self.call_op(op) else { return };
+        let (params, progress_token) = match (call.once, &call.retry) {
+            (true, _) => (call.original.take(), call.token.take()),
+            (false, Some(retry)) => (Some(retry.clone()), call.token.clone()),
+            (false, None) => (call.original.clone(), call.token.clone()),
+        };
+        let Some(params) = params else {
+            let error = OpError::Internal("a call of one round was sent twice".to_owned());
+            return self.end(op, Err(error));
+        };
         let options = RequestOptions {
             timeout: call.deadline.saturating_duration_since(now),
             idle_timeout: call.idle_timeout,
-            progress_token: Some(call.token.clone()),
+            progress_token,
         };
         // A raw call's answer is given back as sent: nothing to decode.
         let limits = match (call.raw, call.content_only) {
@@ -440,7 +483,6 @@ impl Connection {
         }
         .with_max_response_bytes(call.max_response_bytes)
         .with_headers(call.headers.clone());
-        let params = call.retry.as_ref().unwrap_or(&call.original).clone();
         let stamped = call.stamp.clone().filter(|_| call.retry.is_none());
         self.send(
             op,
@@ -556,7 +598,7 @@ impl Connection {
         now: Instant,
     ) {
         let Some(call) = self.call_op(op) else { return };
-        match modern::retry_params(Some(&call.original), responses, request_state) {
+        match modern::retry_params(call.original.as_deref(), responses, request_state) {
             Ok(params) => {
                 call.retry = Some(params);
                 self.send_call(op, now);
@@ -576,7 +618,7 @@ impl Connection {
                 call.relisted = true;
                 trace_info!(
                     code = error_code::HEADER_MISMATCH,
-                    tool = call.name.as_str(),
+                    tool = &*call.name,
                     "the server refused the call's Mcp-Param headers as stale: listing the \
                      tools again and retrying the call once"
                 );
@@ -590,7 +632,7 @@ impl Connection {
                     call.switched = true;
                     trace_info!(
                         code = error_code::UNSUPPORTED_PROTOCOL_VERSION,
-                        tool = call.name.as_str(),
+                        tool = &*call.name,
                         protocol_version = version.as_str(),
                         "the server refused the call's revision: retrying the call once \
                              at one it supports"
@@ -624,9 +666,16 @@ impl Connection {
         let Some(call) = self.call_op(op) else { return };
         let (name, schema) = (call.name.clone(), call.input_schema.clone());
         let original = call.original.clone();
-        let headers = self
-            .headers
-            .call_headers(&name, || arguments_of(&original), schema.as_ref());
+        let headers = self.headers.call_headers(
+            &name,
+            || {
+                original
+                    .as_deref()
+                    .and_then(arguments_of)
+                    .map(std::borrow::Cow::Owned)
+            },
+            schema.as_ref(),
+        );
         match headers {
             Ok(headers) => {
                 if let Some(call) = self.call_op(op) {
@@ -784,9 +833,7 @@ fn raw_call(params: Option<serde_json::Value>, timeout: Duration) -> Result<Call
     };
     let arguments = match params.remove("arguments") {
         None | Some(serde_json::Value::Null) => None,
-        Some(arguments @ serde_json::Value::Object(_)) => {
-            Some(serde_json::value::to_raw_value(&arguments).map_err(|e| e.to_string())?)
-        }
+        Some(serde_json::Value::Object(arguments)) => Some(CallArguments::Object(arguments)),
         Some(_) => return Err("tools/call `arguments` must be an object".to_owned()),
     };
     let mut meta = match params.remove("_meta") {
@@ -804,7 +851,7 @@ fn raw_call(params: Option<serde_json::Value>, timeout: Duration) -> Result<Call
         ));
     }
     Ok(CallTool {
-        name,
+        name: name.into(),
         arguments,
         meta,
         member: None,
@@ -909,7 +956,7 @@ fn elicitation_refusal(failure: &Failure) -> Option<Failure> {
 pub(super) struct CallParams<'a> {
     pub(super) name: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) arguments: Option<&'a RawValue>,
+    pub(super) arguments: Option<&'a CallArguments>,
     #[serde(rename = "_meta")]
     pub(super) meta: CallMeta<'a>,
 }

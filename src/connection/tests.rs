@@ -299,8 +299,10 @@ impl Pair {
 
     fn call(&mut self, name: &str, arguments: Value) -> OpId {
         let call = CallTool {
-            name: name.to_owned(),
-            arguments: serde_json::value::to_raw_value(&arguments).ok(),
+            name: name.into(),
+            arguments: serde_json::value::to_raw_value(&arguments)
+                .ok()
+                .map(CallArguments::Raw),
             meta: None,
             member: None,
             progress_token: None,
@@ -709,7 +711,7 @@ fn a_call_ends_at_its_deadline_on_the_fake_clock_and_cancel_ends_it_at_once() {
     );
     let start = pair.now;
     let call = CallTool {
-        name: "slow".to_owned(),
+        name: "slow".into(),
         arguments: None,
         meta: None,
         member: None,
@@ -747,14 +749,16 @@ fn a_call_member_goes_after_the_callers_and_replaces_one_of_its_name() {
             capabilities: crate::mcp::ClientCapabilities::default(),
             client_info: crate::mcp::Implementation::new("mcpwire", "1"),
         });
-        let arguments = serde_json::value::to_raw_value(&json!({"q": 1})).ok();
+        let arguments = serde_json::value::to_raw_value(&json!({"q": 1}))
+            .ok()
+            .map(CallArguments::Raw);
         let member = member.map(|(k, v)| (k, serde_json::value::to_raw_value(v).ok()));
         let member = member
             .as_ref()
             .and_then(|(k, v)| Some((*k, &**v.as_ref()?)));
         let params = ops::CallParams {
             name: "t",
-            arguments: arguments.as_deref(),
+            arguments: arguments.as_ref(),
             meta: ops::CallMeta {
                 meta: meta.as_ref(),
                 member,

@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 
 use http::{HeaderMap, HeaderValue, StatusCode};
 
-use crate::connection::{CallTool, Connection, Frame, Limits, OpError, OpId, Outcome, Output};
+use crate::connection::{
+    CallArguments, CallTool, Connection, Frame, Limits, OpError, OpId, Outcome, Output,
+};
 use crate::exchange::{Exchange, HttpConfig, HttpRequest, StreamId, TransportError};
 use crate::jsonrpc::{self, Message};
 use crate::mcp::JsonObject;
@@ -183,8 +185,11 @@ impl Harness {
             let list = self.connection.list_tools(self.now);
             self.until_done("listing", list);
             let call = CallTool {
-                name: "t".to_owned(),
-                arguments: serde_json::value::to_raw_value(&serde_json::json!({"q": "x"})).ok(),
+                name: "t".into(),
+                arguments: serde_json::json!({"q": "x"})
+                    .as_object()
+                    .cloned()
+                    .map(CallArguments::Object),
                 meta: None,
                 member: None,
                 progress_token: None,

@@ -411,7 +411,7 @@ impl Harness {
 
         // The call, as `Client::call_tool` makes it.
         let call = CallTool {
-            name: "echo".to_owned(),
+            name: "echo".into(),
             arguments: None,
             meta: None,
             member: None,
