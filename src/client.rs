@@ -624,8 +624,13 @@ impl Client {
             key,
             armed: true,
         };
-        let cancel = cancel.unwrap_or_default();
-        let mut cancelled = std::pin::pin!(cancel.cancelled());
+        // Without a token only dropping this future cancels: no token is made to watch.
+        let mut cancelled = std::pin::pin!(async {
+            match &cancel {
+                Some(cancel) => cancel.cancelled().await,
+                None => std::future::pending().await,
+            }
+        });
         let outcome = loop {
             let wake = std::future::poll_fn(|cx| {
                 if let Poll::Ready(delivered) = answer.poll_next(cx) {

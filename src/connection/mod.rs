@@ -37,6 +37,7 @@ mod ops;
 #[cfg(test)]
 mod tests;
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -242,8 +243,6 @@ pub(crate) struct Connection {
     /// How many of `secrets` were given at the start (the rest are tokens sent since).
     fixed_secrets: usize,
     lists: Option<ListCacheRef>,
-    /// The stateless revisions a `-32022` may switch to.
-    modern_versions: Vec<ProtocolVersion>,
     /// Calls whose `-32020` relisting is over, to go on (or fail) in this turn.
     relisted: Vec<(OpId, Result<(), OpError>)>,
     /// The handshake is done (or failed).
@@ -274,7 +273,6 @@ impl Connection {
     fn with(config: session::Config, link: Link, limits: Limits, secrets: Vec<Secret>) -> Self {
         let fixed_secrets = secrets.len();
         Connection {
-            modern_versions: config.modern_versions.clone(),
             relisted: Vec::new(),
             session: Session::new(config),
             link,
@@ -535,7 +533,7 @@ impl Connection {
     fn single(
         &mut self,
         op: ops::Op,
-        method: &str,
+        method: Cow<'static, str>,
         params: Option<Box<RawValue>>,
         options: RequestOptions,
         limits: SendOptions,
@@ -554,12 +552,13 @@ impl Connection {
         id
     }
 
-    /// Queues a request of operation `op`; a refusal ends the operation.
+    /// Queues a request of operation `op`; a refusal ends the operation. The method is one of
+    /// `methods::*` (borrowed), or a raw request's own.
     #[allow(clippy::too_many_arguments)]
     fn send(
         &mut self,
         op: OpId,
-        method: &str,
+        method: Cow<'static, str>,
         params: Option<Box<RawValue>>,
         stamped: Option<&Arc<crate::mcp::modern::Stamp>>,
         options: RequestOptions,

@@ -2,6 +2,7 @@
 //! by page, calling a tool through its rounds, and the one-request operations (ping, listen,
 //! a raw request).
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -120,10 +121,10 @@ pub(crate) enum CallArguments {
 
 impl CallArguments {
     /// The arguments as an object, for the `Mcp-Param-*` headers (read again when written).
-    fn object(&self) -> Option<std::borrow::Cow<'_, JsonObject>> {
+    fn object(&self) -> Option<Cow<'_, JsonObject>> {
         match self {
-            CallArguments::Object(object) => Some(std::borrow::Cow::Borrowed(object)),
-            CallArguments::Raw(raw) => arguments_object(raw).map(std::borrow::Cow::Owned),
+            CallArguments::Object(object) => Some(Cow::Borrowed(object)),
+            CallArguments::Raw(raw) => arguments_object(raw).map(Cow::Owned),
         }
     }
 }
@@ -250,7 +251,7 @@ impl Connection {
         let limits = SendOptions::decoding::<ListToolsResult>();
         self.send(
             op,
-            methods::TOOLS_LIST,
+            Cow::Borrowed(methods::TOOLS_LIST),
             Some(params),
             None,
             options,
@@ -486,7 +487,7 @@ impl Connection {
         let stamped = call.stamp.clone().filter(|_| call.retry.is_none());
         self.send(
             op,
-            methods::TOOLS_CALL,
+            Cow::Borrowed(methods::TOOLS_CALL),
             Some(params),
             stamped.as_ref(),
             options,
@@ -609,7 +610,7 @@ impl Connection {
 
     /// A stateless revision's refusals that a call may get past once.
     fn on_call_refused(&mut self, op: OpId, failure: Failure, now: Instant) {
-        let supported = modern::supported_in_error(failure.data(), &self.modern_versions);
+        let supported = modern::supported_in_error(failure.data(), self.session.modern_versions());
         let Some(call) = self.call_op(op) else { return };
         match failure.kind {
             FailureKind::ServerError {
@@ -668,12 +669,7 @@ impl Connection {
         let original = call.original.clone();
         let headers = self.headers.call_headers(
             &name,
-            || {
-                original
-                    .as_deref()
-                    .and_then(arguments_of)
-                    .map(std::borrow::Cow::Owned)
-            },
+            || original.as_deref().and_then(arguments_of).map(Cow::Owned),
             schema.as_ref(),
         );
         match headers {
@@ -697,7 +693,7 @@ impl Connection {
         };
         self.single(
             op,
-            methods::PING,
+            Cow::Borrowed(methods::PING),
             None,
             options,
             SendOptions::default(),
@@ -732,7 +728,7 @@ impl Connection {
         }))
         .ok();
         let options = RequestOptions::with_timeout(max_duration);
-        let method = methods::SUBSCRIPTIONS_LISTEN;
+        let method = Cow::Borrowed(methods::SUBSCRIPTIONS_LISTEN);
         self.single(op, method, params, options, SendOptions::default(), now)
     }
 
@@ -779,6 +775,7 @@ impl Connection {
         };
         let limits = SendOptions::default().with_headers(headers);
         let options = RequestOptions::with_timeout(timeout);
+        let method = Cow::Owned(method.to_owned());
         self.single(op, method, params, options, limits, now)
     }
 

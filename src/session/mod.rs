@@ -47,6 +47,7 @@ mod tests;
 
 use crate::idmap::IdMap;
 use std::any::Any;
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -296,7 +297,8 @@ pub(crate) enum Phase {
 /// A request in flight.
 #[derive(Debug)]
 struct Pending {
-    method: String,
+    /// The request is a `tools/call` (what an `elicitation/create` ends).
+    call: bool,
     delivery: Delivery,
     deadline: Instant,
     idle: Option<(Duration, Instant)>,
@@ -451,7 +453,7 @@ impl Session {
         );
         let params = serde_json::value::to_raw_value(&params).ok();
         let id = self.enqueue_request(
-            methods::INITIALIZE,
+            Cow::Borrowed(methods::INITIALIZE),
             params,
             RequestOptions::with_timeout(self.config.initialize_timeout),
             now,
@@ -471,7 +473,7 @@ impl Session {
     fn send_probe(&mut self, version: ProtocolVersion, corrected: bool, now: Instant) {
         let params = self.envelope_at(version).stamp(None).ok();
         let id = self.enqueue_request(
-            methods::SERVER_DISCOVER,
+            Cow::Borrowed(methods::SERVER_DISCOVER),
             params,
             RequestOptions::with_timeout(self.config.probe_timeout),
             now,
@@ -717,6 +719,7 @@ impl Session {
         options: RequestOptions,
         now: Instant,
     ) -> Result<Id, RequestError> {
+        let method = Cow::Owned(method.to_owned());
         self.request_stamped(method, params, options, None, now)
     }
 
@@ -729,10 +732,11 @@ impl Session {
 
     /// [`request`](Self::request), with params that already carry the envelope of `stamp`
     /// (written by [`modern::Stamp::write_members`]): taken as they are while `stamp` is the
-    /// session's current one, stamped as usual otherwise.
+    /// session's current one, stamped as usual otherwise. The method is borrowed when it is
+    /// one of the crate's names (`methods::*`), so a request does not copy it.
     pub(crate) fn request_stamped(
         &mut self,
-        method: &str,
+        method: Cow<'static, str>,
         params: Option<Box<RawValue>>,
         options: RequestOptions,
         stamp: Option<&Arc<modern::Stamp>>,
@@ -743,9 +747,9 @@ impl Session {
             Phase::Closed => return Err(RequestError::Closed),
             _ => return Err(RequestError::NotReady),
         }
-        if let Some(capability) = self.missing_capability(method) {
+        if let Some(capability) = self.missing_capability(&method) {
             return Err(RequestError::CapabilityMissing {
-                method: method.to_owned(),
+                method: method.into_owned(),
                 capability,
             });
         }
@@ -758,12 +762,12 @@ impl Session {
             None => params,
             Some(envelope) => {
                 let not_in_revision = || RequestError::NotInRevision {
-                    method: method.to_owned(),
+                    method: method.to_string(),
                     version: envelope.envelope().version,
                 };
                 // 2026-07-28 removed these: a stateless server answers them -32601.
                 if matches!(
-                    method,
+                    &*method,
                     methods::INITIALIZE | methods::PING | methods::LOGGING_SET_LEVEL
                 ) {
                     return Err(not_in_revision());
@@ -779,6 +783,12 @@ impl Session {
             }
         };
         Ok(self.enqueue_request(method, params, options, now))
+    }
+
+    /// The stateless revisions this client speaks (a `-32022` may switch to one of them).
+    #[cfg(feature = "client")]
+    pub(crate) fn modern_versions(&self) -> &[ProtocolVersion] {
+        &self.config.modern_versions
     }
 
     /// Whether the session speaks a stateless revision (2026-07-28): every request carries
@@ -1079,7 +1089,7 @@ impl Session {
                 })));
                 self.server = Some(result);
                 self.outputs.push_back(Output::Transmit(Transmit {
-                    message: Message::notification(methods::INITIALIZED.to_owned(), None),
+                    message: Message::notification(methods::INITIALIZED, None),
                     barrier: true,
                 }));
                 self.settle(id, Ok(payload));
@@ -1127,7 +1137,7 @@ impl Session {
                 let calls: Vec<Id> = self
                     .pending
                     .iter()
-                    .filter(|(_, p)| p.method == methods::TOOLS_CALL)
+                    .filter(|(_, p)| p.call)
                     .map(|(id, _)| id.clone())
                     .collect();
                 for id in calls {
@@ -1191,7 +1201,7 @@ impl Session {
         if delivery == Delivery::MayHaveReached && !is_initialize {
             let params = CancelledNotificationParams::new(id.clone(), Some(detail.clone()));
             let params = serde_json::value::to_raw_value(&params).ok();
-            self.transmit(Message::notification(methods::CANCELLED.to_owned(), params));
+            self.transmit(Message::notification(methods::CANCELLED, params));
         }
         self.settle(id.clone(), Err(Failure::new(kind, delivery, detail)));
         if is_initialize {
@@ -1201,7 +1211,7 @@ impl Session {
 
     fn enqueue_request(
         &mut self,
-        method: &str,
+        method: Cow<'static, str>,
         params: Option<Box<RawValue>>,
         options: RequestOptions,
         now: Instant,
@@ -1214,18 +1224,14 @@ impl Session {
         self.pending.insert(
             id.clone(),
             Pending {
-                method: method.to_owned(),
+                call: method == methods::TOOLS_CALL,
                 delivery: Delivery::NotSent,
                 deadline: now + options.timeout,
                 idle: options.idle_timeout.map(|idle| (idle, now + idle)),
                 progress_token: options.progress_token,
             },
         );
-        self.transmit(Message::Request(Request::new(
-            id.clone(),
-            method.to_owned(),
-            params,
-        )));
+        self.transmit(Message::Request(Request::new(id.clone(), method, params)));
         id
     }
 

@@ -794,20 +794,22 @@ fn params_built_with_the_current_stamp_go_as_they_are_and_a_stale_one_is_stamped
     h.receive(json!({"jsonrpc": "2.0", "id": 0, "result": discover_result()}));
     let stamp = h.session.stamp().cloned().expect("modern");
     // The marker shows which way they went: as they are, nothing is added.
-    let params = || serde_json::value::to_raw_value(&json!({"name": "t", "_meta": {"m": 1}}));
-    let options = || RequestOptions::with_timeout(secs(5));
-    h.session
-        .request_stamped("tools/call", params().ok(), options(), Some(&stamp), h.now)
-        .unwrap();
-    h.pump();
+    let call = |h: &mut Harness| {
+        let params = serde_json::value::to_raw_value(&json!({"name": "t", "_meta": {"m": 1}}));
+        let options = RequestOptions::with_timeout(secs(5));
+        let method = "tools/call".into();
+        let stamp = Some(&stamp);
+        h.session
+            .request_stamped(method, params.ok(), options, stamp, h.now)
+            .unwrap();
+        h.pump();
+    };
+    call(&mut h);
     assert_eq!(h.sent[1]["params"], json!({"name": "t", "_meta": {"m": 1}}));
     // A new revision is a new stamp: params made with the old one get the new envelope.
     h.session.switch_version(ProtocolVersion::V2026_07_28);
     assert!(!Arc::ptr_eq(h.session.stamp().unwrap(), &stamp));
-    h.session
-        .request_stamped("tools/call", params().ok(), options(), Some(&stamp), h.now)
-        .unwrap();
-    h.pump();
+    call(&mut h);
     let meta = &h.sent[2]["params"]["_meta"];
     assert_eq!(meta["m"], 1);
     assert_eq!(meta["io.modelcontextprotocol/protocolVersion"], DISCOVERED);
