@@ -127,11 +127,6 @@ impl DpopKey {
         &self.thumbprint
     }
 
-    /// The public key as a JWK (no private member).
-    pub fn public_jwk(&self) -> &serde_json::Value {
-        &self.jwk
-    }
-
     /// A proof for one HTTP request at `now_unix` (seconds), its `jti` from `random`.
     pub(crate) fn proof(
         &self,
@@ -453,7 +448,7 @@ mod tests {
     #[test]
     fn the_thumbprint_is_rfc_7638_over_the_public_jwk() {
         let key = DpopKey::generate().unwrap();
-        let jwk = key.public_jwk();
+        let jwk = &key.jwk;
         let canonical = format!(
             r#"{{"crv":"{}","kty":"{}","x":"{}","y":"{}"}}"#,
             jwk["crv"].as_str().unwrap(),

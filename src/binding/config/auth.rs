@@ -106,16 +106,6 @@ impl AuthSettings {
         }
     }
 
-    /// Whether the block asks for DPoP-bound tokens.
-    pub fn dpop(&self) -> bool {
-        match self {
-            AuthSettings::ClientCredentials { dpop, .. }
-            | AuthSettings::JwtBearer { dpop, .. }
-            | AuthSettings::EnterpriseManaged { dpop, .. } => *dpop,
-            AuthSettings::AuthorizationCode { .. } => false,
-        }
-    }
-
     /// The `auth` object as the config has it.
     pub fn to_json(&self) -> Value {
         let mut object = Map::new();
