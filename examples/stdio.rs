@@ -28,7 +28,12 @@ async fn main() -> Result<(), Failure> {
     if args.first().map(String::as_str) == Some("--serve") {
         // The child: a stdio MCP server on this process's stdin and stdout, until stdin
         // closes. Nothing else may be written to stdout.
-        mcpwire::demo::serve_stdio(tokio::io::stdin(), tokio::io::stdout()).await?;
+        mcpwire::demo::serve_stdio(
+            tokio::io::stdin(),
+            tokio::io::stdout(),
+            mcpwire::demo::Era::Both,
+        )
+        .await?;
         return Ok(());
     }
     let mut config = match args.split_first() {

@@ -3,7 +3,7 @@
 //! `mcpwire demo-server --stdio` runs). It is dual-era by default, as the official SDKs'
 //! servers are: protocol 2026-07-28 for a request carrying the per-request `_meta` envelope,
 //! and 2025-11-25 (also 2025-06-18 and 2025-03-26) with `initialize` and sessions for the rest.
-//! [`Era`] picks one era alone ([`DemoServer::start_with_options`], [`serve_stdio_with`]).
+//! [`Era`] picks one era alone ([`DemoServer::start_with_options`], [`serve_stdio`]).
 //!
 //! ```no_run
 //! # async fn demo() -> std::io::Result<()> {
@@ -122,7 +122,7 @@ mod tests;
 mod tests_modern;
 mod tools;
 
-pub use stdio::{serve_stdio, serve_stdio_with};
+pub use stdio::serve_stdio;
 
 use std::collections::hash_map::RandomState;
 use std::collections::{HashMap, VecDeque};
@@ -315,7 +315,8 @@ impl DemoServer {
     }
 
     /// The eras the server speaks.
-    pub fn era(&self) -> Era {
+    #[cfg(test)]
+    pub(crate) fn era(&self) -> Era {
         self.shared.config.era
     }
 

@@ -67,11 +67,6 @@ impl Dpop {
             required: false,
         }
     }
-
-    /// DPoP with a new key ([`DpopKey::generate`]).
-    pub fn generate() -> Result<Dpop, CryptoError> {
-        Ok(Dpop::new(Arc::new(DpopKey::generate()?)))
-    }
 }
 
 /// An ES256 key for DPoP proofs. Its `Debug` shows the thumbprint only; the private key is

@@ -96,7 +96,7 @@ pub(crate) use flow::{Flow, Output};
 pub use provider::{Refusal, TokenProvider};
 pub use scope::{ScopeError, Scopes};
 pub use token::{OAuthError, Token, TokenCache, TokenKey, TokenResponseError};
-pub use url::{FormError, Origin, Url, UrlError};
+pub use url::{FormError, Url, UrlError};
 
 pub use crate::secret::Secret;
 

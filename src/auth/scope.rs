@@ -43,7 +43,7 @@ fn is_scope_char(b: u8) -> bool {
 
 impl Scopes {
     /// No scopes.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Scopes(Vec::new())
     }
 
@@ -111,7 +111,7 @@ impl Scopes {
     }
 
     /// The set with `token` added at the end (if not there already).
-    pub fn with(&self, token: &str) -> Result<Scopes, ScopeError> {
+    pub(crate) fn with(&self, token: &str) -> Result<Scopes, ScopeError> {
         let mut with = self.clone();
         with.insert(token)?;
         Ok(with)

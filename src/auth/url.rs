@@ -72,7 +72,7 @@ impl fmt::Display for Url {
 
 /// A scheme, host and port: where a request goes, for the same-origin rules.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Origin {
+pub(crate) struct Origin {
     https: bool,
     host: String,
     port: u16,
@@ -176,7 +176,7 @@ impl Url {
     }
 
     /// The host as written (an IPv6 literal with its brackets).
-    pub fn host(&self) -> &str {
+    pub(crate) fn host(&self) -> &str {
         &self.text[self.host.0..self.host.1]
     }
 
@@ -191,7 +191,7 @@ impl Url {
     }
 
     /// The scheme, host (lower case) and port (the default one when none is written).
-    pub fn origin(&self) -> Origin {
+    pub(crate) fn origin(&self) -> Origin {
         Origin {
             https: self.https,
             host: self.host().to_ascii_lowercase(),

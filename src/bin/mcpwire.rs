@@ -658,7 +658,7 @@ fn demo_server_command(args: &[String]) -> Result<(), Failure> {
         [] => {}
         ["--stdio"] => {
             return runtime()?.block_on(async {
-                mcpwire::demo::serve_stdio_with(tokio::io::stdin(), tokio::io::stdout(), era)
+                mcpwire::demo::serve_stdio(tokio::io::stdin(), tokio::io::stdout(), era)
                     .await
                     .map_err(|e| Failure::Input(format!("the stdio demo server stopped: {e}")))
             });

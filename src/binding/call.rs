@@ -1009,7 +1009,8 @@ impl OAuthMaker<'_> {
             }
             if dpop {
                 // A key for this server and `auth` block, in memory for the Caller's life.
-                let dpop = crate::auth::Dpop::generate()
+                let dpop = crate::auth::DpopKey::generate()
+                    .map(|key| crate::auth::Dpop::new(std::sync::Arc::new(key)))
                     .map_err(|e| config_error(format!("auth.dpop: {e}")))?;
                 config.dpop = Some(dpop);
             }

@@ -28,7 +28,10 @@ type InFlight = Arc<Mutex<HashMap<Id, (u64, oneshot::Sender<()>)>>>;
 
 /// Serves the demo tools as a dual-era stdio MCP server: newline-delimited JSON-RPC messages
 /// read from `input` (the server's stdin) and written to `output` (its stdout), until `input`
-/// ends. Must be called within a tokio runtime. [`serve_stdio_with`] picks the eras.
+/// ends. Must be called within a tokio runtime. `era` picks the eras: [`Era::Both`] as
+/// described next; with [`Era::Legacy`] the envelope means nothing (so `server/discover` is an
+/// unknown method, -32601, as from a 2025-era server); with [`Era::Modern`] every request
+/// without the envelope gets -32022.
 ///
 /// The same tools, results and progress as over HTTP ([`crate::demo`]), without sessions:
 /// the process is the session. A request whose `_meta` names a protocol version is served at
@@ -44,8 +47,9 @@ type InFlight = Arc<Mutex<HashMap<Id, (u64, oneshot::Sender<()>)>>>;
 ///
 /// ```no_run
 /// # async fn demo() -> std::io::Result<()> {
+/// use mcpwire::demo::Era;
 /// // A stdio MCP server: what `mcpwire demo-server --stdio` runs.
-/// mcpwire::demo::serve_stdio(tokio::io::stdin(), tokio::io::stdout()).await
+/// mcpwire::demo::serve_stdio(tokio::io::stdin(), tokio::io::stdout(), Era::Both).await
 /// # }
 /// ```
 ///
@@ -53,22 +57,7 @@ type InFlight = Arc<Mutex<HashMap<Id, (u64, oneshot::Sender<()>)>>>;
 ///
 /// Reading the input failed, a line was longer than 1 MiB, or the output could not be
 /// written.
-pub async fn serve_stdio<R, W>(input: R, output: W) -> std::io::Result<()>
-where
-    R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin + Send + 'static,
-{
-    serve_stdio_with(input, output, Era::Both).await
-}
-
-/// [`serve_stdio`], speaking the eras `era` names: with [`Era::Legacy`] the envelope means
-/// nothing (so `server/discover` is an unknown method, -32601, as from a 2025-era server);
-/// with [`Era::Modern`] every request without the envelope gets -32022.
-///
-/// # Errors
-///
-/// As [`serve_stdio`].
-pub async fn serve_stdio_with<R, W>(input: R, output: W, era: Era) -> std::io::Result<()>
+pub async fn serve_stdio<R, W>(input: R, output: W, era: Era) -> std::io::Result<()>
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,

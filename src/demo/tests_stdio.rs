@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
 use tokio::task::JoinHandle;
 
-use super::{MAX_LINE_BYTES, serve_stdio, serve_stdio_with};
+use super::{MAX_LINE_BYTES, serve_stdio};
 use crate::demo::Era;
 use crate::mcp::modern::{CLIENT_CAPABILITIES_KEY, PROTOCOL_VERSION_KEY, SERVER_INFO_KEY};
 
@@ -20,11 +20,11 @@ struct Pipe {
 
 impl Pipe {
     fn start() -> Pipe {
-        Pipe::serving(serve_stdio)
+        Pipe::start_with(Era::Both)
     }
 
     fn start_with(era: Era) -> Pipe {
-        Pipe::serving(move |input, output| serve_stdio_with(input, output, era))
+        Pipe::serving(move |input, output| serve_stdio(input, output, era))
     }
 
     /// Runs `serve` on one end of a pair of pipes.

@@ -219,7 +219,8 @@ impl<'a> ErrorObject<'a> {
     }
 
     /// The same error object with `data` set.
-    pub fn with_data(self, data: Box<RawValue>) -> Self {
+    #[cfg(any(test, feature = "demo"))]
+    pub(crate) fn with_data(self, data: Box<RawValue>) -> Self {
         ErrorObject {
             data: Some(Cow::Owned(data)),
             ..self
@@ -238,7 +239,8 @@ impl<'a> ErrorObject<'a> {
 
 impl<'a> Message<'a> {
     /// A request message; see [`Request::new`].
-    pub fn request(
+    #[cfg(test)]
+    pub(crate) fn request(
         id: impl Into<Id>,
         method: impl Into<Cow<'a, str>>,
         params: Option<Box<RawValue>>,
@@ -247,7 +249,10 @@ impl<'a> Message<'a> {
     }
 
     /// A notification message; see [`Notification::new`].
-    pub fn notification(method: impl Into<Cow<'a, str>>, params: Option<Box<RawValue>>) -> Self {
+    pub(crate) fn notification(
+        method: impl Into<Cow<'a, str>>,
+        params: Option<Box<RawValue>>,
+    ) -> Self {
         Message::Notification(Notification::new(method, params))
     }
 

@@ -10,10 +10,6 @@ use super::de::open_struct;
 /// markers such as `"logging": {}`.
 pub type JsonObject = Map<String, Value>;
 
-/// A request id (schema `RequestId`: a string or a number; `basic/index.mdx`: "MUST include a
-/// string or integer ID", never `null`).
-pub type RequestId = crate::jsonrpc::Id;
-
 /// A progress token (schema `ProgressToken`): "MUST be a string or integer value", chosen by the
 /// requester and unique among its active requests (`basic/utilities/progress.mdx`). It has the
 /// same shape and the same strict decoding as a request id, so it is the same type.

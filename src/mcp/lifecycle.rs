@@ -220,9 +220,9 @@ impl InitializeRequestParams {
 ///
 /// `protocolVersion` is kept as the string the server sent. The server answers with the
 /// offered revision if it supports it, else with another (its latest); a client that does not
-/// support the answer SHOULD disconnect (`basic/lifecycle.mdx`, "Version Negotiation").
-/// [`negotiated_version`](Self::negotiated_version) applies that rule for a Streamable HTTP
-/// client.
+/// support the answer SHOULD disconnect (`basic/lifecycle.mdx`, "Version Negotiation"):
+/// [`protocol_version`](Self::protocol_version) then names a revision that is not
+/// [supported](ProtocolVersion::is_supported), or none.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct InitializeResult {
@@ -258,11 +258,5 @@ impl InitializeResult {
     /// The server's revision, if this crate knows it.
     pub fn protocol_version(&self) -> Option<ProtocolVersion> {
         ProtocolVersion::parse(&self.protocol_version)
-    }
-
-    /// The server's revision if a Streamable HTTP client accepts it (one of
-    /// `SUPPORTED`); `None` means: disconnect.
-    pub fn negotiated_version(&self) -> Option<ProtocolVersion> {
-        self.protocol_version().filter(|v| v.is_supported())
     }
 }

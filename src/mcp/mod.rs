@@ -71,7 +71,7 @@ mod version;
 
 pub use common::{
     Annotations, EmptyResult, Icon, IconTheme, Implementation, JsonObject, NotificationParams,
-    PROGRESS_TOKEN_KEY, ProgressToken, RELATED_TASK_KEY, RequestId, RequestParams, Role,
+    PROGRESS_TOKEN_KEY, ProgressToken, RELATED_TASK_KEY, RequestParams, Role,
 };
 pub use content::{
     AudioContent, BlobResourceContents, ContentBlock, EmbeddedResource, ImageContent,

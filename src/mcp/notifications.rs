@@ -5,8 +5,9 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::common::{JsonObject, ProgressToken, RequestId, open_string_enum};
+use super::common::{JsonObject, ProgressToken, open_string_enum};
 use super::de::open_struct;
+use crate::jsonrpc::Id;
 
 /// Params of `notifications/progress` (schema `ProgressNotificationParams`,
 /// `basic/utilities/progress.mdx`).
@@ -49,7 +50,7 @@ pub struct CancelledNotificationParams {
     /// The id of the request to cancel. Required before 2025-11-25; optional since, where it
     /// MUST be present for non-task requests.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub request_id: Option<RequestId>,
+    pub request_id: Option<Id>,
     /// Why, for logs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
@@ -63,7 +64,7 @@ pub struct CancelledNotificationParams {
 
 impl CancelledNotificationParams {
     /// Params cancelling `request_id`, with an optional reason.
-    pub(crate) fn new(request_id: RequestId, reason: Option<String>) -> Self {
+    pub(crate) fn new(request_id: Id, reason: Option<String>) -> Self {
         Self {
             request_id: Some(request_id),
             reason,
@@ -107,7 +108,7 @@ open_struct! {
     CancelledNotificationParams via CancelledNotificationParamsBuilder,
     expecting "cancelled notification params",
     {
-        request_id: Option<RequestId> = "requestId",
+        request_id: Option<Id> = "requestId",
         reason: Option<String> = "reason",
         meta: Option<JsonObject> = "_meta",
     }

@@ -461,7 +461,7 @@ fn initialize_result_2025_11_25_everything() {
     let init: InitializeResult = decode_lossless(result_of(EVERYTHING_INITIALIZE).get());
     assert_eq!(init.protocol_version, "2025-11-25");
     assert_eq!(
-        init.negotiated_version(),
+        init.protocol_version().filter(|v| v.is_supported()),
         Some(ProtocolVersion::V2025_11_25)
     );
     assert_eq!(init.server_info.name, "mcp-servers/everything");
@@ -498,7 +498,7 @@ fn initialize_result_2025_11_25_everything() {
 fn initialize_result_2025_11_25_python_v1() {
     let init: InitializeResult = decode_lossless(result_of(PY_V1_INITIALIZE).get());
     assert_eq!(
-        init.negotiated_version(),
+        init.protocol_version().filter(|v| v.is_supported()),
         Some(ProtocolVersion::V2025_11_25)
     );
     assert_eq!(init.capabilities.experimental, Some(JsonObject::new()));
@@ -523,11 +523,12 @@ fn initialize_result_2025_06_18_python() {
     let init: InitializeResult = decode_lossless(result_of(PY_INITIALIZE_2025_06_18).get());
     assert_eq!(init.protocol_version(), Some(ProtocolVersion::V2025_06_18));
     assert_eq!(
-        init.negotiated_version(),
+        init.protocol_version().filter(|v| v.is_supported()),
         Some(ProtocolVersion::V2025_06_18)
     );
     assert!(
-        init.negotiated_version()
+        init.protocol_version()
+            .filter(|v| v.is_supported())
             .unwrap()
             .requires_protocol_version_header()
     );
@@ -538,7 +539,10 @@ fn initialize_result_2025_06_18_python() {
 fn initialize_result_2025_03_26() {
     for payload in [EVERYTHING_INITIALIZE_2025_03_26, PY_INITIALIZE_2025_03_26] {
         let init: InitializeResult = decode_lossless(result_of(payload).get());
-        let v = init.negotiated_version().unwrap();
+        let v = init
+            .protocol_version()
+            .filter(|v| v.is_supported())
+            .unwrap();
         assert_eq!(v, ProtocolVersion::V2025_03_26);
         assert!(!v.requires_protocol_version_header());
         assert!(v.allows_batching());
@@ -552,11 +556,11 @@ fn initialize_result_unknown_and_legacy_versions() {
         serde_json::from_str(result_of(PY_INITIALIZE_2025_03_26).get()).unwrap();
     init.protocol_version = "1999-01-01".into();
     assert_eq!(init.protocol_version(), None);
-    assert_eq!(init.negotiated_version(), None);
+    assert_eq!(init.protocol_version().filter(|v| v.is_supported()), None);
     init.protocol_version = "2024-11-05".into();
     assert_eq!(init.protocol_version(), Some(ProtocolVersion::V2024_11_05));
     assert_eq!(
-        init.negotiated_version(),
+        init.protocol_version().filter(|v| v.is_supported()),
         None,
         "HTTP+SSE is a different transport"
     );

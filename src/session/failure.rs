@@ -108,7 +108,7 @@ impl Eq for Failure {}
 
 impl Failure {
     /// A failure.
-    pub fn new(kind: FailureKind, delivery: Delivery, detail: impl Into<String>) -> Self {
+    pub(crate) fn new(kind: FailureKind, delivery: Delivery, detail: impl Into<String>) -> Self {
         Failure {
             kind,
             delivery,

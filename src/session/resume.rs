@@ -27,7 +27,12 @@ impl ResumePolicy {
     /// `max_delay`), else an exponential backoff from `initial_delay` after `failed_attempts`
     /// failures, capped, with "equal jitter" (half fixed, half random, so waits never collapse
     /// to zero). `jitter` is a number in `[0, 1)` from the driver.
-    pub fn delay(&self, retry: Option<Duration>, failed_attempts: u32, jitter: f64) -> Duration {
+    pub(crate) fn delay(
+        &self,
+        retry: Option<Duration>,
+        failed_attempts: u32,
+        jitter: f64,
+    ) -> Duration {
         match retry {
             // The server said how long to wait: honour it exactly (clients are checked on it).
             Some(retry) => retry.min(self.max_delay),

@@ -283,11 +283,6 @@ impl Decoder {
         }
     }
 
-    /// The limits this decoder enforces.
-    pub fn limits(&self) -> Limits {
-        self.limits
-    }
-
     /// Prepares for a new connection of the same event source: the next bytes start a new
     /// stream (a BOM may lead again, a partial event is dropped, any error is cleared), while
     /// the last event id and the reconnection time are kept, as an `EventSource` keeps them.
@@ -312,7 +307,8 @@ impl Decoder {
 
     /// Whether the stream is between events: all input interpreted, no partial line or event
     /// pending. A stream that ends when this is false ended inside an event, which is dropped.
-    pub fn is_between_events(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_between_events(&self) -> bool {
         self.pos == self.buf.len()
             && (self.dispatched || (self.data == Data::None && self.event_type(&[]).is_empty()))
     }
@@ -321,7 +317,8 @@ impl Decoder {
     /// limit plus the largest push (three times it, when every byte was invalid UTF-8 and became
     /// U+FFFD), the event limit for joined data, and the line limit for each of the event type
     /// and the two id strings.
-    pub fn buffered_bytes(&self) -> usize {
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub(crate) fn buffered_bytes(&self) -> usize {
         self.buf.capacity()
             + self.data_joined.capacity()
             + self.event_type_text.capacity()

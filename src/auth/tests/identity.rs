@@ -67,7 +67,9 @@ fn proof_of(seen: &Seen) -> Option<String> {
 
 fn dpop_config() -> Config {
     let mut config = code_config();
-    config.dpop = Some(crate::auth::Dpop::generate().unwrap());
+    config.dpop = Some(crate::auth::Dpop::new(std::sync::Arc::new(
+        crate::auth::DpopKey::generate().unwrap(),
+    )));
     config
 }
 

@@ -218,7 +218,7 @@ pub enum SecretRef {
 impl SecretRef {
     /// The member that names it for `prefix` (`workload_token` gives `workload_token_env` or
     /// `workload_token_file`), and what it holds.
-    pub fn member(&self, prefix: &str) -> (String, String) {
+    pub(crate) fn member(&self, prefix: &str) -> (String, String) {
         match self {
             SecretRef::Env(v) => (format!("{prefix}_env"), v.clone()),
             SecretRef::File(p) => (format!("{prefix}_file"), p.display().to_string()),

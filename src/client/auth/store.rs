@@ -389,8 +389,8 @@ pub struct TokenStore {
     error_sink: Mutex<Option<ErrorSink>>,
 }
 
-/// Where [`TokenStore::set_error_sink`] sends the message of a failed write-back.
-pub type ErrorSink = Arc<dyn Fn(&str) + Send + Sync>;
+/// Where `TokenStore::set_error_sink` sends the message of a failed write-back.
+pub(crate) type ErrorSink = Arc<dyn Fn(&str) + Send + Sync>;
 
 impl std::fmt::Debug for TokenStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -550,7 +550,8 @@ impl TokenStore {
     /// Sends the message of each write-back that fails to `sink` (a host's log): the
     /// rotated tokens are then only in memory, and the next process may find the store's
     /// refresh token spent.
-    pub fn set_error_sink(&self, sink: ErrorSink) {
+    #[cfg(feature = "bindings")]
+    pub(crate) fn set_error_sink(&self, sink: ErrorSink) {
         if let Ok(mut slot) = self.error_sink.lock() {
             *slot = Some(sink);
         }
