@@ -803,18 +803,18 @@ impl Caller {
             || http_url.is_none_or(|url| matches!(self.era_cache.verdict(url), Some(None)));
         // One maker at a time, for as long as the binding may be a stateless one.
         let mut making = None;
+        let out_of_time = || {
+            format!(
+                "no connection to the server within the binding's timeout of {} s \
+                 (the tool was not called)",
+                timeout.as_secs()
+            )
+        };
         if !sessions() {
             let Ok(guard) =
                 tokio::time::timeout_at(started + timeout, prepared.making.lock()).await
             else {
-                return Err((
-                    ErrorKind::Timeout,
-                    format!(
-                        "no connection to the server within the binding's timeout of {} s \
-                         (the tool was not called)",
-                        timeout.as_secs()
-                    ),
-                ));
+                return Err((ErrorKind::Timeout, out_of_time()));
             };
             making = Some(guard);
         }
@@ -867,14 +867,7 @@ impl Caller {
         );
         let connected = match tokio::time::timeout_at(started + timeout, connecting).await {
             Ok(connected) => connected,
-            Err(_) => Err(Error::new(
-                ErrorKind::Timeout,
-                format!(
-                    "no connection to the server within the binding's timeout of {} s \
-                     (the tool was not called)",
-                    timeout.as_secs()
-                ),
-            )),
+            Err(_) => Err(Error::new(ErrorKind::Timeout, out_of_time())),
         };
         match connected {
             Ok(client) => {
@@ -895,7 +888,14 @@ impl Caller {
                 Ok(client)
             }
             Err(error) => {
-                let failure = (error.kind(), error.to_string());
+                // Over HTTP every wait inside the connect (the probe, initialize, each OAuth
+                // request) was given what was left of the binding's timeout, so a timeout
+                // there is that deadline, whichever timer fired first.
+                let failure = if http_url.is_some() && error.kind() == ErrorKind::Timeout {
+                    (ErrorKind::Timeout, format!("{}: {error}", out_of_time()))
+                } else {
+                    (error.kind(), error.to_string())
+                };
                 if let Ok(mut slot) = prepared.kept.lock() {
                     slot.failures += 1;
                     slot.failure = Some(failure.clone());
