@@ -99,7 +99,7 @@ macro_rules! error_kinds {
         /// | row | what happened | `unknown_outcome` |
         /// | --- | --- | --- |
         /// | `Local` | refused locally (tenant, arguments, config), or could not connect; the tool was never called | false |
-        /// | `ServerRefused` | the server refused before the tool was called (401/403, unsupported version or a non-MCP reply to initialize, a dead session on tools/call), or answered the call with a JSON-RPC error | false |
+        /// | `ServerRefused` | the server refused before the tool was called (401/403, 429/503 for overload, unsupported version or a non-MCP reply to initialize, a dead session on tools/call), or answered the call with a JSON-RPC error | false |
         /// | `ToolError` | the tool ran and returned `isError: true` (its content is kept in the result) | false |
         /// | `AfterSent` | the call failed after it was sent: connection dropped, timeout, protocol error | true |
         /// | `Elicitation` | the server asked for user input (`elicitation/create`) during the call | true |
@@ -168,6 +168,10 @@ error_kinds! {
     ElicitationRequested = "elicitation_requested", [Elicitation];
     /// The session was closed.
     Closed = "closed", [Local, AfterSent];
+    /// The server is overloaded (429 or 503, often with a `Retry-After`): it refused the
+    /// request before handling it, so a refused call did not run. [`Error::retry_after`]
+    /// says when the server asked to be tried again.
+    RateLimited = "rate_limited", [ServerRefused];
     /// A local I/O failure (for instance starting a stdio server).
     Io = "io", [Local];
     /// An internal failure that should not happen (a bug).
@@ -279,6 +283,7 @@ impl From<&FailureKind> for ErrorKind {
             FailureKind::ServerError { .. } => ErrorKind::ServerError,
             FailureKind::UnsupportedVersion => ErrorKind::UnsupportedVersion,
             FailureKind::ElicitationRequested => ErrorKind::ElicitationRequested,
+            FailureKind::RateLimited { .. } => ErrorKind::RateLimited,
         }
     }
 }
@@ -401,6 +406,16 @@ impl Error {
     pub fn outcome_unknown(&self) -> bool {
         self.failure.as_ref().is_some_and(Failure::outcome_unknown)
     }
+
+    /// For a [`RateLimited`](ErrorKind::RateLimited) error: how long the server asked the
+    /// client to wait before trying again (its `Retry-After`, an HTTP-date turned into a
+    /// wait); `None` when it did not say, and for every other error.
+    pub fn retry_after(&self) -> Option<std::time::Duration> {
+        match self.failure.as_ref()?.kind {
+            FailureKind::RateLimited { retry_after, .. } => retry_after,
+            _ => None,
+        }
+    }
 }
 
 impl fmt::Display for Error {
@@ -425,7 +440,7 @@ mod tests {
 
     /// The kind names on the wire (the `tool.result` event's `error.kind`, the CLIs' output):
     /// a contract, so spelled out here rather than derived.
-    const NAMES: [&str; 27] = [
+    const NAMES: [&str; 28] = [
         "config",
         "refused",
         "connect",
@@ -441,6 +456,7 @@ mod tests {
         "unsupported_version",
         "elicitation_requested",
         "closed",
+        "rate_limited",
         "io",
         "internal",
         "unknown_tool",
@@ -518,6 +534,13 @@ mod tests {
                 FailureKind::ElicitationRequested,
                 ErrorKind::ElicitationRequested,
             ),
+            (
+                FailureKind::RateLimited {
+                    status: 429,
+                    retry_after: None,
+                },
+                ErrorKind::RateLimited,
+            ),
         ];
         for (failure, kind) in cases {
             assert_eq!(ErrorKind::from(&failure), kind, "{failure:?}");
@@ -586,6 +609,24 @@ mod tests {
         );
         assert_eq!(ErrorKind::Timeout.unknown_outcome(), None);
         assert_eq!(ErrorKind::Connect.unknown_outcome(), Some(false));
+        assert_eq!(ErrorKind::RateLimited.unknown_outcome(), Some(false));
+    }
+
+    #[test]
+    fn a_rate_limited_error_carries_the_servers_wait() {
+        let wait = std::time::Duration::from_secs(7);
+        let error = Error::from_failure(Failure::new(
+            FailureKind::RateLimited {
+                status: 429,
+                retry_after: Some(wait),
+            },
+            Delivery::Refused,
+            "overloaded",
+        ));
+        assert_eq!(error.kind(), ErrorKind::RateLimited);
+        assert_eq!(error.retry_after(), Some(wait));
+        assert!(!error.outcome_unknown());
+        assert_eq!(Error::closed().retry_after(), None);
     }
 
     #[test]

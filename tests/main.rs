@@ -19,6 +19,7 @@ mod interop_auth;
 mod interop_stdio;
 mod layering;
 mod modern;
+mod overload;
 mod probe;
 mod proxy;
 mod secrets;

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use crate::support::fault_server::{Body, FaultServer, Recorded, Reply, Step};
 use crate::support::mcp_script::rpc_result;
 
-fn discover(req: &Recorded) -> Reply {
+pub(crate) fn discover(req: &Recorded) -> Reply {
     Reply::json(
         200,
         rpc_result(

@@ -118,6 +118,9 @@ pub enum ToolResult {
         message: String,
         /// Whether the tool may have run with its outcome unknown.
         unknown_outcome: bool,
+        /// For a [`RateLimited`](ErrorKind::RateLimited) call: how long the server asked to
+        /// be left alone (its `Retry-After`), when it said.
+        retry_after: Option<Duration>,
     },
 }
 
@@ -128,7 +131,16 @@ impl ToolResult {
             kind,
             message,
             unknown_outcome,
+            retry_after: None,
         }
+    }
+
+    /// This failure with the server's wait (a rate-limited call's `Retry-After`).
+    fn waiting(mut self, wait: Option<Duration>) -> Self {
+        if let ToolResult::Failed { retry_after, .. } = &mut self {
+            *retry_after = wait;
+        }
+        self
     }
 
     /// The call's id.
@@ -197,6 +209,15 @@ impl ToolResult {
         }
     }
 
+    /// For a rate-limited failure: the wait the server asked for (its `Retry-After`), when it
+    /// said; the event's `error.retry_after_seconds`.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            ToolResult::Failed { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+
     fn members(&self) -> Vec<(&'static str, Value)> {
         let mut members = vec![
             ("type", json!("tool.result")),
@@ -214,8 +235,16 @@ impl ToolResult {
             members.push(("structured_content", structured.clone()));
         }
         if let (Some(kind), Some(message)) = (self.error_kind(), self.error_message()) {
-            // `kind` sorts before `message`, so serde_json's order is the documented one.
-            members.push(("error", json!({"kind": kind, "message": message})));
+            // `kind` sorts before `message`, and `message` before `retry_after_seconds`, so
+            // serde_json's order is the documented one.
+            let mut error = json!({"kind": kind, "message": message});
+            if let Some(wait) = self.retry_after() {
+                // Whole seconds, as Retry-After counts them (a part second rounds up: sooner
+                // is what the server asked us not to do).
+                let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+                error["retry_after_seconds"] = json!(seconds);
+            }
+            members.push(("error", error));
         }
         members
     }
@@ -227,7 +256,9 @@ impl ToolResult {
 
     /// The `tool.result` event as one line of JSON with its members in the documented order
     /// (`type`, `call_id`, `is_error`, `unknown_outcome`, `content`, `structured_content`,
-    /// `error`).
+    /// `error`). `error` holds `kind` and `message` and, for a `rate_limited` call whose server
+    /// sent `Retry-After`, `retry_after_seconds`: the server's wait in whole seconds (an
+    /// HTTP-date already turned into a wait), after which the host may call again.
     pub fn to_json_line(&self) -> String {
         ordered_line(&self.members())
     }
@@ -329,10 +360,10 @@ struct Prepared {
 #[derive(Default)]
 struct Slot {
     kept: Option<Kept>,
-    /// How many tries to make a client failed, and the last one's kind and message: the calls
+    /// How many tries to make a client failed, and the last one's error: the calls
     /// that waited for that try fail with it.
     failures: u64,
-    failure: Option<(ErrorKind, String)>,
+    failure: Option<Error>,
 }
 
 impl Slot {
@@ -708,8 +739,12 @@ impl Caller {
             .await
         {
             Ok(client) => client,
-            // The tool was never called: whatever happened, its outcome is known.
-            Err((kind, message)) => return ToolResult::failure(call_id, kind, message, false),
+            // The tool was never called: whatever happened, its outcome is known (a probe
+            // refused for overload keeps the server's wait).
+            Err(error) => {
+                return ToolResult::failure(call_id, error.kind(), error.to_string(), false)
+                    .waiting(error.retry_after());
+            }
         };
         #[cfg(feature = "tracing")]
         tracing::Span::current().record("protocol_version", client.protocol_version().as_str());
@@ -750,8 +785,11 @@ impl Caller {
             )
             .await;
         // Step 5: close the session (DELETE), then report. A kept client that failed is
-        // not used again.
-        if outcome.is_err()
+        // not used again, unless the server only said it is busy (429, 503): that refusal
+        // says nothing against the client, which the next call may use as it is.
+        if outcome
+            .as_ref()
+            .is_err_and(|error| error.kind() != ErrorKind::RateLimited)
             && let Ok(mut slot) = prepared.kept.lock()
             && slot
                 .kept
@@ -785,7 +823,7 @@ impl Caller {
         auth: Option<Auth>,
         timeout: Duration,
         started: tokio::time::Instant,
-    ) -> Result<Arc<Client>, (ErrorKind, String)> {
+    ) -> Result<Arc<Client>, Error> {
         let binding = &prepared.binding;
         let http_url = match &binding.server {
             Server::Http { url, .. } => Some(url.as_str()),
@@ -803,18 +841,11 @@ impl Caller {
             || http_url.is_none_or(|url| matches!(self.era_cache.verdict(url), Some(None)));
         // One maker at a time, for as long as the binding may be a stateless one.
         let mut making = None;
-        let out_of_time = || {
-            format!(
-                "no connection to the server within the binding's timeout of {} s \
-                 (the tool was not called)",
-                timeout.as_secs()
-            )
-        };
         if !sessions() {
             let Ok(guard) =
                 tokio::time::timeout_at(started + timeout, prepared.making.lock()).await
             else {
-                return Err((ErrorKind::Timeout, out_of_time()));
+                return Err(no_connection_in_time(timeout));
             };
             making = Some(guard);
         }
@@ -867,7 +898,7 @@ impl Caller {
         );
         let connected = match tokio::time::timeout_at(started + timeout, connecting).await {
             Ok(connected) => connected,
-            Err(_) => Err(Error::new(ErrorKind::Timeout, out_of_time())),
+            Err(_) => Err(no_connection_in_time(timeout)),
         };
         match connected {
             Ok(client) => {
@@ -891,16 +922,17 @@ impl Caller {
                 // Over HTTP every wait inside the connect (the probe, initialize, each OAuth
                 // request) was given what was left of the binding's timeout, so a timeout
                 // there is that deadline, whichever timer fired first.
-                let failure = if http_url.is_some() && error.kind() == ErrorKind::Timeout {
-                    (ErrorKind::Timeout, format!("{}: {error}", out_of_time()))
+                let error = if http_url.is_some() && error.kind() == ErrorKind::Timeout {
+                    let deadline = no_connection_in_time(timeout);
+                    Error::new(ErrorKind::Timeout, format!("{deadline}: {error}"))
                 } else {
-                    (error.kind(), error.to_string())
+                    error
                 };
                 if let Ok(mut slot) = prepared.kept.lock() {
                     slot.failures += 1;
-                    slot.failure = Some(failure.clone());
+                    slot.failure = Some(error.clone());
                 }
-                Err(failure)
+                Err(error)
             }
         }
     }
@@ -1378,6 +1410,19 @@ fn failed_call(call_id: &str, error: &Error, max_output_bytes: u64) -> ToolResul
         message = format!("{message} (max_output_bytes is {max_output_bytes})");
     }
     ToolResult::failure(call_id, kind, message, error.outcome_unknown())
+        .waiting(error.retry_after())
+}
+
+/// No client within the binding's deadline: nothing was sent.
+fn no_connection_in_time(timeout: Duration) -> Error {
+    Error::new(
+        ErrorKind::Timeout,
+        format!(
+            "no connection to the server within the binding's timeout of {} s (the tool was \
+             not called)",
+            timeout.as_secs()
+        ),
+    )
 }
 
 #[cfg(test)]

@@ -46,7 +46,8 @@ use http::{HeaderMap, StatusCode};
 use serde_json::value::RawValue;
 
 use crate::exchange::{
-    Exchange, HttpRequest, Output as ExchangeOutput, Refusal, SendOptions, StreamId, TransportError,
+    Exchange, HttpRequest, Output as ExchangeOutput, Refusal, SendOptions, StreamId,
+    TransportError, WallClock,
 };
 use crate::idmap::IdMap;
 use crate::jsonrpc::{ErrorObject, Id, Message, Notification, Request};
@@ -199,8 +200,9 @@ pub(crate) enum Output {
 /// What the link reports about an HTTP request in flight, one frame at a time.
 #[derive(Debug)]
 pub(crate) enum Frame {
-    /// The response's head.
-    Head(StatusCode, HeaderMap),
+    /// The response's head, and the wall clock when it arrived (the driver's reading, for a
+    /// `Retry-After` HTTP-date).
+    Head(StatusCode, HeaderMap, WallClock),
     /// A chunk of its body.
     Data(bytes::Bytes),
     /// Its end.
@@ -449,7 +451,9 @@ impl Connection {
     pub(crate) fn handle_frame(&mut self, stream: StreamId, frame: Frame, now: Instant) {
         if let Some(exchange) = self.exchange() {
             match frame {
-                Frame::Head(status, headers) => exchange.handle_head(stream, status, &headers, now),
+                Frame::Head(status, headers, wall) => {
+                    exchange.handle_head(stream, status, &headers, wall, now);
+                }
                 Frame::Data(chunk) => exchange.handle_body(stream, &chunk, now),
                 Frame::End => exchange.handle_end(stream, now),
                 Frame::Failed(error) => exchange.handle_error(stream, error, now),
@@ -699,6 +703,14 @@ impl Connection {
                     None if handshake => SendOptions::decoding::<InitializeResult>(),
                     None => SendOptions::default(),
                 };
+                // A request that changes nothing may be sent again after a 429 or 503,
+                // until its deadline (a request-level rule: which ones, and until when).
+                let idempotent = matches!(&transmit.message, Message::Request(request)
+                    if methods::is_idempotent(&request.method));
+                let retry_until = id
+                    .filter(|_| idempotent)
+                    .and_then(|id| self.session.deadline_of(id));
+                let limits = limits.with_retry_until(retry_until);
                 let probing = self.session.probe_version().map(ProtocolVersion::as_str);
                 match &mut self.link {
                     Link::Http(exchange) => {

@@ -10,7 +10,7 @@ use http::{HeaderMap, HeaderValue, StatusCode};
 use serde_json::{Value, json};
 
 use super::*;
-use crate::exchange::HttpConfig;
+use crate::exchange::{HttpConfig, assert_jittered_backoff, assert_rate_limited};
 use crate::mcp::error_code;
 
 /// The bearer token the client sends; it must show in nothing handed back.
@@ -37,6 +37,8 @@ struct Seen {
     headers: HeaderMap,
     /// The JSON-RPC message, if the body held one.
     body: Option<Value>,
+    /// When it arrived, on the fake clock.
+    at: Instant,
 }
 
 impl Seen {
@@ -195,6 +197,7 @@ impl Pair {
             method: request.method.clone(),
             headers: request.headers.clone(),
             body: serde_json::from_slice(&request.body).ok(),
+            at: self.now,
         };
         self.seen.push(seen.clone());
         let reply = match (&seen.method, seen.body.as_ref()) {
@@ -247,8 +250,10 @@ impl Pair {
                     "content-type",
                     HeaderValue::from_static("text/event-stream"),
                 );
-                self.frames
-                    .push_back((stream, Frame::Head(StatusCode::OK, headers)));
+                self.frames.push_back((
+                    stream,
+                    Frame::Head(StatusCode::OK, headers, WallClock::default()),
+                ));
                 return;
             }
         };
@@ -257,7 +262,7 @@ impl Pair {
         };
         headers.insert("content-length", HeaderValue::from(body.len()));
         self.frames
-            .push_back((stream, Frame::Head(status, headers)));
+            .push_back((stream, Frame::Head(status, headers, WallClock::default())));
         // Two chunks, so every reader sees a body split across frames.
         let half = body.len() / 2;
         if half > 0 {
@@ -315,6 +320,19 @@ impl Pair {
         };
         self.connection.call_tool(call, self.now)
     }
+}
+
+/// A 2025-11-25 initialize answer with session id `s-1`.
+fn initialized(seen: &Seen) -> Reply {
+    Reply::Status(
+        200,
+        response(
+            &id_of(seen),
+            json!({"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                   "serverInfo": {"name": "old", "version": "1"}}),
+        ),
+        vec![("mcp-session-id", "s-1".to_owned())],
+    )
 }
 
 fn tool(name: &str) -> Value {
@@ -646,15 +664,7 @@ fn a_2025_server_gets_initialize_a_session_and_progress_then_delete() {
             Some("server/discover") => {
                 Reply::Json(error(&id_of(seen), -32601, "Method not found", Value::Null))
             }
-            Some("initialize") => Reply::Status(
-                200,
-                response(
-                    &id_of(seen),
-                    json!({"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
-                           "serverInfo": {"name": "old", "version": "1"}}),
-                ),
-                vec![("mcp-session-id", "s-1".to_owned())],
-            ),
+            Some("initialize") => initialized(seen),
             Some("tools/call") => {
                 let token = seen.params()["_meta"]["progressToken"].clone();
                 Reply::Sse(vec![
@@ -818,4 +828,167 @@ fn a_raw_tools_call_goes_through_the_call_rules() {
         pair.connection
             .request_raw("tools/call", Some(json!({"arguments": {}})), None, pair.now);
     assert!(matches!(pair.finish(op), Err(OpError::Config(_))));
+}
+
+// --- overload: 429 and 503 ---------------------------------------------------------------
+
+fn overloaded(status: u16, retry_after: Option<&str>) -> Reply {
+    let headers = retry_after
+        .map(|value| vec![("retry-after", value.to_owned())])
+        .unwrap_or_default();
+    Reply::Status(status, Value::Null, headers)
+}
+
+/// The gaps between the arrivals of the requests `seen`, on the fake clock.
+fn gaps(seen: &[&Seen]) -> Vec<Duration> {
+    seen.windows(2).map(|w| w[1].at - w[0].at).collect()
+}
+
+#[test]
+fn the_era_probe_answered_503_waits_its_retry_after_and_probes_again() {
+    let mut refusals = 2;
+    let pair = Pair::new(
+        session::EraPolicy::Auto,
+        Box::new(move |seen| match seen.rpc_method() {
+            Some("server/discover") if refusals > 0 => {
+                refusals -= 1;
+                overloaded(503, Some("1"))
+            }
+            Some("server/discover") => discovered(seen),
+            _ => Reply::Status(400, Value::Null, Vec::new()),
+        }),
+    );
+    assert!(
+        pair.outputs.iter().any(|o| matches!(o, Output::Connected(c)
+            if c.version == ProtocolVersion::V2026_07_28)),
+        "{:?}",
+        pair.outputs
+    );
+    let probes = pair.calls_seen("server/discover");
+    assert_eq!(probes.len(), 3, "two refusals, then the verdict");
+    assert_eq!(gaps(&probes), [Duration::from_secs(1); 2]);
+    assert!(
+        pair.calls_seen("initialize").is_empty(),
+        "no false 2025 verdict"
+    );
+}
+
+#[test]
+fn an_era_probe_whose_retry_after_passes_its_deadline_fails_at_once_as_rate_limited() {
+    let pair = Pair::new(
+        session::EraPolicy::Auto,
+        Box::new(|_| overloaded(429, Some("60"))),
+    );
+    let failure = pair.outputs.iter().find_map(|o| match o {
+        Output::ConnectFailed(OpError::Failed(failure)) => Some(failure.clone()),
+        _ => None,
+    });
+    let failure = failure.unwrap_or_else(|| panic!("not failed: {:?}", pair.outputs));
+    assert_rate_limited(&failure, 429, Some(60));
+    assert!(
+        failure.detail.contains("server/discover"),
+        "{}",
+        failure.detail
+    );
+    assert_eq!(pair.calls_seen("server/discover").len(), 1);
+    assert!(
+        pair.calls_seen("initialize").is_empty(),
+        "a 429 is no era verdict"
+    );
+    let probe = pair.calls_seen("server/discover")[0].at;
+    assert!(
+        pair.now - probe < Duration::from_secs(1),
+        "failed at once, no sleep"
+    );
+}
+
+#[test]
+fn a_listing_answered_429_goes_again_after_the_wait_and_endless_503_stops_at_four_attempts() {
+    let mut answered = 0;
+    let mut pair = Pair::modern(Box::new(move |seen| match seen.rpc_method() {
+        Some("tools/list") if seen.params().get("cursor").is_none() => {
+            answered += 1;
+            match answered {
+                1 => overloaded(429, Some("2")),
+                _ => Reply::Json(response(
+                    &id_of(seen),
+                    json!({"tools": [tool("a")], "nextCursor": "p2", "resultType": "complete"}),
+                )),
+            }
+        }
+        // The second page: refused forever.
+        Some("tools/list") => overloaded(503, None),
+        _ => Reply::Status(400, Value::Null, Vec::new()),
+    }));
+    let started = pair.now;
+    let op = pair.connection.list_tools(pair.now);
+    assert_rate_limited(&failed(pair.finish(op)), 503, None);
+    let lists = pair.calls_seen("tools/list");
+    assert_eq!(lists.len(), 6, "page 1 twice, then page 2 four times");
+    assert_eq!(lists[1].at - lists[0].at, Duration::from_secs(2));
+    // The backoff: in [0.25, 0.5), [0.5, 1), [1, 2) s, far inside the 30 s page deadline.
+    assert_jittered_backoff(&gaps(&lists[2..]));
+    assert!(pair.now - started < limits().request_timeout);
+}
+
+/// A call the server refuses for overload (`status`, its wait `retry_after`), sent once, and
+/// then a call it answers with `text`: the connection stays usable.
+fn refused_then_served(pair: &mut Pair, status: u16, retry_after: Option<u64>, text: &str) {
+    let op = pair.call("echo", json!({}));
+    assert_rate_limited(&failed(pair.finish(op)), status, retry_after);
+    assert_eq!(pair.calls_seen("tools/call").len(), 1, "never re-sent");
+    let op = pair.call("echo", json!({}));
+    assert_eq!(
+        text_of(pair.finish(op)),
+        text,
+        "the connection stays usable"
+    );
+    assert_eq!(pair.calls_seen("tools/call").len(), 2);
+}
+
+#[test]
+fn a_modern_call_answered_429_is_sent_once_and_the_next_call_goes_through() {
+    let mut calls = 0;
+    let mut pair = Pair::modern(Box::new(move |seen| match seen.rpc_method() {
+        Some("tools/call") => {
+            calls += 1;
+            match calls {
+                1 => Reply::Status(
+                    429,
+                    error(&id_of(seen), -32000, "slow down", Value::Null),
+                    vec![("retry-after", "30".to_owned())],
+                ),
+                _ => Reply::Json(response(&id_of(seen), text_result("done"))),
+            }
+        }
+        _ => Reply::Status(400, Value::Null, Vec::new()),
+    }));
+    refused_then_served(&mut pair, 429, Some(30), "done");
+}
+
+#[test]
+fn a_2025_session_call_answered_503_fails_rate_limited_and_the_session_goes_on() {
+    let mut calls = 0;
+    let mut pair = Pair::new(
+        session::EraPolicy::Legacy,
+        Box::new(move |seen| match seen.rpc_method() {
+            Some("initialize") => initialized(seen),
+            Some("tools/call") => {
+                calls += 1;
+                match calls {
+                    1 => overloaded(503, Some("5")),
+                    _ => Reply::Json(response(&id_of(seen), text_result("later"))),
+                }
+            }
+            _ => Reply::Status(400, Value::Null, Vec::new()),
+        }),
+    );
+    refused_then_served(&mut pair, 503, Some(5), "later");
+    let calls = pair.calls_seen("tools/call");
+    assert_eq!(
+        calls[1].headers.get("mcp-session-id").map(|v| v.as_bytes()),
+        Some(&b"s-1"[..]),
+        "the same session"
+    );
+    assert_eq!(pair.calls_seen("initialize").len(), 1, "no new handshake");
 }

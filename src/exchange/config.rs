@@ -7,6 +7,7 @@ use std::time::Duration;
 use http::Uri;
 use http::header::{AUTHORIZATION, HeaderName, HeaderValue};
 
+use super::OverloadPolicy;
 use crate::secret::Secret;
 use crate::session::ResumePolicy;
 use crate::sse;
@@ -53,6 +54,11 @@ pub struct HttpConfig {
     pub limits: HttpLimits,
     /// How response streams that end early are resumed.
     pub resume: ResumePolicy,
+    /// How a request that may be sent twice (the era probe, `initialize`, a listing,
+    /// `tasks/get`) is sent again when the server answers 429 or 503: after its
+    /// `Retry-After` or a jittered backoff, within the request's deadline, a few times. A
+    /// `tools/call` so answered is never sent again: it fails as rate limited.
+    pub overload: OverloadPolicy,
     /// How long a notification or response POST may take.
     pub post_timeout: Duration,
     /// How long the `DELETE` that ends a session may take.
@@ -79,6 +85,7 @@ impl std::fmt::Debug for HttpConfig {
             .field("headers", &self.headers)
             .field("limits", &self.limits)
             .field("resume", &self.resume)
+            .field("overload", &self.overload)
             .field("legacy_fallback", &self.legacy_fallback)
             .finish_non_exhaustive()
     }
@@ -113,6 +120,7 @@ impl HttpConfig {
             headers: ExtraHeaders::new(),
             limits: HttpLimits::default(),
             resume: ResumePolicy::default(),
+            overload: OverloadPolicy::default(),
             post_timeout: Duration::from_secs(30),
             close_timeout: Duration::from_secs(2),
             legacy_fallback: true,

@@ -53,6 +53,7 @@ mod close;
 mod config;
 mod credentials;
 mod legacy;
+mod overload;
 pub(crate) mod reply;
 mod request;
 mod resume;
@@ -64,6 +65,12 @@ pub use config::{
 pub(crate) use credentials::Refusal;
 #[cfg_attr(not(feature = "bindings"), allow(unused_imports))]
 pub(crate) use credentials::auth_param;
+pub use overload::OverloadPolicy;
+pub(crate) use overload::WallClock;
+#[cfg(test)]
+pub(crate) use overload::tests::{assert_jittered_backoff, assert_rate_limited};
+#[cfg_attr(not(feature = "bindings"), allow(unused_imports))]
+pub(crate) use overload::{Jitter, given_up, is_overload, retry_after};
 pub(crate) use reply::ResultDecoder;
 pub(crate) use request::SendOptions;
 
@@ -228,6 +235,13 @@ struct RequestOp {
     resent_after_401: bool,
     /// It was sent again with the same token for a DPoP nonce (RFC 9449 section 9): once.
     nonce_resent: bool,
+    /// It may be sent again after a 429 or 503 until this instant (its deadline): only a
+    /// request that may be sent twice has one ([`SendOptions::retry_until`]).
+    retry_until: Option<Instant>,
+    /// How many times it was sent again after a 429 or 503.
+    overloads: u32,
+    /// The request to POST again when its wait after a 429 or 503 is over.
+    repost: Option<HttpRequest>,
 }
 
 /// One logical operation of the exchange.
@@ -316,7 +330,7 @@ pub(crate) struct Exchange {
     server_stream_opened: bool,
     closing: Closing,
     next_stream: u64,
-    jitter: u64,
+    jitter: overload::Jitter,
     outputs: VecDeque<Output>,
     /// The messages decoded from a response chunk, on their way to `outputs` (an empty
     /// buffer, kept for its capacity).
@@ -354,14 +368,7 @@ impl Exchange {
             server_stream_opened: false,
             closing: Closing::Open,
             next_stream: 0,
-            // One splitmix64 step spreads a small seed over all the bits, so that seeds 1, 2,
-            // 3... do not all start the xorshift sequence near zero.
-            jitter: {
-                let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
-                z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-                z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-                (z ^ (z >> 31)) | 1
-            },
+            jitter: overload::Jitter::new(seed),
             outputs: VecDeque::new(),
             decoded: Vec::new(),
         }
@@ -554,12 +561,14 @@ impl Exchange {
         self.outputs.pop_front()
     }
 
-    /// The response head of `stream` arrived.
+    /// The response head of `stream` arrived, at `now` and at wall-clock time `wall` (read by
+    /// the driver with the head, for a `Retry-After` HTTP-date that comes without a `Date`).
     pub(crate) fn handle_head(
         &mut self,
         stream: StreamId,
         status: StatusCode,
         headers: &HeaderMap,
+        wall: WallClock,
         now: Instant,
     ) {
         let Some(mut flight) = self.flights.remove(&stream) else {
@@ -579,7 +588,7 @@ impl Exchange {
             self.log_head(status, headers);
         }
         match flight.op {
-            Op::Request(op) => self.request_head(stream, op, status, headers, now),
+            Op::Request(op) => self.request_head(stream, op, status, headers, wall, now),
             Op::OneWay { barrier, .. } => {
                 flight.read = Read::Prefix(Vec::new(), PrefixUse::OneWay { status, barrier });
                 self.flights.insert(stream, flight);
@@ -596,7 +605,12 @@ impl Exchange {
                     );
                 } else if status.is_server_error() || status == StatusCode::TOO_MANY_REQUESTS {
                     self.outputs.push_back(Output::Abort(stream));
-                    self.schedule_reopen(Op::ServerStream(state), "was refused", now);
+                    // An overloaded server's own wait, when it gave one, comes before the
+                    // backoff: coming back sooner is what it asked us not to do.
+                    let wait = is_overload(status)
+                        .then(|| retry_after(headers, wall))
+                        .flatten();
+                    self.schedule_reopen(Op::ServerStream(state), "was refused", wait, now);
                 } else {
                     // 405: the server offers no such stream; 404: the session is gone; 409: it
                     // allows one stream and has it; 401/403: not ours to fix.
@@ -819,7 +833,7 @@ impl Exchange {
                 if let (Read::Head, Some(error)) = (&read, &error) {
                     self.log(|| format!("< server stream: {}", transport_detail(error)));
                 }
-                self.schedule_reopen(Op::ServerStream(state), &why, now);
+                self.schedule_reopen(Op::ServerStream(state), &why, None, now);
             }
             (Op::Legacy(state), read) => {
                 let (_, initialize) = *state;

@@ -14,8 +14,9 @@ use crate::session::{Delivery, Failure, FailureKind};
 use crate::sse;
 
 use super::credentials::describe_challenge;
+use super::overload::{GiveUp, WallClock, given_up, is_overload, rate_limited, retry_after};
 use super::request::{EVENT_STREAM, SESSION_ID};
-use super::{Exchange, Flight, Op, Output, RequestOp, StreamId, lost, over_budget};
+use super::{Exchange, Flight, HttpRequest, Op, Output, RequestOp, StreamId, lost, over_budget};
 
 /// The longest session id accepted; the specification only says it must be visible ASCII.
 const MAX_SESSION_ID_BYTES: usize = 1024;
@@ -118,6 +119,7 @@ impl Exchange {
         mut op: Box<RequestOp>,
         status: StatusCode,
         headers: &HeaderMap,
+        wall: WallClock,
         now: Instant,
     ) {
         if op.resuming {
@@ -184,6 +186,13 @@ impl Exchange {
         }
         // The head settles whether the request can be sent again: its copy is no longer needed.
         let retained = op.retained.take();
+        if is_overload(status) {
+            // Before the 4xx rules below: a 429's JSON-RPC error body, if any, says no more
+            // than the status, and the request is not the server's to answer yet.
+            self.outputs.push_back(Output::Abort(stream));
+            self.overloaded(op, retained, status, headers, wall, now);
+            return;
+        }
         if matches!(status.as_u16(), 401 | 403) && !op.legacy {
             self.outputs.push_back(Output::Abort(stream));
             self.refused(op, retained, status, headers);
@@ -409,6 +418,63 @@ impl Exchange {
             self.log(|| format!("< event {}", event.data()));
             if let Ok(packet) = jsonrpc::decode(event.data().as_bytes()) {
                 messages.extend(packet.into_messages().into_iter().map(Message::into_owned));
+            }
+        }
+    }
+
+    /// A request answered 429 or 503: the server did not handle it. One that may be sent
+    /// twice waits for the server's `Retry-After` (or a jittered backoff) and goes again,
+    /// while that ends before its deadline and the policy allows; otherwise, and always for a
+    /// request that may not (a `tools/call`), it fails as rate limited, with the server's wait.
+    fn overloaded(
+        &mut self,
+        mut op: Box<RequestOp>,
+        retained: Option<HttpRequest>,
+        status: StatusCode,
+        headers: &HeaderMap,
+        wall: WallClock,
+        now: Instant,
+    ) {
+        let wait = retry_after(headers, wall);
+        let jitter = self.next_jitter();
+        let deadline = op.retry_until.filter(|_| retained.is_some());
+        let next = self
+            .config
+            .overload
+            .next_attempt(op.overloads, wait, now, deadline, jitter);
+        match (next, retained) {
+            (Ok(at), Some(request)) => {
+                op.overloads += 1;
+                let delay_ms = at.saturating_duration_since(now).as_millis() as u64;
+                trace_info!(
+                    status = status.as_u16(),
+                    delay_ms,
+                    retry = op.overloads,
+                    "the server is overloaded: sending the request again after its wait"
+                );
+                self.log(|| {
+                    format!(
+                        "< the server is overloaded ({status}{}); sending the request again in                          {delay_ms} ms",
+                        wait.map_or_else(String::new, |w| format!(
+                            ", Retry-After {} s",
+                            w.as_secs()
+                        ))
+                    )
+                });
+                op.repost = Some(request);
+                self.waiting.push((at, Op::Request(op)));
+            }
+            (next, _) => {
+                let why = next.err().unwrap_or(GiveUp::NotRetried);
+                let why = match (why, op.overloads) {
+                    (GiveUp::Deadline, retries) if retries > 0 => format!(
+                        " after {} attempts{}",
+                        retries + 1,
+                        given_up(GiveUp::Deadline, wait)
+                    ),
+                    (why, _) => given_up(why, wait),
+                };
+                self.fail(op.id.clone(), rate_limited(status, wait, &why));
             }
         }
     }

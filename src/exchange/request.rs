@@ -39,6 +39,12 @@ pub(crate) struct SendOptions {
     /// derives itself: `Mcp-Name` and the `Mcp-Param-*` headers of the tool's annotated
     /// arguments ([`crate::mcp::headers`]). Ignored at 2025-era revisions.
     pub headers: Vec<(HeaderName, HeaderValue)>,
+    /// The request may be sent twice (it changes nothing on the server: the era probe,
+    /// `initialize`, a listing, `tasks/get`), and until this instant (its deadline): answered
+    /// 429 or 503, it is sent again after the server's `Retry-After` or a jittered backoff,
+    /// as [`HttpConfig::overload`](super::HttpConfig::overload) allows. `None` (a
+    /// `tools/call`): such an answer fails it at once.
+    pub retry_until: Option<Instant>,
 }
 
 impl SendOptions {
@@ -53,6 +59,13 @@ impl SendOptions {
     /// These options with a byte budget for the reply.
     pub(crate) fn with_max_response_bytes(mut self, limit: Option<u64>) -> Self {
         self.max_response_bytes = limit;
+        self
+    }
+
+    /// These options for a request that may be sent again after a 429 or 503 until
+    /// `deadline` ([`retry_until`](Self::retry_until)).
+    pub(crate) fn with_retry_until(mut self, deadline: Option<Instant>) -> Self {
+        self.retry_until = deadline;
         self
     }
 
@@ -109,6 +122,9 @@ impl Exchange {
             resends: 0,
             resent_after_401: false,
             nonce_resent: false,
+            retry_until: limits.retry_until,
+            overloads: 0,
+            repost: None,
         };
         let mut op = Box::new(op);
         let mut request = self.build(Method::POST, uri, body, ACCEPT_BOTH);
@@ -121,7 +137,9 @@ impl Exchange {
                 request.headers.insert(name, value);
             }
         }
-        if self.hold_refusals && !legacy {
+        // Kept until the reply's head says whether the request is sent again: for a new token
+        // (held refusals), or after an overloaded server's wait.
+        if (self.hold_refusals && !legacy) || op.retry_until.is_some() {
             op.retained = Some(request.clone());
         }
         self.issue(Op::Request(op), request);

@@ -1,10 +1,10 @@
 //! Resumption and the standalone GET stream: a request's stream resumed with `Last-Event-ID`,
 //! the server stream reopened, each after the policy's backoff with seeded jitter.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use http::Method;
-use http::header::HeaderValue;
+use http::header::{AUTHORIZATION, HeaderValue};
 
 use crate::session::Resumption;
 use crate::sse;
@@ -83,14 +83,22 @@ impl Exchange {
         }
     }
 
-    /// The standalone stream ended: reopen it after the wait the policy gives, or give up.
-    pub(super) fn schedule_reopen(&mut self, mut op: Op, why: &str, now: Instant) {
+    /// The standalone stream ended: reopen it after the wait the policy gives (no sooner than
+    /// `wait`, an overloaded server's `Retry-After`), or give up.
+    pub(super) fn schedule_reopen(
+        &mut self,
+        mut op: Op,
+        why: &str,
+        wait: Option<Duration>,
+        now: Instant,
+    ) {
         let jitter = self.next_jitter();
         let Op::ServerStream(state) = &mut op else {
             return;
         };
         match state.1.next_attempt(now, jitter) {
             Some(at) if self.closing == Closing::Open => {
+                let at = wait.map_or(at, |wait| at.max(now + wait));
                 trace_debug!(
                     delay_ms = at.saturating_duration_since(now).as_millis() as u64,
                     "the server stream ended: reopening it"
@@ -108,8 +116,29 @@ impl Exchange {
         }
     }
 
-    /// Issues the GET that resumes a request's stream or reopens the standalone one.
+    /// Issues the GET that resumes a request's stream or reopens the standalone one, or
+    /// POSTs again a request whose wait after a 429 or 503 is over.
     pub(super) fn reopen(&mut self, mut op: Op, _now: Instant) {
+        if let Op::Request(request) = &mut op
+            && let Some(mut repost) = request.repost.take()
+        {
+            // With the token of now: it may have been renewed during the wait.
+            repost.headers.remove(AUTHORIZATION);
+            if let Some(value) = self.authorization() {
+                repost.headers.insert(AUTHORIZATION, value);
+            }
+            request.sent_token = self.bearer.clone();
+            request.retained = Some(repost.clone());
+            let attempt = request.overloads + 1;
+            self.log(|| {
+                format!(
+                    "> POST {} (attempt {attempt}, sent again after the server was overloaded)",
+                    repost.uri
+                )
+            });
+            self.issue(op, repost);
+            return;
+        }
         let (last_event_id, what) = match &mut op {
             Op::Request(request) => {
                 request.resuming = true;
@@ -139,12 +168,7 @@ impl Exchange {
         self.issue(op, request);
     }
 
-    fn next_jitter(&mut self) -> f64 {
-        let mut x = self.jitter;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.jitter = x;
-        (x >> 11) as f64 / (1u64 << 53) as f64
+    pub(super) fn next_jitter(&mut self) -> f64 {
+        self.jitter.next()
     }
 }

@@ -72,6 +72,8 @@ enum Event {
 struct Harness {
     exchange: Exchange,
     now: Instant,
+    /// The wall clock the driver reads with each response head (seconds since the epoch).
+    wall: WallClock,
     events: Vec<Event>,
     log: Arc<Mutex<Vec<String>>>,
 }
@@ -96,6 +98,7 @@ impl Harness {
         Harness {
             exchange: Exchange::new(config, seed),
             now: Instant::now(),
+            wall: WallClock(1_800_000_000),
             events: Vec::new(),
             log,
         }
@@ -182,7 +185,8 @@ impl Harness {
             );
         }
         let status = StatusCode::from_u16(status).unwrap();
-        self.exchange.handle_head(stream, status, &map, self.now);
+        self.exchange
+            .handle_head(stream, status, &map, self.wall, self.now);
         self.pump();
     }
 
@@ -936,7 +940,7 @@ fn statuses_that_are_not_a_usable_reply_fail_the_request() {
         detail: &'static [&'static str],
     }
     use Delivery::{MayHaveReached, Refused};
-    use FailureKind::{HttpStatus, SessionExpired, Unauthorized};
+    use FailureKind::{HttpStatus, RateLimited, SessionExpired, Unauthorized};
     const CHALLENGE: &str = r#"Bearer resource_metadata="https://as.example/.well-known/oauth-protected-resource", scope="tools:read tools:call", error="invalid_token""#;
     let redirect = |status| Case {
         status,
@@ -1031,10 +1035,31 @@ fn statuses_that_are_not_a_usable_reply_fail_the_request() {
         refused(405),
         refused(409),
         refused(422),
-        refused(429),
+        // Overloaded: refused unhandled, and a call is not sent again.
+        Case {
+            status: 429,
+            headers: &[("retry-after", "3")],
+            session: false,
+            kind: RateLimited {
+                status: 429,
+                retry_after: Some(Duration::from_secs(3)),
+            },
+            delivery: Refused,
+            detail: &["429", "Retry-After 3 s", "did not run"],
+        },
         server_error(500),
         server_error(502),
-        server_error(503),
+        Case {
+            status: 503,
+            headers: &[],
+            session: true,
+            kind: RateLimited {
+                status: 503,
+                retry_after: None,
+            },
+            delivery: Refused,
+            detail: &["503"],
+        },
     ];
     for case in cases {
         let mut h = Harness::new();
@@ -3162,4 +3187,187 @@ fn the_mcp_method_header_names_every_method_as_it_is() {
         assert_eq!(method_header(method).unwrap(), method);
     }
     assert_eq!(method_header("bad\nname"), None);
+}
+
+// --- overload: 429 and 503 ---------------------------------------------------------------
+
+/// Sends request `id` (`method`) that may go again after a 429 or 503 until `deadline` from
+/// now; returns its stream.
+fn send_retryable(h: &mut Harness, id: i64, method: &str, deadline: Duration) -> StreamId {
+    let until = h.now + deadline;
+    h.send(
+        request(id, method),
+        SendOptions::default().with_retry_until(Some(until)),
+        false,
+    )
+    .expect("the request is POSTed")
+}
+
+/// The POSTs issued so far.
+fn posts(h: &Harness) -> Vec<&Sent> {
+    h.sent()
+        .into_iter()
+        .filter(|sent| sent.method == Method::POST)
+        .collect()
+}
+
+fn overloaded(h: &mut Harness, stream: StreamId, status: u16, headers: &[Header]) {
+    h.head(stream, status, headers);
+    assert!(
+        h.aborted().contains(&stream),
+        "the refusal's body is not read"
+    );
+}
+
+#[test]
+fn a_listing_answered_429_waits_its_retry_after_and_goes_again_unchanged() {
+    let mut h = Harness::with(|c| c.bearer_token = Some(Secret::new(TOKEN)));
+    let first = send_retryable(&mut h, 1, "tools/list", Duration::from_secs(30));
+    overloaded(&mut h, first, 429, &[("retry-after", "2")]);
+    assert!(h.failures().is_empty(), "not failed: it waits");
+    assert_eq!(
+        h.wait(),
+        Some(Duration::from_secs(2)),
+        "exactly the server's wait"
+    );
+    assert_eq!(posts(&h).len(), 1, "nothing sent during the wait");
+    h.jump_to_deadline();
+    let sent = posts(&h);
+    assert_eq!(sent.len(), 2);
+    assert_eq!(sent[1].body, sent[0].body, "the same request, same id");
+    let bearer = format!("Bearer {TOKEN}");
+    assert_eq!(sent[1].header("authorization"), Some(bearer.as_str()));
+    let again = sent[1].stream;
+    h.reply_json(again, &result(1));
+    assert_eq!(h.delivered().len(), 1, "the answer reaches the session");
+    assert!(
+        h.log_lines().iter().any(|l| l.contains("Retry-After 2 s")),
+        "{:?}",
+        h.log_lines()
+    );
+}
+
+#[test]
+fn an_http_date_retry_after_is_measured_from_the_responses_date_or_the_wall_clock() {
+    let mut h = Harness::new();
+    let first = send_retryable(&mut h, 1, "server/discover", Duration::from_secs(30));
+    // The server's clock says 08:49:57, the client's is an hour ahead: the wait is 10 s.
+    h.wall = WallClock(784_111_797 + 3600);
+    overloaded(
+        &mut h,
+        first,
+        503,
+        &[
+            ("retry-after", "Sun, 06 Nov 1994 08:50:07 GMT"),
+            ("date", "Sun, 06 Nov 1994 08:49:57 GMT"),
+        ],
+    );
+    assert_eq!(h.wait(), Some(Duration::from_secs(10)));
+    h.jump_to_deadline();
+    // No Date: the wall clock the driver read with the head.
+    let second = posts(&h)[1].stream;
+    h.wall = WallClock(784_111_777);
+    overloaded(
+        &mut h,
+        second,
+        429,
+        &[("retry-after", "Sun, 06 Nov 1994 08:49:41 GMT")],
+    );
+    assert_eq!(h.wait(), Some(Duration::from_secs(4)));
+}
+
+#[test]
+fn a_503_without_retry_after_backs_off_with_jitter_and_endless_refusals_stop_after_four_attempts() {
+    let mut h = Harness::new();
+    let deadline = Duration::from_secs(60);
+    let mut stream = send_retryable(&mut h, 1, "tools/list", deadline);
+    let mut waits = Vec::new();
+    for _ in 0..3 {
+        overloaded(&mut h, stream, 503, &[]);
+        waits.push(h.jump_to_deadline());
+        stream = posts(&h).last().expect("sent again").stream;
+    }
+    overloaded(&mut h, stream, 503, &[]);
+    assert_eq!(posts(&h).len(), 4, "one sending and three retries");
+    assert_jittered_backoff(&waits);
+    let failure = h.failure(1);
+    assert_rate_limited(failure, 503, None);
+    assert!(
+        failure.detail.contains("after 4 attempts"),
+        "{}",
+        failure.detail
+    );
+    assert_eq!(h.wait(), None, "nothing more is due");
+}
+
+#[test]
+fn a_retry_after_past_the_deadline_fails_at_once_with_the_servers_wait() {
+    let mut h = Harness::new();
+    let stream = send_retryable(&mut h, 1, "tools/list", Duration::from_secs(10));
+    overloaded(&mut h, stream, 429, &[("retry-after", "60")]);
+    let failure = h.failure(1);
+    assert_rate_limited(failure, 429, Some(60));
+    assert!(
+        failure.detail.contains("past the request's deadline"),
+        "{}",
+        failure.detail
+    );
+    assert_eq!(posts(&h).len(), 1);
+    assert_eq!(h.wait(), None, "no sleep past the deadline");
+}
+
+#[test]
+fn a_call_answered_429_is_never_sent_again_and_did_not_run() {
+    let mut h = holding();
+    let stream = h.send_request(1, "tools/call");
+    // A 2026-07-28 server's 429 may carry a JSON-RPC error: the status decides.
+    overloaded(
+        &mut h,
+        stream,
+        429,
+        &[("retry-after", "30"), ("content-type", "application/json")],
+    );
+    let failure = h.failure(1);
+    assert_rate_limited(failure, 429, Some(30));
+    assert!(
+        failure
+            .detail
+            .contains("429 Too Many Requests, Retry-After 30 s"),
+        "{}",
+        failure.detail
+    );
+    h.advance(Duration::from_secs(60));
+    assert_eq!(posts(&h).len(), 1, "exactly one POST");
+}
+
+#[test]
+fn a_retry_goes_with_the_token_of_now_and_not_at_all_once_the_session_gave_up() {
+    let mut h = holding();
+    let stream = send_retryable(&mut h, 1, "tasks/get", Duration::from_secs(30));
+    overloaded(&mut h, stream, 503, &[("retry-after", "1")]);
+    h.exchange
+        .set_bearer(Some(Secret::new("tok-RENEWED-1234567890")));
+    h.jump_to_deadline();
+    assert_eq!(
+        h.last_sent().header("authorization"),
+        Some("Bearer tok-RENEWED-1234567890")
+    );
+    // Overloaded again, and then the session settles it (its deadline, a cancel): nothing
+    // more goes out.
+    let stream = h.last_sent().stream;
+    overloaded(&mut h, stream, 503, &[("retry-after", "1")]);
+    h.finish(1, false);
+    h.advance(Duration::from_secs(5));
+    assert_eq!(posts(&h).len(), 2);
+    assert_eq!(h.wait(), None);
+}
+
+#[test]
+fn the_server_stream_refused_as_overloaded_reopens_no_sooner_than_its_retry_after() {
+    let mut h = Harness::with(|c| c.server_stream = true);
+    h.initialize(Some("s-1"));
+    h.open_server_stream();
+    let get = h.last_sent().stream;
+    h.head(get, 503, &[("retry-after", "20")]);
+    assert_eq!(h.wait(), Some(Duration::from_secs(20)));
 }

@@ -15,7 +15,7 @@ use http::{HeaderMap, HeaderValue, StatusCode};
 use crate::connection::{
     CallArguments, CallTool, Connection, Frame, Limits, OpError, OpId, Outcome, Output,
 };
-use crate::exchange::{Exchange, HttpConfig, HttpRequest, StreamId, TransportError};
+use crate::exchange::{Exchange, HttpConfig, HttpRequest, StreamId, TransportError, WallClock};
 use crate::jsonrpc::{self, Message};
 use crate::mcp::JsonObject;
 use crate::secret::Secret;
@@ -380,8 +380,10 @@ impl Harness {
                     "content-type",
                     HeaderValue::from_static("text/event-stream"),
                 );
-                self.frames
-                    .push_back((stream, Frame::Head(StatusCode::OK, headers)));
+                self.frames.push_back((
+                    stream,
+                    Frame::Head(StatusCode::OK, headers, WallClock::default()),
+                ));
             }
             b's' => {
                 let events: Vec<u8> = payload
@@ -409,7 +411,7 @@ impl Harness {
         }
         let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
         self.frames
-            .push_back((stream, Frame::Head(status, headers)));
+            .push_back((stream, Frame::Head(status, headers, WallClock::default())));
         let mut rest = &body[..];
         let mut seed = self.chunk_seed;
         while !rest.is_empty() {

@@ -14,7 +14,9 @@ use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use crate::binding::call::finish_call;
 use crate::connection::{CallTool, Connection, Frame, Limits, OpError, OpId, Outcome, Output};
 use crate::error::{Error, ErrorKind};
-use crate::exchange::{Exchange, HttpConfig, HttpLimits, HttpRequest, StreamId, TransportError};
+use crate::exchange::{
+    Exchange, HttpConfig, HttpLimits, HttpRequest, StreamId, TransportError, WallClock,
+};
 use crate::mcp::{CallToolResult, ProgressToken};
 use crate::secret::Secret;
 use crate::session::{self, ResumePolicy};
@@ -176,7 +178,7 @@ fn frames(raw: &[u8], chunk_seed: u64) -> VecDeque<Frame> {
             return frames;
         }
     };
-    frames.push_back(Frame::Head(status, headers));
+    frames.push_back(Frame::Head(status, headers, WallClock::default()));
     let mut state = chunk_seed | 0x9E37_79B9_7F4A_7C10;
     let mut rest = &body[..];
     while !rest.is_empty() {
@@ -578,7 +580,7 @@ impl Harness {
     }
 
     fn deliver(&mut self, stream: StreamId, frame: Frame) {
-        if let Frame::Head(status, _) = &frame
+        if let Frame::Head(status, ..) = &frame
             && self.call_stream == Some(stream)
         {
             self.call_status = Some(status.as_u16());

@@ -111,6 +111,28 @@ pub(crate) const TASKS_CANCEL: &str = "tasks/cancel";
 /// Notification: a task's status changed; since 2025-11-25.
 pub(crate) const TASKS_STATUS: &str = "notifications/tasks/status";
 
+/// Whether a client's request `method` changes nothing on the server, so that one the server
+/// refused unhandled (429, 503) may be sent again: the era probe, `initialize` (refused, it
+/// opened no session), `ping`, the listings, reads and `tasks/get`. Never `tools/call`,
+/// `tasks/cancel`, `tasks/result` (which may wait on a task, and hands its result over) or
+/// anything unknown.
+pub(crate) fn is_idempotent(method: &str) -> bool {
+    matches!(
+        method,
+        SERVER_DISCOVER
+            | INITIALIZE
+            | PING
+            | TOOLS_LIST
+            | RESOURCES_LIST
+            | RESOURCES_TEMPLATES_LIST
+            | RESOURCES_READ
+            | PROMPTS_LIST
+            | PROMPTS_GET
+            | TASKS_GET
+            | TASKS_LIST
+    )
+}
+
 /// Whether `method` is a request a server may send to a client in 2025-11-25 (schema
 /// `ServerRequest`). A client answers the ones it does not implement with `-32601`.
 pub(crate) fn is_server_request(method: &str) -> bool {

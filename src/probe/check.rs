@@ -418,6 +418,13 @@ pub(crate) fn classify_discover(status: StatusCode, response: Option<&Value>) ->
         era.verdict = format!("server/discover answered {code}: credentials needed first");
         return era;
     }
+    if matches!(code, 429 | 503) {
+        era.verdict = format!(
+            "server/discover answered {code} until the probe gave up: the server is overloaded, \
+             no era evidence (see Overload)"
+        );
+        return era;
+    }
     if status.is_server_error() {
         era.verdict = format!("server/discover answered {code}: a server error, no era evidence");
         return era;

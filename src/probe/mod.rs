@@ -35,9 +35,9 @@ mod report;
 mod tests;
 
 pub use report::{
-    Authorization, Challenge, Deviation, Eras, LegacyEra, Level, ModernEra, ProbeReport, ReplySeen,
-    ResourceMetadata, ServerMetadata, ServerSummary, SessionIdSeen, Sessions, SseFraming,
-    StatusSeen, ToolCheck, Tools, VersionOffer,
+    Authorization, Challenge, Deviation, Eras, LegacyEra, Level, ModernEra, OverloadSeen,
+    ProbeReport, ReplySeen, ResourceMetadata, ServerMetadata, ServerSummary, SessionIdSeen,
+    Sessions, SseFraming, StatusSeen, ToolCheck, Tools, VersionOffer,
 };
 
 use std::sync::{Arc, Mutex};
@@ -51,11 +51,11 @@ use serde_json::{Value, json};
 
 use self::check::{BodyKind, MODERN, cut, rules};
 use crate::client::{Client, ClientOptions};
-use crate::exchange::TransportError;
+use crate::exchange::{Jitter, TransportError, given_up, is_overload, retry_after};
 use crate::mcp::headers::encode_header_value;
 use crate::mcp::{Implementation, ProtocolVersion, Tool};
 use crate::transport::Secret;
-use crate::transport::http::{HttpConfig, HttpPool, RawEnd, RawReply};
+use crate::transport::http::{HttpConfig, HttpPool, OverloadPolicy, RawEnd, RawReply, wall_clock};
 
 /// The probe's clock, for what is left of its deadline.
 #[allow(
@@ -82,6 +82,10 @@ pub struct ProbeOptions {
     pub max_body_bytes: usize,
     /// The most `tools/list` pages the probe's own 2026-07-28 listing reads.
     pub max_list_pages: usize,
+    /// How a request answered 429 or 503 is sent again (every request the probe makes
+    /// changes nothing, so each may be), within the probe's deadline; the client the probe
+    /// connects retries by its own [`HttpConfig::overload`].
+    pub overload: OverloadPolicy,
 }
 
 impl ProbeOptions {
@@ -94,6 +98,7 @@ impl ProbeOptions {
             request_timeout: Duration::from_secs(10),
             max_body_bytes: 1 << 20,
             max_list_pages: 100,
+            overload: OverloadPolicy::default(),
         }
     }
 }
@@ -138,6 +143,12 @@ pub async fn probe(pool: &HttpPool, options: &ProbeOptions) -> Result<ProbeRepor
         speaks_2025: false,
         initialize_server: None,
         discover_result: None,
+        jitter: Jitter::new({
+            use std::hash::{BuildHasher, Hasher};
+            std::collections::hash_map::RandomState::new()
+                .build_hasher()
+                .finish()
+        }),
     };
     run.report.auth.token_sent = options.token.is_some();
     // Every step is bounded by what is left of the deadline; this is the net under them.
@@ -172,6 +183,8 @@ struct Run<'a> {
     initialize_server: Option<Value>,
     /// The DiscoverResult of a 2026-07-28 server.
     discover_result: Option<Value>,
+    /// The backoffs' jitter after a 429 or 503.
+    jitter: Jitter,
 }
 
 /// A reply to one of the probe's own requests, read.
@@ -331,23 +344,67 @@ impl Run<'_> {
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_owned();
-        let Some(request) = self.request(
-            Method::POST,
-            "application/json, text/event-stream",
-            headers,
-            body.to_string().into_bytes(),
-        ) else {
-            self.report
-                .notes
-                .push(format!("{label}: the request could not be built"));
-            return None;
-        };
-        let budget = self.budget(label)?;
-        let stop = |so_far: &[u8]| sse_has_response(so_far, &id);
-        let reply = self
-            .fetch(label, request, self.options.max_body_bytes, budget, &stop)
-            .await?;
-        Some(self.observe(label, reply, Some(&id), modern))
+        let mut retries = 0;
+        loop {
+            let Some(request) = self.request(
+                Method::POST,
+                "application/json, text/event-stream",
+                headers,
+                body.to_string().into_bytes(),
+            ) else {
+                self.report
+                    .notes
+                    .push(format!("{label}: the request could not be built"));
+                return None;
+            };
+            let budget = self.budget(label)?;
+            let stop = |so_far: &[u8]| sse_has_response(so_far, &id);
+            let reply = self
+                .fetch(label, request, self.options.max_body_bytes, budget, &stop)
+                .await?;
+            if !is_overload(reply.status) {
+                return Some(self.observe(label, reply, Some(&id), modern));
+            }
+            // Overloaded: the request did not run, and sending it again changes nothing. The
+            // decision is the exchange's rule, on the probe's deadline.
+            let status = reply.status.as_u16();
+            let wait = retry_after(&reply.headers, wall_clock());
+            let at = now();
+            let next = self.options.overload.next_attempt(
+                retries,
+                wait,
+                at.into_std(),
+                Some(self.deadline.into_std()),
+                self.jitter.next(),
+            );
+            let answer = self.observe(label, reply, Some(&id), modern);
+            let mut seen = OverloadSeen {
+                request: label.to_owned(),
+                status,
+                retry_after_seconds: wait.map(|wait| wait.as_secs()),
+                attempt: retries + 1,
+                waited_ms: None,
+                outcome: String::new(),
+            };
+            match next {
+                Ok(again) => {
+                    let waited = again.saturating_duration_since(at.into_std());
+                    seen.waited_ms = Some(waited.as_millis() as u64);
+                    seen.outcome = format!("sent again after {} ms", waited.as_millis());
+                    self.report.overload.push(seen);
+                    tokio::time::sleep_until(again.into()).await;
+                    retries += 1;
+                }
+                Err(why) => {
+                    seen.outcome = format!(
+                        "given up{}",
+                        given_up(why, wait).replace("request's", "probe's")
+                    );
+                    self.report.overload.push(seen);
+                    return Some(answer);
+                }
+            }
+        }
     }
 
     async fn fetch(

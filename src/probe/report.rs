@@ -21,6 +21,10 @@ pub struct ProbeReport {
     pub eras: Eras,
     /// Every request the probe made itself, and how its reply was framed.
     pub replies: Vec<ReplySeen>,
+    /// Every 429 or 503 the server answered one of the probe's own requests with: its
+    /// `Retry-After`, and whether the probe waited and sent the request again or gave up.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub overload: Vec<OverloadSeen>,
     /// How it handles `Mcp-Session-Id`.
     pub sessions: Sessions,
     /// Whether it needs credentials, and what its challenge and metadata say.
@@ -147,6 +151,27 @@ pub struct ReplySeen {
     pub sse: Option<SseFraming>,
     /// The JSON-RPC answer in a line: `result`, `error CODE MESSAGE`, or what was there instead.
     pub answer: String,
+}
+
+/// A 429 or 503 answer to one of the probe's requests, and what the probe did about it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct OverloadSeen {
+    /// What was sent, as in [`ReplySeen::request`].
+    pub request: String,
+    /// 429 or 503.
+    pub status: u16,
+    /// The server's `Retry-After`, as a wait in seconds (an HTTP-date measured from the
+    /// response's `Date`), when it sent one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_after_seconds: Option<u64>,
+    /// Which attempt this answered (1 for the first sending).
+    pub attempt: u32,
+    /// How long the probe waited before sending the request again; `None` when it gave up.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waited_ms: Option<u64>,
+    /// `sent again after N ms`, or `given up` and why.
+    pub outcome: String,
 }
 
 /// How an event-stream body was framed.
@@ -396,6 +421,9 @@ impl ProbeReport {
         section(&mut out, "Server", &self.server_lines());
         section(&mut out, "Eras", &self.era_lines());
         section(&mut out, "Replies", &self.reply_lines());
+        if !self.overload.is_empty() {
+            section(&mut out, "Overload", &self.overload_lines());
+        }
         section(&mut out, "Sessions", &self.session_lines());
         section(&mut out, "Auth", &self.auth_lines());
         section(&mut out, "Tools", &self.tool_lines());
@@ -478,6 +506,22 @@ impl ProbeReport {
             lines.push(line);
         }
         lines
+    }
+
+    fn overload_lines(&self) -> Vec<String> {
+        self.overload
+            .iter()
+            .map(|seen| {
+                let after = seen.retry_after_seconds.map_or_else(
+                    || "no Retry-After".to_owned(),
+                    |s| format!("Retry-After {s} s"),
+                );
+                format!(
+                    "{}  attempt {}: {} ({after}) -> {}",
+                    seen.request, seen.attempt, seen.status, seen.outcome
+                )
+            })
+            .collect()
     }
 
     fn reply_lines(&self) -> Vec<String> {

@@ -15,7 +15,7 @@ pub enum Delivery {
     /// Never sent: refused locally, or the connection could not be made.
     NotSent,
     /// The server turned the message away before processing it (an HTTP-level refusal such
-    /// as 401, 403, 404 for an expired session, or a non-MCP reply).
+    /// as 401, 403, 404 for an expired session, 429 or 503 for overload, or a non-MCP reply).
     Refused,
     /// Sent, and no answer arrived: the server may have received and acted on it.
     MayHaveReached,
@@ -71,6 +71,15 @@ pub enum FailureKind {
     UnsupportedVersion,
     /// The server asked for user input (`elicitation/create`) during a tool call.
     ElicitationRequested,
+    /// The server is overloaded: it answered 429 (Too Many Requests) or 503 (Service
+    /// Unavailable), so it did not handle the request. A request that may be sent twice was
+    /// sent again within its deadline first; this is the last answer.
+    RateLimited {
+        /// The status code (429 or 503).
+        status: u16,
+        /// How long the server asked the client to wait (its `Retry-After`), when it said.
+        retry_after: Option<std::time::Duration>,
+    },
 }
 
 /// A request's failure: what went wrong, how far the request got, and a message for people.

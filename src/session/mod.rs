@@ -909,6 +909,13 @@ impl Session {
         self.transmit(Message::Response(response));
     }
 
+    /// When request `id` in flight times out (its deadline, or its idle deadline if sooner),
+    /// for a transport that waits on its behalf (an overloaded server's `Retry-After`) and
+    /// must not wait past it.
+    pub(crate) fn deadline_of(&self, id: &Id) -> Option<Instant> {
+        self.pending.get(id).map(Pending::next_deadline)
+    }
+
     /// The next instant at which [`handle_timeout`](Session::handle_timeout) has work to do.
     pub(crate) fn poll_timeout(&self) -> Option<Instant> {
         self.pending.values().map(Pending::next_deadline).min()

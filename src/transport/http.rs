@@ -33,8 +33,20 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 pub use crate::exchange::{
     EndpointError, EndpointProblem, ExtraHeaders, HeaderError, HttpConfig, HttpLimits,
+    OverloadPolicy,
 };
-use crate::exchange::{HttpRequest, StreamId, TransportError};
+use crate::exchange::{HttpRequest, StreamId, TransportError, WallClock};
+
+/// The wall clock as a response head arrives, for a `Retry-After` HTTP-date the response
+/// gives without a `Date` (the sans-IO exchange reads no clock).
+#[allow(clippy::disallowed_methods)] // The transport driver owns the clock.
+pub(crate) fn wall_clock() -> WallClock {
+    WallClock(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| since.as_secs()),
+    )
+}
 
 use super::proxy;
 pub use super::proxy::{ProxyConfig, ProxyError};
@@ -728,7 +740,7 @@ impl Flight {
                     }
                     let (parts, body) = response.into_parts();
                     self.state = Carrying::Reading(body);
-                    return Poll::Ready(Frame::Head(parts.status, parts.headers));
+                    return Poll::Ready(Frame::Head(parts.status, parts.headers, wall_clock()));
                 }
                 Carrying::Reading(body) => {
                     let Poll::Ready(frame) = std::pin::Pin::new(body).poll_frame(cx) else {
