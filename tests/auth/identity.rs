@@ -333,7 +333,7 @@ async fn identity_dpop_bound_tokens_with_both_nonces_and_a_workload_token_read_a
     let lines = Lines::default();
     let file = WorkloadFile::new("wif-dpop", WORKLOAD_A);
     let (dpop, _der) = dpop_key();
-    let thumbprint = dpop.key.thumbprint().to_owned();
+    let thumbprint = dpop.key.as_ref().expect("a key").thumbprint().to_owned();
     let oauth = jwt_bearer_oauth(&servers, &file, Some(dpop));
     let client = connect(&servers, &pool, &oauth, &lines)
         .await

@@ -274,8 +274,9 @@ impl Flow {
 
     /// Builds and sends a token request (see [`token_request`](Flow::token_request));
     /// `nonce_retried`: it is the one retry after a `use_dpop_nonce` answer. A request to
-    /// the authorization server carries a DPoP proof when DPoP is configured and the
-    /// server takes ES256 proofs; the token exchange at the enterprise IdP carries none.
+    /// the authorization server carries a DPoP proof when DPoP is configured (of the key
+    /// made or checked for the servers' algorithms, which fails the flow when they take none
+    /// of ours); the token exchange at the enterprise IdP carries none.
     pub(super) fn send_token_request(
         &mut self,
         purpose: Purpose,
@@ -302,6 +303,11 @@ impl Flow {
             Err(e) => return self.fail(Error::Crypto(e)),
         };
         self.spend(assertion);
+        if purpose != Purpose::TokenExchange
+            && let Err(e) = self.ensure_dpop_key()
+        {
+            return self.fail(e);
+        }
         let proof = if purpose != Purpose::TokenExchange && self.dpop_at_server() {
             match self.token_proof(&endpoint, now) {
                 Ok(proof) => proof,

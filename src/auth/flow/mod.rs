@@ -25,7 +25,7 @@ use super::assertion::AssertionSource;
 use super::challenge::{self, BearerChallenge};
 use super::client::{self, Identity, PreRegistered, RegistrationError};
 use super::crypto::{Pkce, Randomness, SystemRandomness};
-use super::dpop::{Nonces, SchemesOffered};
+use super::dpop::{DpopChallenge, Nonces, SchemesOffered};
 use super::metadata::{ResourceMetadata, ServerMetadata, ServerMetadataError};
 use super::scope::Scopes;
 use super::token::{Token, TokenCache, TokenKey, clean_text};
@@ -234,6 +234,12 @@ pub(crate) struct Flow {
     resource_nonces: Nonces,
     /// The MCP server's last 401 offered only the `DPoP` scheme.
     dpop_only: bool,
+    /// The key of the DPoP proofs: the configured one, else one made for the servers'
+    /// algorithms once the authorization server's metadata is known.
+    dpop_key: Option<Arc<super::DpopKey>>,
+    /// The `algs` of the MCP server's last `DPoP` challenge that named any (RFC 9449
+    /// section 7.1): the algorithms it takes proofs in.
+    resource_algs: Option<Vec<String>>,
 }
 
 impl fmt::Debug for Flow {
@@ -257,7 +263,6 @@ impl Flow {
     pub(crate) fn with_cache(config: Config, cache: TokenCache) -> Flow {
         let resource = canonical(&config.server);
         Flow {
-            config,
             stage: Stage::Idle,
             outputs: VecDeque::new(),
             next_id: 0,
@@ -283,6 +288,9 @@ impl Flow {
             nonces: Nonces::default(),
             resource_nonces: Nonces::default(),
             dpop_only: false,
+            dpop_key: config.dpop.as_ref().and_then(|d| d.key.clone()),
+            resource_algs: None,
+            config,
         }
     }
 
@@ -507,6 +515,9 @@ impl Flow {
         let challenge = challenge::bearer(headers).ok().flatten();
         if status == StatusCode::UNAUTHORIZED {
             self.dpop_only = SchemesOffered::of(headers).dpop_only();
+            if let Some(algs) = DpopChallenge::of(headers).and_then(|c| c.algs) {
+                self.resource_algs = Some(algs);
+            }
         }
         match status.as_u16() {
             401 => {

@@ -13,9 +13,10 @@ const WORKLOAD_JWT: &str = "eyJ.workload-secret.sig";
 const ID_TOKEN: &str = "eyJ.id-token-secret.sig";
 const ID_JAG: &str = "eyJ.id-jag-secret.sig";
 
-/// The proof's header and claims, after checking its ES256 signature with the public key
-/// its own `jwk` names.
+/// The proof's header and claims, after checking its signature (ES256, ES384 or EdDSA, as
+/// its header says) with the public key its own `jwk` names.
 fn verified_proof(proof: &str) -> (Value, Value) {
+    use ring::signature::{self, VerificationAlgorithm};
     let parts: Vec<&str> = proof.split('.').collect();
     assert_eq!(parts.len(), 3, "{proof}");
     let json = |p: &str| -> Value {
@@ -23,7 +24,7 @@ fn verified_proof(proof: &str) -> (Value, Value) {
             .unwrap()
     };
     let (header, claims) = (json(parts[0]), json(parts[1]));
-    let coordinate = |name: &str| {
+    let member = |name: &str| {
         base64::decode(
             header["jwk"][name].as_str().unwrap(),
             Flavor::UrlSafe,
@@ -31,11 +32,16 @@ fn verified_proof(proof: &str) -> (Value, Value) {
         )
         .unwrap()
     };
-    let mut point = vec![0x04];
-    point.extend(coordinate("x"));
-    point.extend(coordinate("y"));
+    let ec = || [vec![0x04], member("x"), member("y")].concat();
+    let (verifier, public): (&dyn VerificationAlgorithm, Vec<u8>) =
+        match header["alg"].as_str().unwrap() {
+            "ES256" => (&signature::ECDSA_P256_SHA256_FIXED, ec()),
+            "ES384" => (&signature::ECDSA_P384_SHA384_FIXED, ec()),
+            "EdDSA" => (&signature::ED25519, member("x")),
+            other => panic!("a proof signed with {other}"),
+        };
     let signature = base64::decode(parts[2], Flavor::UrlSafe, Padding::Optional).unwrap();
-    ring::signature::UnparsedPublicKey::new(&ring::signature::ECDSA_P256_SHA256_FIXED, &point)
+    signature::UnparsedPublicKey::new(verifier, &public)
         .verify(format!("{}.{}", parts[0], parts[1]).as_bytes(), &signature)
         .expect("the proof verifies with its jwk");
     (header, claims)
@@ -405,18 +411,108 @@ fn dpop_a_bearer_answer_is_refused_only_where_dpop_is_required() {
     ));
 }
 
+/// DPoP with no key given: the flow makes one for the servers' algorithms.
+fn dpop_made_config() -> Config {
+    let mut config = code_config();
+    config.dpop = Some(crate::auth::Dpop::default());
+    config
+}
+
 #[test]
-fn dpop_no_proof_for_a_server_that_takes_other_algorithms() {
+fn dpop_a_server_that_takes_none_of_our_algorithms_fails_the_flow_before_the_login() {
+    for (config, ours) in [
+        (dpop_config(), vec!["ES256"]),
+        (dpop_made_config(), vec!["ES256", "ES384", "EdDSA"]),
+    ] {
+        let mut world = World::standard();
+        world.replace_as_metadata(json!({"dpop_signing_alg_values_supported": ["RS256", "PS256"]}));
+        let (end, ..) = refused_with(config, &mut world, default_challenge(), None, Ok(""));
+        let error = failure_of(end);
+        assert_eq!(
+            error,
+            Error::DpopAlgorithm {
+                resource: false,
+                offered: vec!["RS256".into(), "PS256".into()],
+                ours: ours.clone(),
+            }
+        );
+        assert!(error.to_string().contains("RS256, PS256 only"), "{error}");
+        // Neither a login nor a token request: it failed on the metadata.
+        assert!(!world.requests().iter().any(|r| r.contains("/token")));
+    }
+
+    // The given ES256 key where only ES384 is taken: no fallback to a bearer token.
     let mut world = World::standard();
-    world.replace_as_metadata(json!({"dpop_signing_alg_values_supported": ["RS256"]}));
+    world.replace_as_metadata(json!({"dpop_signing_alg_values_supported": ["ES384"]}));
     let (end, ..) = refused_with(dpop_config(), &mut world, default_challenge(), None, Ok(""));
-    assert!(!token_of(end).is_dpop());
-    assert!(proof_of(world.last("POST", "/token")).is_none());
+    assert!(matches!(
+        failure_of(end),
+        Error::DpopAlgorithm {
+            resource: false,
+            ..
+        }
+    ));
 
     let mut world = dpop_world();
     world.replace_as_metadata(json!({"dpop_signing_alg_values_supported": ["ES256", "RS256"]}));
     let (end, ..) = refused_with(dpop_config(), &mut world, default_challenge(), None, Ok(""));
     assert!(token_of(end).is_dpop());
+}
+
+#[test]
+fn dpop_a_made_key_is_of_the_first_algorithm_the_servers_take() {
+    for (listed, challenge_algs, expected) in [
+        (None, None, "ES256"),
+        (Some(json!(["RS256", "ES384", "ES256"])), None, "ES256"),
+        (Some(json!(["PS256", "ES384"])), None, "ES384"),
+        (Some(json!(["EdDSA"])), None, "EdDSA"),
+        (
+            Some(json!(["ES256", "EdDSA"])),
+            Some("EdDSA PS256"),
+            "EdDSA",
+        ),
+        (None, Some("ES384"), "ES384"),
+    ] {
+        let mut world = dpop_world();
+        if let Some(listed) = listed {
+            world.replace_as_metadata(json!({"dpop_signing_alg_values_supported": listed}));
+        }
+        let headers = match challenge_algs {
+            Some(algs) => challenge(&format!(
+                "DPoP algs=\"{algs}\", resource_metadata=\"https://mcp.example.com/.well-known/oauth-protected-resource/mcp\""
+            )),
+            None => default_challenge(),
+        };
+        let (end, flow, _) = refused_with(dpop_made_config(), &mut world, headers, None, Ok(""));
+        let token = token_of(end);
+        assert!(token.is_dpop(), "{expected}");
+        let proof = proof_of(world.last("POST", "/token")).expect("a proof");
+        let (header, _) = verified_proof(&proof);
+        assert_eq!(header["alg"], expected);
+        // The MCP request's proof is of the same key.
+        let resource = flow
+            .resource_proof("POST", SERVER, token.access_token(), T0)
+            .unwrap()
+            .unwrap();
+        let (resource_header, _) = verified_proof(resource.expose());
+        assert_eq!(resource_header["jwk"], header["jwk"], "{expected}");
+    }
+
+    // The MCP server takes only what the authorization server does not.
+    let mut world = World::standard();
+    world.replace_as_metadata(json!({"dpop_signing_alg_values_supported": ["ES256"]}));
+    let headers = challenge(
+        "DPoP algs=\"PS256\", resource_metadata=\"https://mcp.example.com/.well-known/oauth-protected-resource/mcp\"",
+    );
+    let (end, ..) = refused_with(dpop_made_config(), &mut world, headers, None, Ok(""));
+    assert_eq!(
+        failure_of(end),
+        Error::DpopAlgorithm {
+            resource: true,
+            offered: vec!["PS256".into()],
+            ours: vec!["ES256", "ES384", "EdDSA"],
+        }
+    );
 }
 
 #[test]
