@@ -94,8 +94,17 @@ impl Flow {
         }
         if code_grant {
             self.start_authorization(key, now);
-        } else if let GrantKind::ClientCredentials = self.config.grant {
-            self.pending_key = Some(key);
+        } else {
+            self.grant_without_person(key, now);
+        }
+    }
+
+    /// The grants that need nobody, for the token of `key` with the scopes
+    /// requested: client credentials, else the assertion first (a
+    /// workload token, or the ID token to exchange).
+    pub(super) fn grant_without_person(&mut self, key: TokenKey, now: UnixTime) {
+        self.pending_key = Some(key);
+        if let GrantKind::ClientCredentials = self.config.grant {
             let scope = self.requested.clone();
             self.token_request(
                 Purpose::ClientCredentials,
@@ -105,7 +114,6 @@ impl Flow {
                 now,
             );
         } else {
-            self.pending_key = Some(key);
             self.request_assertion(now);
         }
     }

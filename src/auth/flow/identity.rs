@@ -342,6 +342,19 @@ impl Flow {
         true
     }
 
+    /// The MCP server sent `nonce` as its `DPoP-Nonce` on a reply of any status (RFC 9449
+    /// section 9: a resource server may give a fresh nonce on any response, a 200 too): with
+    /// DPoP configured and a nonce of the grammar, it replaces the one kept for the server's
+    /// origin, and the next proof carries it.
+    pub(crate) fn note_resource_nonce(&mut self, nonce: &[u8]) {
+        if self.config.dpop.is_some()
+            && let Some(nonce) = dpop::parse_nonce(nonce)
+        {
+            let server = self.config.server.clone();
+            self.resource_nonces.put(&server, nonce);
+        }
+    }
+
     /// Keeps a `DPoP-Nonce` a server sent on an answer to a request to `url`.
     pub(super) fn note_nonce(&mut self, url: &Url, headers: &http::HeaderMap) {
         if self.config.dpop.is_some()

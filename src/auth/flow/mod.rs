@@ -471,12 +471,13 @@ impl Flow {
 
     /// A request is about to go out at `now`. When the current token has expired or expires
     /// within [`Limits::expiry_skew_secs`] (or half its life, if that is shorter) and may be
-    /// refreshed (and nothing is under way),
-    /// its refresh starts, its token to come out as an [`Output::Token`], and this returns
-    /// `true`: the driver holds the request for that token rather than send one the server
-    /// would refuse with a 401 (a client that sat idle past its token's life). A token
-    /// further from its expiry is sent as it is; its refresh, once due, runs in the
-    /// background ([`Flow::handle_timeout`]).
+    /// renewed (and nothing is under way), its renewal starts, the new token to come out as
+    /// an [`Output::Token`], and this returns `true`: the driver holds the request for that
+    /// token rather than send one the server would refuse with a 401 (a client that sat idle
+    /// past its token's life). The renewal is a refresh with the token's refresh token, or,
+    /// without one, the flow's grant run again when it needs nobody (client credentials, a
+    /// workload token, an ID-JAG). A token further from its expiry is sent as it is; its
+    /// refresh, once due, runs in the background ([`Flow::handle_timeout`]).
     pub(crate) fn refresh_ahead(&mut self, now: UnixTime) -> bool {
         if self.is_busy() {
             return false;
@@ -484,7 +485,14 @@ impl Flow {
         if !self.near_expiry(now) {
             return false;
         }
-        self.refresh(now, true, true);
+        match self
+            .token
+            .as_ref()
+            .is_some_and(|(t, ..)| t.refresh_token().is_some())
+        {
+            true => self.refresh(now, true, true),
+            false => self.regrant(now),
+        }
         self.is_busy() || !self.outputs.is_empty()
     }
 
