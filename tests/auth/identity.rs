@@ -1021,14 +1021,26 @@ async fn identity_mcp_tools_writes_the_auth_block_it_discovered_with() {
 /// `-scope` and `-v`: no registration, the client's id and secret at the token endpoint, the
 /// scope asked for, the client kept in the store; the wire log on stderr shows the login's
 /// OAuth requests and none of its secrets. The test is the browser.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn identity_mcp_tools_login_with_a_pre_registered_client_scope_and_a_wire_log() {
+/// What `mcp-tools -login` against `mock` left: its output, its stderr, and the
+/// authorization URL it printed (which the test's headless browser followed, then brought
+/// back to the login's loopback listener).
+struct Login {
+    output: std::process::Output,
+    stderr: String,
+    authorize: String,
+}
+
+/// Runs `mcp-tools -url MOCK -login -token-store STORE -tenant ops -tools write` with
+/// `extra` flags and `env`, playing the person's browser.
+async fn mcp_tools_login(
+    mock: &super::Mock,
+    store: &std::path::Path,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> Login {
     use std::io::{BufRead, Read, Write};
     use std::process::{Command, Stdio};
 
-    let mock = super::Mock::start(true, |s| s.methods = vec!["client_secret_post"]).await;
-    let store = crate::cli_tools::temp_path("identity-login-store.json");
-    let _ = std::fs::remove_file(&store);
     let mut login = Command::new(env!("CARGO_BIN_EXE_mcp-tools"))
         .args([
             "-url",
@@ -1037,23 +1049,9 @@ async fn identity_mcp_tools_login_with_a_pre_registered_client_scope_and_a_wire_
             "-token-store",
             store.to_str().unwrap(),
         ])
-        .args([
-            "-client-id",
-            "pre-client",
-            "-client-secret-env",
-            "MCPWIRE_TEST_PRE_SECRET",
-        ])
-        .args([
-            "-scope",
-            "files:read",
-            "-v",
-            "-tenant",
-            "ops",
-            "-tools",
-            "write",
-        ])
-        .args(["-login-timeout", "30"])
-        .env("MCPWIRE_TEST_PRE_SECRET", super::PRE_SECRET)
+        .args(extra)
+        .args(["-tenant", "ops", "-tools", "write", "-login-timeout", "30"])
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -1077,8 +1075,6 @@ async fn identity_mcp_tools_login_with_a_pre_registered_client_scope_and_a_wire_
             .await
             .unwrap()
             .expect("the authorization URL on stderr");
-    assert!(authorize.contains("client_id=pre-client"), "{authorize}");
-    assert!(authorize.contains("scope=files%3Aread"), "{authorize}");
     let location = {
         use mcpwire::client::auth::Authorizer;
         let url = mcpwire::auth::Url::parse(&authorize).unwrap();
@@ -1115,7 +1111,35 @@ async fn identity_mcp_tools_login_with_a_pre_registered_client_scope_and_a_wire_
         .await
         .unwrap()
         .unwrap();
-    let stderr = lines.join().unwrap();
+    Login {
+        output,
+        stderr: lines.join().unwrap(),
+        authorize,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn identity_mcp_tools_login_with_a_pre_registered_client_scope_and_a_wire_log() {
+    let mock = super::Mock::start(true, |s| s.methods = vec!["client_secret_post"]).await;
+    let store = crate::cli_tools::temp_path("identity-login-store.json");
+    let _ = std::fs::remove_file(&store);
+    let flags = [
+        "-client-id",
+        "pre-client",
+        "-client-secret-env",
+        "MCPWIRE_TEST_PRE_SECRET",
+        "-scope",
+        "files:read",
+        "-v",
+    ];
+    let env = [("MCPWIRE_TEST_PRE_SECRET", super::PRE_SECRET)];
+    let Login {
+        output,
+        stderr,
+        authorize,
+    } = mcp_tools_login(&mock, &store, &flags, &env).await;
+    assert!(authorize.contains("client_id=pre-client"), "{authorize}");
+    assert!(authorize.contains("scope=files%3Aread"), "{authorize}");
     assert!(output.status.success(), "{stderr}");
     assert!(mock.requests_to("/register").is_empty(), "no registration");
     let token = &mock.requests_to("/token")[0];
@@ -1133,6 +1157,62 @@ async fn identity_mcp_tools_login_with_a_pre_registered_client_scope_and_a_wire_
     assert_eq!(stored["client"]["client_id"], "pre-client");
     let stdout = String::from_utf8_lossy(&output.stdout);
     for secret in [super::PRE_SECRET, super::CODE, super::ACCESS[0]] {
+        assert!(!stderr.contains(secret), "{secret} in {stderr}");
+        assert!(!stdout.contains(secret), "{secret} in {stdout}");
+    }
+    let _ = std::fs::remove_file(&store);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn identity_mcp_tools_login_with_a_client_id_metadata_document() {
+    // The authorization server takes Client ID Metadata Documents and also offers dynamic
+    // registration: the document's URL is the client id, and nothing registers.
+    const DOCUMENT: &str = "https://client.example.com/mcp-tools/client.json";
+    let mock = super::Mock::start(true, |s| s.cimd = true).await;
+    let store = crate::cli_tools::temp_path("identity-cimd-store.json");
+    let _ = std::fs::remove_file(&store);
+    let Login {
+        output,
+        stderr,
+        authorize,
+    } = mcp_tools_login(&mock, &store, &["-client-metadata-url", DOCUMENT], &[]).await;
+    assert!(output.status.success(), "{stderr}");
+    let query = form(authorize.split_once('?').unwrap().1);
+    assert_eq!(param(&query, "client_id").as_deref(), Some(DOCUMENT));
+    assert!(mock.requests_to("/register").is_empty(), "no registration");
+    let tokens = mock.requests_to("/token");
+    assert_eq!(tokens.len(), 1, "one code exchange");
+    let body = form(&tokens[0].body_text());
+    assert_eq!(param(&body, "client_id").as_deref(), Some(DOCUMENT));
+    assert_eq!(
+        param(&body, "grant_type").as_deref(),
+        Some("authorization_code")
+    );
+    assert_eq!(param(&body, "client_secret"), None, "a public client");
+    assert!(tokens[0].header("authorization").is_none());
+    // The store holds the token, for the document's client, and the binding written uses it.
+    let stored: Value = serde_json::from_slice(&std::fs::read(&store).unwrap()).unwrap();
+    assert_eq!(stored["client"]["client_id"], DOCUMENT);
+    assert!(
+        stored["client"]
+            .get("client_secret")
+            .is_none_or(Value::is_null)
+    );
+    let tokens = stored["tokens"].as_array().expect("tokens");
+    assert_eq!(tokens.len(), 1, "{stored}");
+    assert_eq!(tokens[0]["access_token"], super::ACCESS[0]);
+    assert_eq!(tokens[0]["client_id"], DOCUMENT);
+    // The tools were listed with that token, once the login was through.
+    let lists = mock.posts("tools/list");
+    assert!(
+        lists
+            .iter()
+            .any(|r| r.header("authorization")
+                == Some(format!("Bearer {}", super::ACCESS[0]).as_str())),
+        "tools/list with the new token"
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    for secret in [super::CODE, super::ACCESS[0]] {
         assert!(!stderr.contains(secret), "{secret} in {stderr}");
         assert!(!stdout.contains(secret), "{secret} in {stdout}");
     }
