@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mcpwire::auth::{
-    AssertionFuture, AssertionProvider, AssertionSource, Config, Dpop, DpopKey, EnterpriseIdp,
+    AssertionFuture, AssertionProvider, AssertionSource, Config, Dpop, EnterpriseIdp,
     PreRegistered, Secret, SigningKey, Url,
 };
 use mcpwire::client::auth::{Auth, Authorizer, Headless, OAuth};
@@ -618,7 +618,8 @@ fn oauth_for(
         config.pre_registered = client;
         config.metadata_document = Some(Url::parse(CLIENT_METADATA_URL)?);
         if scenario.starts_with("auth/dpop") {
-            config.dpop = Some(Dpop::new(std::sync::Arc::new(DpopKey::generate()?)));
+            // The flow makes the key, of an algorithm the servers take.
+            config.dpop = Some(Dpop::default());
         }
         config
     };

@@ -89,6 +89,8 @@ struct State {
     calls: VecDeque<Call>,
     /// How many tools/calls ran.
     ran: usize,
+    /// The AS takes Client ID Metadata Documents (`client_id_metadata_document_supported`).
+    cimd: bool,
 }
 
 /// An MCP server with OAuth, and its authorization server (on its own origin, or the same).
@@ -211,6 +213,7 @@ fn handle(state: &Mutex<State>, mcp: &str, auth: &str, req: &Recorded) -> Reply 
                 "code_challenge_methods_supported": ["S256"],
                 "token_endpoint_auth_methods_supported": state.methods,
                 "token_endpoint_auth_signing_alg_values_supported": ["ES256"],
+                "client_id_metadata_document_supported": state.cimd,
                 "padding": "x".repeat(state.padding),
             }),
         ),

@@ -175,18 +175,31 @@ impl SigningKey {
         header: &serde_json::Value,
         claims: &serde_json::Value,
     ) -> Result<Secret, CryptoError> {
-        let mut text = base64::encode(header.to_string().as_bytes(), Flavor::UrlSafe);
-        text.push('.');
-        base64::encode_into(claims.to_string().as_bytes(), Flavor::UrlSafe, &mut text);
-        let signature = self
-            .pair
-            .sign(&SystemRandom::new(), text.as_bytes())
-            .map_err(|_| CryptoError::Sign)?;
-        text.push('.');
         // The FIXED encoding is `r || s`, 32 bytes each: exactly JWS's ES256 form.
-        base64::encode_into(signature.as_ref(), Flavor::UrlSafe, &mut text);
-        Ok(Secret::new(text))
+        compact_jws(header, claims, |input| {
+            self.pair
+                .sign(&SystemRandom::new(), input)
+                .map(|s| s.as_ref().to_vec())
+                .map_err(|_| CryptoError::Sign)
+        })
     }
+}
+
+/// A compact JWS (RFC 7515 section 7.1) of `claims` under `header`: `sign` signs the
+/// signing input (`BASE64URL(header) . BASE64URL(claims)`) and gives the signature in the
+/// form the header's `alg` names.
+pub(crate) fn compact_jws(
+    header: &serde_json::Value,
+    claims: &serde_json::Value,
+    sign: impl FnOnce(&[u8]) -> Result<Vec<u8>, CryptoError>,
+) -> Result<Secret, CryptoError> {
+    let mut text = base64::encode(header.to_string().as_bytes(), Flavor::UrlSafe);
+    text.push('.');
+    base64::encode_into(claims.to_string().as_bytes(), Flavor::UrlSafe, &mut text);
+    let signature = sign(text.as_bytes())?;
+    text.push('.');
+    base64::encode_into(&signature, Flavor::UrlSafe, &mut text);
+    Ok(Secret::new(text))
 }
 
 /// The base64 body of the first PEM block labelled `label`, decoded.

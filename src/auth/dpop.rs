@@ -1,6 +1,6 @@
 //! DPoP, sender-constrained tokens (RFC 9449, as the MCP extension
 //! `io.modelcontextprotocol/auth/dpop` profiles it), for a client: the key ([`DpopKey`],
-//! ES256 through ring), its public JWK and thumbprint (RFC 7638), the proof JWTs of token
+//! ES256, ES384 or EdDSA through ring, chosen by what the servers take), its public JWK and thumbprint (RFC 7638), the proof JWTs of token
 //! requests and resource requests, server nonces (`DPoP-Nonce`, the `use_dpop_nonce` error of
 //! the authorization server and of the resource server's `DPoP` challenge) kept per origin,
 //! and the DPoP `WWW-Authenticate` challenge.
@@ -9,7 +9,8 @@
 //! (The ECDSA signature itself takes ring's system generator, which ring lets no caller
 //! replace; a signature verifies whatever its random part.)
 //!
-//! A proof (RFC 9449 section 4.2): header `{"typ":"dpop+jwt","alg":"ES256","jwk":{...}}`,
+//! A proof (RFC 9449 section 4.2): header `{"typ":"dpop+jwt","alg":"ES256","jwk":{...}}`
+//! (or `ES384`, `EdDSA`),
 //! claims `jti` (16 random bytes, base64url), `htm` (the method), `htu` (the target URI
 //! without query and fragment), `iat`, and `ath` (base64url SHA-256 of the access token,
 //! section 4.1) on resource requests, `nonce` when the server gave one.
@@ -26,21 +27,123 @@ use super::token::{MAX_TOKEN_RESPONSE_BYTES, OAuthError};
 use super::url::{Origin, Url};
 use crate::base64::{self, Flavor};
 use crate::secret::Secret;
+use ring::rand::SystemRandom;
+use ring::signature::{
+    ECDSA_P384_SHA384_FIXED_SIGNING, EcdsaKeyPair, Ed25519KeyPair, KeyPair as _,
+};
 
 /// The `DPoP` request header (RFC 9449 section 4.1) and the `DPoP-Nonce` response header
 /// (section 8.1), lower case as `http` names them.
 pub(crate) const DPOP: &str = "dpop";
 /// The header a server sends its nonce in.
 pub(crate) const DPOP_NONCE: &str = "dpop-nonce";
-/// The only signing algorithm this client's proofs use.
-pub(crate) const ALG: &str = "ES256";
 /// The longest nonce taken (RFC 9449 sets none; a nonce is an opaque token of the server's).
 pub(crate) const MAX_NONCE_BYTES: usize = 512;
 /// How many origins' nonces a [`Nonces`] keeps (the oldest goes).
 pub(crate) const MAX_NONCE_ORIGINS: usize = 16;
+/// How many of a server's algorithm names an [`Error::DpopAlgorithm`](super::Error) shows.
+const MAX_ALGS_SHOWN: usize = 16;
 
-/// DPoP for a flow ([`Config::dpop`](super::Config::dpop)): proofs of `key` on every token
-/// request and every MCP request made with the token.
+/// A JWS algorithm this client signs DPoP proofs with, each through ring (which makes no RSA
+/// keys: no `RS*` or `PS*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Alg {
+    /// ECDSA on P-256 with SHA-256 (RFC 7518 section 3.4).
+    Es256,
+    /// ECDSA on P-384 with SHA-384 (RFC 7518 section 3.4).
+    Es384,
+    /// EdDSA with Ed25519 (RFC 8037 section 3.1).
+    EdDsa,
+}
+
+impl Alg {
+    /// The algorithms a key is made for, in the order preferred: the first one a server takes.
+    pub(crate) const PREFERRED: [Alg; 3] = [Alg::Es256, Alg::Es384, Alg::EdDsa];
+
+    /// The JWS `alg` name (case matters, RFC 7515 section 4.1.1).
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Alg::Es256 => "ES256",
+            Alg::Es384 => "ES384",
+            Alg::EdDsa => "EdDSA",
+        }
+    }
+
+    /// Whether `offered` (a server's list, absent when it named none) takes this algorithm.
+    fn offered_by(self, offered: Option<&[String]>) -> bool {
+        offered.is_none_or(|algs| algs.iter().any(|a| a == self.name()))
+    }
+
+    /// The algorithm of a new key for the authorization server's
+    /// `dpop_signing_alg_values_supported` (RFC 9449 section 5.1) and the MCP server's
+    /// `DPoP` challenge `algs` (section 7.1), each `None` when absent: the first of
+    /// [`PREFERRED`](Alg::PREFERRED) both take, so ES256 when neither names any.
+    ///
+    /// # Errors
+    ///
+    /// The list that rules out every algorithm of ours (`true`: the MCP server's), cut short.
+    pub(crate) fn choose(
+        server: Option<&[String]>,
+        resource: Option<&[String]>,
+    ) -> Result<Alg, (bool, Vec<String>)> {
+        Alg::PREFERRED
+            .into_iter()
+            .find(|alg| alg.offered_by(server) && alg.offered_by(resource))
+            .ok_or_else(|| blame(Alg::PREFERRED.as_slice(), server, resource))
+    }
+
+    /// Whether a key of this algorithm (one the host gave) may sign for these servers (see
+    /// [`choose`](Alg::choose)).
+    ///
+    /// # Errors
+    ///
+    /// As [`choose`](Alg::choose).
+    pub(crate) fn check(
+        self,
+        server: Option<&[String]>,
+        resource: Option<&[String]>,
+    ) -> Result<(), (bool, Vec<String>)> {
+        if self.offered_by(server) && self.offered_by(resource) {
+            Ok(())
+        } else {
+            Err(blame(&[self], server, resource))
+        }
+    }
+}
+
+/// Which list ruled out all of `ours`: the authorization server's if it did, else the MCP
+/// server's; its names cut short, at most [`MAX_ALGS_SHOWN`].
+fn blame(
+    ours: &[Alg],
+    server: Option<&[String]>,
+    resource: Option<&[String]>,
+) -> (bool, Vec<String>) {
+    let rules_out = |offered: Option<&[String]>| !ours.iter().any(|a| a.offered_by(offered));
+    let (by_resource, list) = if rules_out(server) || resource.is_none() {
+        (false, server)
+    } else {
+        (true, resource)
+    };
+    let shown = list
+        .unwrap_or_default()
+        .iter()
+        .take(MAX_ALGS_SHOWN)
+        .map(|a| super::token::clean_text(a, 40))
+        .collect();
+    (by_resource, shown)
+}
+
+/// DPoP for a flow ([`Config::dpop`](super::Config::dpop)): proofs of one key on every
+/// token request and every MCP request made with the token.
+///
+/// The key: the one given ([`Dpop::new`]), or, with none ([`Dpop::default`]), one the flow
+/// makes when it has the authorization server's metadata, of the first of ES256, ES384 and
+/// EdDSA that the server's `dpop_signing_alg_values_supported` lists (ES256 when it lists
+/// none) and that the MCP server's `DPoP` challenge `algs` lists, if it gave one (RFC 9449
+/// sections 5.1 and 7.1). Either way the key stays for the life of the flow: its tokens and
+/// refresh tokens are bound to it. A server that takes none of these (or not the given
+/// key's) fails the flow ([`Error::DpopAlgorithm`](super::Error::DpopAlgorithm)), naming
+/// what it takes: no proof is silently left out.
 ///
 /// What a `Bearer` answer to a DPoP token request does: refused
 /// ([`TokenResponseError::NotDpopBound`](super::TokenResponseError::NotDpopBound)) when
@@ -48,13 +151,13 @@ pub(crate) const MAX_NONCE_ORIGINS: usize = 16;
 /// `dpop_bound_access_tokens_required`, or when the server's 401 offered only the `DPoP`
 /// scheme; otherwise taken and sent as a bearer token (RFC 9449 section 5 lets an
 /// authorization server that does not do DPoP answer so, and such a resource takes bearer
-/// tokens). An authorization server whose `dpop_signing_alg_values_supported` leaves out
-/// ES256 gets no proof (and the same rule applies to its answer).
-#[derive(Clone, Debug)]
+/// tokens).
+#[derive(Clone, Debug, Default)]
 #[non_exhaustive]
 pub struct Dpop {
-    /// The key proofs are signed with, for the life of the flow.
-    pub key: Arc<DpopKey>,
+    /// The key proofs are signed with, for the life of the flow; `None`: the flow makes one
+    /// for the servers' algorithms.
+    pub key: Option<Arc<DpopKey>>,
     /// Refuse a `Bearer` answer whatever the server says.
     pub required: bool,
 }
@@ -63,17 +166,24 @@ impl Dpop {
     /// DPoP with `key`, not required beyond what the server says.
     pub fn new(key: Arc<DpopKey>) -> Dpop {
         Dpop {
-            key,
+            key: Some(key),
             required: false,
         }
     }
 }
 
-/// An ES256 key for DPoP proofs. Its `Debug` shows the thumbprint only; the private key is
-/// never shown, written or logged.
+/// The ring key pair of a [`DpopKey`].
+enum Pair {
+    Es256(SigningKey),
+    Es384(EcdsaKeyPair),
+    EdDsa(Ed25519KeyPair),
+}
+
+/// A key for DPoP proofs: ES256, ES384 or EdDSA (Ed25519). Its `Debug` shows the algorithm
+/// and the thumbprint only; the private key is never shown, written or logged.
 pub struct DpopKey {
-    key: SigningKey,
-    /// `{"crv","kty","x","y"}`, the members RFC 7638 hashes, in that order.
+    pair: Pair,
+    /// The public JWK: `{"crv","kty","x","y"}` (EC) or `{"crv","kty","x"}` (OKP).
     jwk: serde_json::Value,
     thumbprint: String,
 }
@@ -81,39 +191,83 @@ pub struct DpopKey {
 impl fmt::Debug for DpopKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DpopKey")
-            .field("alg", &ALG)
+            .field("alg", &self.alg().name())
             .field("jkt", &self.thumbprint)
             .finish_non_exhaustive()
     }
 }
 
 impl DpopKey {
-    /// A new key from the system's randomness: kept in memory only (see the crate README on
-    /// why DPoP-bound tokens are not written to a token store).
+    /// A new ES256 key from the system's randomness: kept in memory only (see the crate
+    /// README on why DPoP-bound tokens are not written to a token store). A flow given no key
+    /// makes one of the algorithm its servers take instead ([`Dpop`]).
     pub fn generate() -> Result<DpopKey, CryptoError> {
-        let (key, _der) = SigningKey::generate(None)?;
-        DpopKey::from_signing_key(key)
+        DpopKey::generate_for(Alg::Es256)
+    }
+
+    /// A new key of `alg` from the system's randomness (ring's, which no caller replaces).
+    pub(crate) fn generate_for(alg: Alg) -> Result<DpopKey, CryptoError> {
+        let rng = SystemRandom::new();
+        let pair = match alg {
+            Alg::Es256 => Pair::Es256(SigningKey::generate(None)?.0),
+            Alg::Es384 => {
+                let der = EcdsaKeyPair::generate_pkcs8(&ECDSA_P384_SHA384_FIXED_SIGNING, &rng)
+                    .map_err(|_| CryptoError::Key)?;
+                let pair =
+                    EcdsaKeyPair::from_pkcs8(&ECDSA_P384_SHA384_FIXED_SIGNING, der.as_ref(), &rng)
+                        .map_err(|_| CryptoError::Key)?;
+                Pair::Es384(pair)
+            }
+            Alg::EdDsa => {
+                let der = Ed25519KeyPair::generate_pkcs8(&rng).map_err(|_| CryptoError::Key)?;
+                let pair =
+                    Ed25519KeyPair::from_pkcs8(der.as_ref()).map_err(|_| CryptoError::Key)?;
+                Pair::EdDsa(pair)
+            }
+        };
+        DpopKey::from_pair(pair)
     }
 
     /// A DPoP key from an ES256 signing key (one a host keeps, read with
     /// [`SigningKey::from_pkcs8_pem`]).
     pub fn from_signing_key(key: SigningKey) -> Result<DpopKey, CryptoError> {
-        let point = key.public_key();
-        // Uncompressed P-256 point: 0x04 || x (32 bytes) || y (32 bytes).
-        if point.len() != 65 || point[0] != 0x04 {
-            return Err(CryptoError::Key);
-        }
-        let x = base64::encode(&point[1..33], Flavor::UrlSafe);
-        let y = base64::encode(&point[33..65], Flavor::UrlSafe);
+        DpopKey::from_pair(Pair::Es256(key))
+    }
+
+    /// The public JWK and its RFC 7638 thumbprint for `pair`.
+    fn from_pair(pair: Pair) -> Result<DpopKey, CryptoError> {
         // RFC 7638 section 3.2: the required members, lexicographic order, no whitespace.
-        let canonical = format!(r#"{{"crv":"P-256","kty":"EC","x":"{x}","y":"{y}"}}"#);
+        let (canonical, jwk) = match &pair {
+            Pair::Es256(key) => ec_jwk("P-256", key.public_key(), 32)?,
+            Pair::Es384(key) => ec_jwk("P-384", key.public_key().as_ref(), 48)?,
+            Pair::EdDsa(key) => {
+                // RFC 8037 section 2: `x` is the 32-byte public key.
+                let public = key.public_key().as_ref();
+                if public.len() != 32 {
+                    return Err(CryptoError::Key);
+                }
+                let x = base64::encode(public, Flavor::UrlSafe);
+                (
+                    format!(r#"{{"crv":"Ed25519","kty":"OKP","x":"{x}"}}"#),
+                    serde_json::json!({"crv": "Ed25519", "kty": "OKP", "x": x}),
+                )
+            }
+        };
         let thumbprint = base64::encode(&crypto::sha256(canonical.as_bytes()), Flavor::UrlSafe);
-        let jwk = serde_json::json!({"crv": "P-256", "kty": "EC", "x": x, "y": y});
         Ok(DpopKey {
-            key,
+            pair,
             jwk,
             thumbprint,
         })
+    }
+
+    /// The algorithm its proofs are signed with.
+    pub(crate) fn alg(&self) -> Alg {
+        match self.pair {
+            Pair::Es256(_) => Alg::Es256,
+            Pair::Es384(_) => Alg::Es384,
+            Pair::EdDsa(_) => Alg::EdDsa,
+        }
     }
 
     /// The JWK SHA-256 thumbprint (RFC 7638) of the public key: what a DPoP-bound token's
@@ -129,7 +283,8 @@ impl DpopKey {
         now_unix: u64,
         random: &dyn Randomness,
     ) -> Result<Secret, CryptoError> {
-        let header = serde_json::json!({"typ": "dpop+jwt", "alg": ALG, "jwk": self.jwk});
+        let alg = self.alg().name();
+        let header = serde_json::json!({"typ": "dpop+jwt", "alg": alg, "jwk": self.jwk});
         let mut claims = serde_json::json!({
             "jti": crypto::random_text(random, 16)?,
             "htm": request.method,
@@ -142,8 +297,48 @@ impl DpopKey {
         if let Some(nonce) = request.nonce {
             claims["nonce"] = serde_json::Value::String(nonce.to_owned());
         }
-        self.key.sign_jws(&header, &claims)
+        match &self.pair {
+            Pair::Es256(key) => key.sign_jws(&header, &claims),
+            // The FIXED encoding is `r || s`, 48 bytes each: JWS's ES384 form.
+            Pair::Es384(key) => crypto::compact_jws(&header, &claims, |input| {
+                key.sign(&SystemRandom::new(), input)
+                    .map(|s| s.as_ref().to_vec())
+                    .map_err(|_| CryptoError::Sign)
+            }),
+            Pair::EdDsa(key) => crypto::compact_jws(&header, &claims, |input| {
+                Ok(key.sign(input).as_ref().to_vec())
+            }),
+        }
     }
+
+    /// The public key as ring's verifier takes it: the uncompressed point (`04 || x || y`)
+    /// of an EC key, the 32 bytes of an Ed25519 one.
+    #[cfg(test)]
+    pub(crate) fn public_key(&self) -> &[u8] {
+        match &self.pair {
+            Pair::Es256(key) => key.public_key(),
+            Pair::Es384(key) => key.public_key().as_ref(),
+            Pair::EdDsa(key) => key.public_key().as_ref(),
+        }
+    }
+}
+
+/// The RFC 7638 input and the JWK of an uncompressed EC point (`04 || x || y`, each
+/// coordinate `size` bytes) on `crv`.
+fn ec_jwk(
+    crv: &str,
+    point: &[u8],
+    size: usize,
+) -> Result<(String, serde_json::Value), CryptoError> {
+    if point.len() != 1 + 2 * size || point[0] != 0x04 {
+        return Err(CryptoError::Key);
+    }
+    let x = base64::encode(&point[1..=size], Flavor::UrlSafe);
+    let y = base64::encode(&point[1 + size..], Flavor::UrlSafe);
+    Ok((
+        format!(r#"{{"crv":"{crv}","kty":"EC","x":"{x}","y":"{y}"}}"#),
+        serde_json::json!({"crv": crv, "kty": "EC", "x": x, "y": y}),
+    ))
 }
 
 /// What a proof is for.
@@ -206,6 +401,18 @@ pub(crate) struct DpopChallenge {
 }
 
 impl DpopChallenge {
+    /// The `DPoP` challenge of a response's `WWW-Authenticate`, if any (and they parse).
+    pub(crate) fn of(headers: &HeaderMap) -> Option<DpopChallenge> {
+        let challenges = challenge::parse(
+            headers
+                .get_all(http::header::WWW_AUTHENTICATE)
+                .iter()
+                .map(|v| v.as_bytes()),
+        )
+        .ok()?;
+        DpopChallenge::find(&challenges)
+    }
+
     /// The `DPoP` challenge among `challenges` (the first, if several), if any.
     pub(crate) fn find(challenges: &[Challenge]) -> Option<DpopChallenge> {
         let dpop = challenges.iter().find(|c| c.is("DPoP"))?;
@@ -261,14 +468,7 @@ pub(crate) fn resource_nonce(status: u16, headers: &HeaderMap) -> Option<String>
     if status != 401 {
         return None;
     }
-    let challenges = challenge::parse(
-        headers
-            .get_all(http::header::WWW_AUTHENTICATE)
-            .iter()
-            .map(|v| v.as_bytes()),
-    )
-    .ok()?;
-    let dpop = DpopChallenge::find(&challenges)?;
+    let dpop = DpopChallenge::of(headers)?;
     if dpop.error.as_deref() != Some("use_dpop_nonce") {
         return None;
     }
@@ -333,21 +533,30 @@ mod tests {
         }
     }
 
+    /// base64url of the SHA-256 of `text`: an RFC 7638 thumbprint of its canonical JWK.
+    fn digest_text(text: &str) -> String {
+        let digest = ring::digest::digest(&ring::digest::SHA256, text.as_bytes());
+        base64::encode(digest.as_ref(), Flavor::UrlSafe)
+    }
+
     fn decode(part: &str) -> serde_json::Value {
         serde_json::from_slice(&base64::decode(part, Flavor::UrlSafe, Padding::Optional).unwrap())
             .unwrap()
     }
 
-    /// The proof's header and claims, after checking its ES256 signature against the key's
-    /// public point with ring's verifier.
+    /// The proof's header and claims, after checking its signature against the key's
+    /// public key with ring's verifier for the key's algorithm.
     fn verified(key: &DpopKey, proof: &Secret) -> (serde_json::Value, serde_json::Value) {
         let parts: Vec<&str> = proof.expose().split('.').collect();
         assert_eq!(parts.len(), 3);
         let signature = base64::decode(parts[2], Flavor::UrlSafe, Padding::Optional).unwrap();
-        let public = signature::UnparsedPublicKey::new(
-            &signature::ECDSA_P256_SHA256_FIXED,
-            key.key.public_key(),
-        );
+        let (verifier, length): (&dyn signature::VerificationAlgorithm, usize) = match key.alg() {
+            Alg::Es256 => (&signature::ECDSA_P256_SHA256_FIXED, 64),
+            Alg::Es384 => (&signature::ECDSA_P384_SHA384_FIXED, 96),
+            Alg::EdDsa => (&signature::ED25519, 64),
+        };
+        assert_eq!(signature.len(), length, "JWS's fixed-size signature form");
+        let public = signature::UnparsedPublicKey::new(verifier, key.public_key());
         let signed = format!("{}.{}", parts[0], parts[1]);
         public.verify(signed.as_bytes(), &signature).unwrap();
         assert!(
@@ -451,11 +660,7 @@ mod tests {
             jwk["x"].as_str().unwrap(),
             jwk["y"].as_str().unwrap()
         );
-        let digest = ring::digest::digest(&ring::digest::SHA256, canonical.as_bytes());
-        assert_eq!(
-            key.thumbprint(),
-            base64::encode(digest.as_ref(), Flavor::UrlSafe)
-        );
+        assert_eq!(key.thumbprint(), digest_text(&canonical));
         assert_eq!(key.thumbprint().len(), 43);
         // x and y are the point's coordinates.
         let x = base64::decode(
@@ -463,7 +668,7 @@ mod tests {
             Flavor::UrlSafe,
             Padding::Optional,
         );
-        assert_eq!(x.as_deref(), Some(&key.key.public_key()[1..33]));
+        assert_eq!(x.as_deref(), Some(&key.public_key()[1..33]));
     }
 
     #[test]
@@ -574,5 +779,195 @@ mod tests {
         }
         assert_eq!(nonces.entries.len(), MAX_NONCE_ORIGINS);
         assert_eq!(nonces.get(&a), None, "the oldest origin went");
+    }
+
+    /// The proof's header `jwk`, rebuilt into what ring's verifier takes: the proof must
+    /// verify with its own key (as a server checks it).
+    fn verifies_with_its_jwk(proof: &Secret) -> serde_json::Value {
+        let parts: Vec<&str> = proof.expose().split('.').collect();
+        let header = decode(parts[0]);
+        let jwk = &header["jwk"];
+        let member = |name: &str| {
+            base64::decode(
+                jwk[name].as_str().unwrap(),
+                Flavor::UrlSafe,
+                Padding::Optional,
+            )
+            .unwrap()
+        };
+        let (verifier, public): (&dyn signature::VerificationAlgorithm, Vec<u8>) =
+            match header["alg"].as_str().unwrap() {
+                alg @ ("ES256" | "ES384") => {
+                    let (crv, size, verifier): (_, _, &dyn signature::VerificationAlgorithm) =
+                        if alg == "ES256" {
+                            ("P-256", 32, &signature::ECDSA_P256_SHA256_FIXED)
+                        } else {
+                            ("P-384", 48, &signature::ECDSA_P384_SHA384_FIXED)
+                        };
+                    assert_eq!(jwk["kty"], "EC");
+                    assert_eq!(jwk["crv"], crv);
+                    let (x, y) = (member("x"), member("y"));
+                    assert_eq!((x.len(), y.len()), (size, size));
+                    (verifier, [&[0x04][..], &x, &y].concat())
+                }
+                "EdDSA" => {
+                    assert_eq!(jwk["kty"], "OKP");
+                    assert_eq!(jwk["crv"], "Ed25519");
+                    assert!(jwk.get("y").is_none());
+                    (&signature::ED25519, member("x"))
+                }
+                other => panic!("unexpected alg {other}"),
+            };
+        assert!(jwk.get("d").is_none(), "no private member");
+        let signature = base64::decode(parts[2], Flavor::UrlSafe, Padding::Optional).unwrap();
+        signature::UnparsedPublicKey::new(verifier, &public)
+            .verify(format!("{}.{}", parts[0], parts[1]).as_bytes(), &signature)
+            .expect("the proof verifies with its jwk");
+        header
+    }
+
+    #[test]
+    fn every_algorithm_signs_proofs_that_verify() {
+        for alg in Alg::PREFERRED {
+            let key = DpopKey::generate_for(alg).unwrap();
+            assert_eq!(key.alg(), alg);
+            let token = Secret::new("at-1");
+            let request = ProofRequest {
+                method: "POST",
+                uri: "https://mcp.example.com/mcp?x",
+                access_token: Some(&token),
+                nonce: Some("n"),
+            };
+            let proof = key
+                .proof(&request, 1_700_000_000, &SystemRandomness)
+                .unwrap();
+            let (header, claims) = verified(&key, &proof);
+            assert_eq!(header["alg"], alg.name());
+            assert_eq!(header["typ"], "dpop+jwt");
+            assert_eq!(header["jwk"], key.jwk);
+            assert_eq!(verifies_with_its_jwk(&proof), header);
+            assert_eq!(claims["htu"], "https://mcp.example.com/mcp");
+            assert_eq!(claims["nonce"], "n");
+            assert_eq!(claims["ath"], ath(&token));
+            let shown = format!("{key:?}");
+            assert!(shown.contains(alg.name()) && shown.contains(key.thumbprint()));
+        }
+    }
+
+    #[test]
+    fn thumbprints_follow_rfc_7638_for_each_key_type() {
+        // RFC 7638 section 3.2: the required members only, in lexicographic order.
+        let p384 = DpopKey::generate_for(Alg::Es384).unwrap();
+        let jwk = &p384.jwk;
+        let canonical = format!(
+            r#"{{"crv":"P-384","kty":"EC","x":"{}","y":"{}"}}"#,
+            jwk["x"].as_str().unwrap(),
+            jwk["y"].as_str().unwrap()
+        );
+        assert_eq!(p384.thumbprint(), digest_text(&canonical));
+        let point = p384.public_key();
+        assert_eq!(point.len(), 97);
+        assert_eq!(
+            base64::decode(
+                jwk["y"].as_str().unwrap(),
+                Flavor::UrlSafe,
+                Padding::Optional
+            )
+            .as_deref(),
+            Some(&point[49..])
+        );
+
+        let ed = DpopKey::generate_for(Alg::EdDsa).unwrap();
+        let x = ed.jwk["x"].as_str().unwrap();
+        assert_eq!(
+            ed.jwk,
+            serde_json::json!({"crv": "Ed25519", "kty": "OKP", "x": x})
+        );
+        let canonical = format!(r#"{{"crv":"Ed25519","kty":"OKP","x":"{x}"}}"#);
+        assert_eq!(ed.thumbprint(), digest_text(&canonical));
+        assert_eq!(
+            base64::decode(x, Flavor::UrlSafe, Padding::Optional).as_deref(),
+            Some(ed.public_key())
+        );
+        // RFC 8037 appendix A.3's vector: the thumbprint of its Ed25519 public key.
+        let canonical =
+            r#"{"crv":"Ed25519","kty":"OKP","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}"#;
+        assert_eq!(
+            digest_text(canonical),
+            "kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k"
+        );
+    }
+
+    fn list(names: &[&str]) -> Vec<String> {
+        names.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn the_algorithm_is_the_first_of_ours_both_servers_take() {
+        let choose = |server: Option<&[&str]>, resource: Option<&[&str]>| {
+            let (server, resource) = (server.map(list), resource.map(list));
+            Alg::choose(server.as_deref(), resource.as_deref())
+        };
+        assert_eq!(choose(None, None), Ok(Alg::Es256), "absent: ES256");
+        assert_eq!(choose(Some(&["ES384", "ES256"]), None), Ok(Alg::Es256));
+        assert_eq!(choose(Some(&["RS256", "ES384"]), None), Ok(Alg::Es384));
+        assert_eq!(choose(Some(&["EdDSA", "PS256"]), None), Ok(Alg::EdDsa));
+        assert_eq!(choose(Some(&["ES384", "EdDSA"]), None), Ok(Alg::Es384));
+        assert_eq!(
+            choose(Some(&["ES256", "ES384"]), Some(&["ES384"])),
+            Ok(Alg::Es384),
+            "the MCP server's challenge narrows it"
+        );
+        assert_eq!(choose(None, Some(&["EdDSA"])), Ok(Alg::EdDsa));
+        // Names are case-sensitive (RFC 7515 section 4.1.1).
+        assert_eq!(
+            choose(Some(&["es256", "RS256"]), None),
+            Err((false, list(&["es256", "RS256"])))
+        );
+        assert_eq!(
+            choose(Some(&["RS256", "PS256"]), None),
+            Err((false, list(&["RS256", "PS256"])))
+        );
+        assert_eq!(choose(Some(&[]), None), Err((false, vec![])));
+        assert_eq!(
+            choose(Some(&["ES256"]), Some(&["PS256"])),
+            Err((true, list(&["PS256"])))
+        );
+        // Both rule ours out: the authorization server's list is named.
+        assert_eq!(
+            choose(Some(&["RS256"]), Some(&["PS256"])),
+            Err((false, list(&["RS256"])))
+        );
+        let long: Vec<String> = (0..40).map(|i| format!("X{i}")).collect();
+        let (_, shown) = Alg::choose(Some(&long), None).unwrap_err();
+        assert_eq!(shown.len(), MAX_ALGS_SHOWN);
+    }
+
+    #[test]
+    fn a_given_key_is_checked_against_both_lists() {
+        let server = list(&["ES384", "EdDSA"]);
+        assert_eq!(Alg::Es384.check(Some(&server), None), Ok(()));
+        assert_eq!(Alg::Es256.check(None, None), Ok(()));
+        assert_eq!(
+            Alg::Es256.check(Some(&server), None),
+            Err((false, server.clone()))
+        );
+        let resource = list(&["ES256"]);
+        assert_eq!(
+            Alg::EdDsa.check(Some(&server), Some(&resource)),
+            Err((true, resource))
+        );
+    }
+
+    #[test]
+    fn a_challenge_names_its_algorithms() {
+        let h = headers(&[(
+            "www-authenticate",
+            r#"DPoP algs="ES384 EdDSA", error="invalid_token""#,
+        )]);
+        let found = DpopChallenge::of(&h).unwrap();
+        assert_eq!(found.algs, Some(list(&["ES384", "EdDSA"])));
+        assert_eq!(Alg::choose(None, found.algs.as_deref()), Ok(Alg::Es384));
+        assert!(DpopChallenge::of(&HeaderMap::new()).is_none());
     }
 }

@@ -1040,11 +1040,9 @@ impl OAuthMaker<'_> {
                 config.limits.request_timeout_secs = secs;
             }
             if dpop {
-                // A key for this server and `auth` block, in memory for the Caller's life.
-                let dpop = crate::auth::DpopKey::generate()
-                    .map(|key| crate::auth::Dpop::new(std::sync::Arc::new(key)))
-                    .map_err(|e| config_error(format!("auth.dpop: {e}")))?;
-                config.dpop = Some(dpop);
+                // The flow makes the key, of an algorithm the servers take, once it has the
+                // authorization server's metadata; in memory for the Caller's life.
+                config.dpop = Some(crate::auth::Dpop::default());
             }
             OAuth::new(config, None).map_err(|e| config_error(format!("auth: {e}")))
         };

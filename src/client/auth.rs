@@ -235,6 +235,16 @@ impl Auth {
             .unwrap_or(false)
     }
 
+    /// The MCP server sent `nonce` as its `DPoP-Nonce` on a reply (any status, RFC 9449
+    /// section 9): the proofs from now on carry it (see [`Flow::note_resource_nonce`]).
+    pub(crate) fn note_nonce(&self, nonce: &http::HeaderValue) {
+        if let Source::OAuth(oauth) = &self.source
+            && oauth.dpop
+        {
+            oauth.with_flow(|flow| flow.note_resource_nonce(nonce.as_bytes()));
+        }
+    }
+
     /// A request made with the current token was answered.
     pub(crate) fn accepted(&self) {
         match &self.source {

@@ -505,6 +505,12 @@ impl Driver {
                     auth.auth.accepted();
                 }
             }
+            Output::DpopNonce(nonce) => {
+                // Before the requests that follow are presented: they carry it.
+                if let Some(auth) = &self.auth {
+                    auth.auth.note_nonce(&nonce);
+                }
+            }
             Output::Notification(notification) => {
                 if let Some(sink) = &self.notifications {
                     let _ = sink.try_send(notification);

@@ -180,6 +180,9 @@ pub(crate) enum Output {
     Refused(Refusal),
     /// A request sent with the current credentials was answered: they are good.
     Accepted,
+    /// The server gave a `DPoP-Nonce` on a reply (any status): the token source keeps it
+    /// for the proofs of the requests to come (RFC 9449 section 9).
+    DpopNonce(http::HeaderValue),
     /// A notification for the host.
     Notification(Notification<'static>),
     /// Something the host should know of that fails nothing (a tool left out of a listing).
@@ -684,6 +687,7 @@ impl Connection {
             ExchangeOutput::Down(failure) => self.session.fail_all(&failure),
             ExchangeOutput::Closed { .. } => self.finish_close(),
             ExchangeOutput::Refused(refusal) => self.outputs.push_back(Output::Refused(refusal)),
+            ExchangeOutput::DpopNonce(nonce) => self.outputs.push_back(Output::DpopNonce(nonce)),
         }
     }
 

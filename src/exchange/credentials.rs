@@ -18,6 +18,8 @@ use super::{Exchange, HttpRequest, Op, Output, RequestOp};
 pub(crate) const MAX_RESENDS: u8 = 3;
 /// The header of a server's DPoP nonce (RFC 9449 section 8.1).
 const DPOP_NONCE: &str = "dpop-nonce";
+/// The longest `DPoP-Nonce` passed on (a longer one is not a nonce the DPoP state takes).
+const MAX_NONCE_HEADER_BYTES: usize = 1024;
 /// How many `WWW-Authenticate` values a [`Refusal`] keeps, and how long each may be.
 const MAX_CHALLENGE_VALUES: usize = 8;
 const MAX_CHALLENGE_VALUE_BYTES: usize = 8 * 1024;
@@ -238,7 +240,10 @@ impl Exchange {
             };
             challenges.append(http::header::WWW_AUTHENTICATE, value);
         }
-        if let Some(nonce) = headers.get(DPOP_NONCE).filter(|v| v.len() <= 1024) {
+        if let Some(nonce) = headers
+            .get(DPOP_NONCE)
+            .filter(|v| v.len() <= MAX_NONCE_HEADER_BYTES)
+        {
             challenges.insert(DPOP_NONCE, nonce.clone());
         }
         let refusal = Refusal {
@@ -330,4 +335,12 @@ pub(crate) fn auth_param(challenge: &str, key: &str) -> Option<String> {
         rest = &rest[position + key.len()..];
     }
     None
+}
+
+/// The reply's `DPoP-Nonce` (RFC 9449 sections 8.1 and 9), when it has exactly one of at most
+/// [`MAX_NONCE_HEADER_BYTES`]: for [`Output::DpopNonce`].
+pub(super) fn dpop_nonce(headers: &HeaderMap) -> Option<HeaderValue> {
+    let mut values = headers.get_all(DPOP_NONCE).iter();
+    let nonce = values.next()?;
+    (values.next().is_none() && nonce.len() <= MAX_NONCE_HEADER_BYTES).then(|| nonce.clone())
 }

@@ -87,7 +87,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Instant;
 
-use http::{HeaderMap, Method, StatusCode, Uri};
+use http::{HeaderMap, HeaderValue, Method, StatusCode, Uri};
 
 use crate::jsonrpc::{Id, Message};
 use crate::mcp::ProgressNotificationParams;
@@ -173,6 +173,12 @@ pub(crate) enum Output {
     /// and calls [`Exchange::resend`], or gives up with [`Exchange::reject`]. Until then the
     /// request waits (its deadline is the session's).
     Refused(Refusal),
+    /// A reply of the server's (any status: a 200 as well as a 401) carried one
+    /// `DPoP-Nonce` (RFC 9449 section 9: a resource server may give a fresh nonce on any
+    /// response): the proofs of the requests to come carry it. Handed out before what the
+    /// reply itself leads to (its refusal, say). The value is as sent, at most
+    /// `MAX_NONCE_HEADER_BYTES`; the DPoP state checks its grammar.
+    DpopNonce(HeaderValue),
     /// The connection is gone for good (the legacy event stream ended): every pending
     /// request fails with this.
     Down(Failure),
@@ -206,6 +212,7 @@ impl std::fmt::Debug for Output {
                 .finish(),
             Output::LegacyTransport => f.write_str("LegacyTransport"),
             Output::Refused(refusal) => f.debug_tuple("Refused").field(refusal).finish(),
+            Output::DpopNonce(nonce) => f.debug_tuple("DpopNonce").field(nonce).finish(),
             Output::Down(failure) => f.debug_tuple("Down").field(failure).finish(),
             Output::Closed { status } => f.debug_struct("Closed").field("status", status).finish(),
         }
@@ -577,6 +584,9 @@ impl Exchange {
         if !matches!(flight.read, Read::Head) {
             self.flights.insert(stream, flight);
             return;
+        }
+        if let Some(nonce) = credentials::dpop_nonce(headers) {
+            self.outputs.push_back(Output::DpopNonce(nonce));
         }
         // One-way replies and the DELETE are logged once their body is read, the legacy
         // stream by its endpoint event.

@@ -65,6 +65,7 @@ enum Event {
     Down(Failure),
     Closed(Option<StatusCode>),
     Refused(Refusal),
+    DpopNonce(String),
     Other(String),
 }
 
@@ -127,6 +128,9 @@ impl Harness {
                 Output::Down(failure) => Event::Down(failure),
                 Output::Closed { status } => Event::Closed(status),
                 Output::Refused(refusal) => Event::Refused(refusal),
+                Output::DpopNonce(nonce) => {
+                    Event::DpopNonce(nonce.to_str().unwrap_or("(not text)").to_owned())
+                }
                 // `Output` may grow: a variant added later is recorded, not lost.
                 #[allow(unreachable_patterns)]
                 other => Event::Other(format!("{other:?}")),
@@ -2935,6 +2939,66 @@ fn a_401_for_the_token_obtained_after_a_401_fails_as_refused_with_the_outcome_kn
         "{failure}"
     );
     assert_eq!(h.sent().len(), 2, "sent twice in all");
+}
+
+impl Harness {
+    fn nonces(&self) -> Vec<&str> {
+        self.events
+            .iter()
+            .filter_map(|event| match event {
+                Event::DpopNonce(nonce) => Some(nonce.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+#[test]
+fn a_dpop_nonce_on_any_reply_goes_to_the_driver_before_what_the_reply_leads_to() {
+    let mut h = holding();
+    // A 200 brings a fresh nonce (RFC 9449 section 9): handed out at the head, before the
+    // answer itself.
+    let first = h.send_request(4, "tools/list");
+    let json_nonce: Vec<Header> = JSON
+        .iter()
+        .copied()
+        .chain([("dpop-nonce", "rs-nonce-200")])
+        .collect();
+    h.head(first, 200, &json_nonce);
+    h.body(first, r#"{"jsonrpc":"2.0","id":4,"result":{"tools":[]}}"#);
+    h.end(first);
+    assert_eq!(h.nonces(), ["rs-nonce-200"]);
+    let at = |h: &Harness, wanted: fn(&Event) -> bool| h.events.iter().position(wanted);
+    assert!(
+        at(&h, |e| matches!(e, Event::DpopNonce(_))) < at(&h, |e| matches!(e, Event::Message(_))),
+        "the nonce before the answer"
+    );
+    // A 401's nonce too, before its refusal.
+    let second = h.send_request(5, "tools/call");
+    h.head(
+        second,
+        401,
+        &[
+            ("www-authenticate", NONCE_CHALLENGE),
+            ("dpop-nonce", "rs-nonce-401"),
+        ],
+    );
+    assert_eq!(h.nonces(), ["rs-nonce-200", "rs-nonce-401"]);
+    assert!(
+        at(
+            &h,
+            |e| matches!(e, Event::DpopNonce(n) if n == "rs-nonce-401")
+        ) < at(&h, |e| matches!(e, Event::Refused(_)))
+    );
+    // Two nonces, or one too long: none.
+    for headers in [
+        vec![("dpop-nonce", "a"), ("dpop-nonce", "b")],
+        vec![("dpop-nonce", &*"n".repeat(1025))],
+    ] {
+        let stream = h.send_request(6, "tools/list");
+        h.head(stream, 200, &headers);
+        assert_eq!(h.nonces().len(), 2);
+    }
 }
 
 const NONCE_CHALLENGE: &str = r#"DPoP error="use_dpop_nonce", resource_metadata="http://127.0.0.1:9/.well-known/oauth-protected-resource/mcp""#;

@@ -297,7 +297,10 @@ impl Harness {
                     self.done.push((op, outcome));
                 }
                 Output::Closed => self.closed = true,
-                Output::Refused(_) | Output::Accepted | Output::VersionSwitched(_) => {}
+                Output::Refused(_)
+                | Output::Accepted
+                | Output::DpopNonce(_)
+                | Output::VersionSwitched(_) => {}
             }
         }
     }

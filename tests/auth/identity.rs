@@ -49,6 +49,27 @@ struct State {
     exchanges: Vec<Vec<(String, String)>>,
     /// An error the IdP answers with.
     idp_error: Option<Value>,
+    /// Both servers give a fresh `DPoP-Nonce` on every answer that succeeds (RFC 9449
+    /// sections 8 and 9), and take a proof only with the nonce they gave last (once they
+    /// have given one), asking for it (`use_dpop_nonce`) otherwise.
+    rotate: bool,
+    /// The nonce each server gave last, and how many either has given.
+    as_nonce: Option<String>,
+    rs_nonce: Option<String>,
+    nonces_given: usize,
+    /// For each MCP request with a proof, in order: the nonce the server gave last before it
+    /// and the one the proof carried.
+    rs_proof_nonces: Vec<(Option<String>, Option<String>)>,
+    /// MCP requests refused for their token (none, or one not taken).
+    unauthorized: usize,
+}
+
+impl State {
+    /// A new nonce, as a server rotating them gives one.
+    fn next_nonce(&mut self, by: &str) -> String {
+        self.nonces_given += 1;
+        format!("{by}-rot-{}", self.nonces_given)
+    }
 }
 
 struct Servers {
@@ -162,6 +183,14 @@ fn token(state: &mut State, req: &Recorded) -> Reply {
         return Reply::json(400, json!({"error": "use_dpop_nonce"}))
             .with_header("dpop-nonce", AS_NONCE);
     }
+    if state.rotate
+        && let (Some(proof), Some(last)) = (proof, state.as_nonce.clone())
+        && claims(proof)["nonce"] != last.as_str()
+    {
+        state.as_nonce_answers += 1;
+        return Reply::json(400, json!({"error": "use_dpop_nonce"}))
+            .with_header("dpop-nonce", &last);
+    }
     let assertion = param(&body, "assertion").unwrap_or_default();
     state.assertions.push(assertion.clone());
     if ![WORKLOAD_A, WORKLOAD_B, ID_JAG].contains(&assertion.as_str()) {
@@ -178,10 +207,16 @@ fn token(state: &mut State, req: &Recorded) -> Reply {
     state.issued.push(access.clone());
     state.valid.push(access.clone());
     let token_type = if proof.is_some() { "DPoP" } else { "Bearer" };
-    Reply::json(
+    let reply = Reply::json(
         200,
         json!({"access_token": access, "token_type": token_type, "expires_in": 3600}),
-    )
+    );
+    if state.rotate {
+        let nonce = state.next_nonce("as");
+        state.as_nonce = Some(nonce.clone());
+        return reply.with_header("dpop-nonce", &nonce);
+    }
+    reply
 }
 
 fn idp(state: &mut State, req: &Recorded) -> Reply {
@@ -208,6 +243,7 @@ fn mcp(state: &mut State, base: &str, req: &Recorded) -> Reply {
     let authorization = req.header("authorization").unwrap_or("");
     let (scheme, token) = authorization.split_once(' ').unwrap_or((authorization, ""));
     if !state.valid.iter().any(|v| v == token) {
+        state.unauthorized += 1;
         return Reply::json(401, json!({"error": "invalid_token"}))
             .with_header("www-authenticate", &challenge);
     }
@@ -227,7 +263,17 @@ fn mcp(state: &mut State, base: &str, req: &Recorded) -> Reply {
             claims["ath"].as_str().is_some_and(|a| a.len() == 43),
             "{claims}"
         );
-        if state.nonces && claims["nonce"] != RS_NONCE {
+        let carried = claims["nonce"].as_str().map(str::to_owned);
+        state
+            .rs_proof_nonces
+            .push((state.rs_nonce.clone(), carried.clone()));
+        // The nonce the server wants: its one fixed nonce, or the one it gave last.
+        let wanted = match (state.nonces, state.rotate) {
+            (true, _) => Some(RS_NONCE.to_owned()),
+            (false, true) => state.rs_nonce.clone(),
+            (false, false) => None,
+        };
+        if let Some(wanted) = wanted.filter(|w| carried.as_deref() != Some(w.as_str())) {
             state.rs_nonce_answers += 1;
             return Reply::json(401, json!({"error": "use_dpop_nonce"}))
                 .with_header(
@@ -236,7 +282,7 @@ fn mcp(state: &mut State, base: &str, req: &Recorded) -> Reply {
                         r#"DPoP error="use_dpop_nonce", resource_metadata="{base}{PRM_PATH}""#
                     ),
                 )
-                .with_header("dpop-nonce", RS_NONCE);
+                .with_header("dpop-nonce", &wanted);
         }
     } else {
         assert_eq!(scheme, "Bearer");
@@ -254,7 +300,13 @@ fn mcp(state: &mut State, base: &str, req: &Recorded) -> Reply {
             );
         }
     };
-    Reply::json(200, json!({"jsonrpc": "2.0", "id": id, "result": result}))
+    let reply = Reply::json(200, json!({"jsonrpc": "2.0", "id": id, "result": result}));
+    if state.rotate && token.contains("dpop") {
+        let nonce = state.next_nonce("rs");
+        state.rs_nonce = Some(nonce.clone());
+        return reply.with_header("dpop-nonce", &nonce);
+    }
+    reply
 }
 
 async fn connect(
@@ -333,7 +385,7 @@ async fn identity_dpop_bound_tokens_with_both_nonces_and_a_workload_token_read_a
     let lines = Lines::default();
     let file = WorkloadFile::new("wif-dpop", WORKLOAD_A);
     let (dpop, _der) = dpop_key();
-    let thumbprint = dpop.key.thumbprint().to_owned();
+    let thumbprint = dpop.key.as_ref().expect("a key").thumbprint().to_owned();
     let oauth = jwt_bearer_oauth(&servers, &file, Some(dpop));
     let client = connect(&servers, &pool, &oauth, &lines)
         .await
@@ -426,6 +478,116 @@ async fn identity_a_missing_workload_token_fails_before_any_token_request() {
     );
     assert!(!error.outcome_unknown());
     assert!(servers.state().assertions.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn identity_nonces_rotated_on_every_success_are_carried_by_the_next_proof() {
+    // RFC 9449 sections 8 and 9: both servers give a new nonce on each 200; every next
+    // proof must carry the newest one, or it takes a `use_dpop_nonce` refusal.
+    let servers = Servers::start(|s| s.rotate = true).await;
+    let pool = pool();
+    let file = WorkloadFile::new("wif-rotate", WORKLOAD_A);
+    let clock = super::ManualClock::at(1_800_000_000);
+    let oauth = jwt_bearer_oauth(&servers, &file, Some(Dpop::default()));
+    let oauth = Arc::new(Arc::into_inner(oauth).unwrap().with_clock(clock.clone()));
+    let client = connect(&servers, &pool, &oauth, &Lines::default())
+        .await
+        .expect("connect");
+    for _ in 0..4 {
+        client.list_tools().await.expect("tools/list");
+    }
+    // Near the token's expiry the grant runs again: its proof carries the authorization
+    // server's nonce from the first token answer (a 200).
+    clock.advance(3600 - 5);
+    client
+        .call_tool("write", None, call_options())
+        .await
+        .expect("tools/call");
+    client.list_tools().await.expect("tools/list");
+    client.close().await;
+
+    let state = servers.state();
+    assert_eq!(state.issued.len(), 2, "{:?}", state.issued);
+    assert!(state.issued.iter().all(|t| t.contains("dpop")));
+    assert_eq!(
+        state.as_nonce_answers, 0,
+        "the token answer's nonce was used"
+    );
+    assert_eq!(state.rs_nonce_answers, 0, "each 200's nonce was used");
+    assert_eq!(
+        state.unauthorized, 1,
+        "only the first request, with no token"
+    );
+    let proofs = &state.rs_proof_nonces;
+    assert!(proofs.len() >= 7, "{proofs:?}");
+    assert_eq!(
+        proofs[0],
+        (None, None),
+        "no nonce before the server gave one"
+    );
+    assert!(
+        proofs.iter().all(|(given, carried)| given == carried),
+        "each proof carries the nonce given last: {proofs:?}"
+    );
+    let second_grant = state
+        .proofs
+        .iter()
+        .filter(|p| claims(p)["htu"] == format!("{}/token", servers.base()))
+        .nth(1)
+        .expect("two token requests with proofs");
+    assert_eq!(claims(second_grant)["nonce"], "as-rot-1");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn identity_a_kept_client_runs_its_grant_again_before_the_token_expires() {
+    // No refresh token with these grants: near expiry (and idle past it) the grant runs
+    // again before the request goes out, so no request takes a 401 for an old token.
+    let file = WorkloadFile::new("wif-ahead", WORKLOAD_A);
+    for enterprise in [false, true] {
+        let servers = Servers::start(|_| {}).await;
+        let pool = pool();
+        let clock = super::ManualClock::at(1_800_000_000);
+        let oauth = match enterprise {
+            false => jwt_bearer_oauth(&servers, &file, None),
+            true => enterprise_oauth(&servers, Arc::new(Mutex::new(0))),
+        };
+        let oauth = Arc::new(Arc::into_inner(oauth).unwrap().with_clock(clock.clone()));
+        let client = connect(&servers, &pool, &oauth, &Lines::default())
+            .await
+            .expect("connect");
+        client.list_tools().await.expect("tools/list");
+        assert_eq!(servers.state().issued.len(), 1);
+        clock.advance(1000);
+        client.list_tools().await.expect("tools/list");
+        assert_eq!(servers.state().issued.len(), 1, "far from expiry: no grant");
+        // Within the expiry skew (10 s), then idle well past the expiry.
+        clock.advance(2600 - 5);
+        client.list_tools().await.expect("tools/list");
+        assert_eq!(servers.state().issued.len(), 2, "enterprise: {enterprise}");
+        clock.advance(100_000);
+        client
+            .call_tool("write", None, call_options())
+            .await
+            .expect("tools/call");
+        client.close().await;
+        let state = servers.state();
+        assert_eq!(state.issued.len(), 3, "enterprise: {enterprise}");
+        assert_eq!(
+            state.unauthorized, 1,
+            "only the first request, before any token (enterprise: {enterprise})"
+        );
+        if enterprise {
+            assert_eq!(state.exchanges.len(), 3, "a new ID-JAG each time");
+        }
+        let lists = servers
+            .server
+            .requests()
+            .into_iter()
+            .filter(|r| r.jsonrpc_method().as_deref() == Some("tools/call"))
+            .map(|r| r.header("authorization").unwrap_or("").to_owned())
+            .collect::<Vec<_>>();
+        assert_eq!(lists, [format!("Bearer {}", state.issued[2])]);
+    }
 }
 
 /// The user's ID token from the host's own sign-in.
@@ -859,14 +1021,26 @@ async fn identity_mcp_tools_writes_the_auth_block_it_discovered_with() {
 /// `-scope` and `-v`: no registration, the client's id and secret at the token endpoint, the
 /// scope asked for, the client kept in the store; the wire log on stderr shows the login's
 /// OAuth requests and none of its secrets. The test is the browser.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn identity_mcp_tools_login_with_a_pre_registered_client_scope_and_a_wire_log() {
+/// What `mcp-tools -login` against `mock` left: its output, its stderr, and the
+/// authorization URL it printed (which the test's headless browser followed, then brought
+/// back to the login's loopback listener).
+struct Login {
+    output: std::process::Output,
+    stderr: String,
+    authorize: String,
+}
+
+/// Runs `mcp-tools -url MOCK -login -token-store STORE -tenant ops -tools write` with
+/// `extra` flags and `env`, playing the person's browser.
+async fn mcp_tools_login(
+    mock: &super::Mock,
+    store: &std::path::Path,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> Login {
     use std::io::{BufRead, Read, Write};
     use std::process::{Command, Stdio};
 
-    let mock = super::Mock::start(true, |s| s.methods = vec!["client_secret_post"]).await;
-    let store = crate::cli_tools::temp_path("identity-login-store.json");
-    let _ = std::fs::remove_file(&store);
     let mut login = Command::new(env!("CARGO_BIN_EXE_mcp-tools"))
         .args([
             "-url",
@@ -875,23 +1049,9 @@ async fn identity_mcp_tools_login_with_a_pre_registered_client_scope_and_a_wire_
             "-token-store",
             store.to_str().unwrap(),
         ])
-        .args([
-            "-client-id",
-            "pre-client",
-            "-client-secret-env",
-            "MCPWIRE_TEST_PRE_SECRET",
-        ])
-        .args([
-            "-scope",
-            "files:read",
-            "-v",
-            "-tenant",
-            "ops",
-            "-tools",
-            "write",
-        ])
-        .args(["-login-timeout", "30"])
-        .env("MCPWIRE_TEST_PRE_SECRET", super::PRE_SECRET)
+        .args(extra)
+        .args(["-tenant", "ops", "-tools", "write", "-login-timeout", "30"])
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -915,8 +1075,6 @@ async fn identity_mcp_tools_login_with_a_pre_registered_client_scope_and_a_wire_
             .await
             .unwrap()
             .expect("the authorization URL on stderr");
-    assert!(authorize.contains("client_id=pre-client"), "{authorize}");
-    assert!(authorize.contains("scope=files%3Aread"), "{authorize}");
     let location = {
         use mcpwire::client::auth::Authorizer;
         let url = mcpwire::auth::Url::parse(&authorize).unwrap();
@@ -953,7 +1111,35 @@ async fn identity_mcp_tools_login_with_a_pre_registered_client_scope_and_a_wire_
         .await
         .unwrap()
         .unwrap();
-    let stderr = lines.join().unwrap();
+    Login {
+        output,
+        stderr: lines.join().unwrap(),
+        authorize,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn identity_mcp_tools_login_with_a_pre_registered_client_scope_and_a_wire_log() {
+    let mock = super::Mock::start(true, |s| s.methods = vec!["client_secret_post"]).await;
+    let store = crate::cli_tools::temp_path("identity-login-store.json");
+    let _ = std::fs::remove_file(&store);
+    let flags = [
+        "-client-id",
+        "pre-client",
+        "-client-secret-env",
+        "MCPWIRE_TEST_PRE_SECRET",
+        "-scope",
+        "files:read",
+        "-v",
+    ];
+    let env = [("MCPWIRE_TEST_PRE_SECRET", super::PRE_SECRET)];
+    let Login {
+        output,
+        stderr,
+        authorize,
+    } = mcp_tools_login(&mock, &store, &flags, &env).await;
+    assert!(authorize.contains("client_id=pre-client"), "{authorize}");
+    assert!(authorize.contains("scope=files%3Aread"), "{authorize}");
     assert!(output.status.success(), "{stderr}");
     assert!(mock.requests_to("/register").is_empty(), "no registration");
     let token = &mock.requests_to("/token")[0];
@@ -971,6 +1157,62 @@ async fn identity_mcp_tools_login_with_a_pre_registered_client_scope_and_a_wire_
     assert_eq!(stored["client"]["client_id"], "pre-client");
     let stdout = String::from_utf8_lossy(&output.stdout);
     for secret in [super::PRE_SECRET, super::CODE, super::ACCESS[0]] {
+        assert!(!stderr.contains(secret), "{secret} in {stderr}");
+        assert!(!stdout.contains(secret), "{secret} in {stdout}");
+    }
+    let _ = std::fs::remove_file(&store);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn identity_mcp_tools_login_with_a_client_id_metadata_document() {
+    // The authorization server takes Client ID Metadata Documents and also offers dynamic
+    // registration: the document's URL is the client id, and nothing registers.
+    const DOCUMENT: &str = "https://client.example.com/mcp-tools/client.json";
+    let mock = super::Mock::start(true, |s| s.cimd = true).await;
+    let store = crate::cli_tools::temp_path("identity-cimd-store.json");
+    let _ = std::fs::remove_file(&store);
+    let Login {
+        output,
+        stderr,
+        authorize,
+    } = mcp_tools_login(&mock, &store, &["-client-metadata-url", DOCUMENT], &[]).await;
+    assert!(output.status.success(), "{stderr}");
+    let query = form(authorize.split_once('?').unwrap().1);
+    assert_eq!(param(&query, "client_id").as_deref(), Some(DOCUMENT));
+    assert!(mock.requests_to("/register").is_empty(), "no registration");
+    let tokens = mock.requests_to("/token");
+    assert_eq!(tokens.len(), 1, "one code exchange");
+    let body = form(&tokens[0].body_text());
+    assert_eq!(param(&body, "client_id").as_deref(), Some(DOCUMENT));
+    assert_eq!(
+        param(&body, "grant_type").as_deref(),
+        Some("authorization_code")
+    );
+    assert_eq!(param(&body, "client_secret"), None, "a public client");
+    assert!(tokens[0].header("authorization").is_none());
+    // The store holds the token, for the document's client, and the binding written uses it.
+    let stored: Value = serde_json::from_slice(&std::fs::read(&store).unwrap()).unwrap();
+    assert_eq!(stored["client"]["client_id"], DOCUMENT);
+    assert!(
+        stored["client"]
+            .get("client_secret")
+            .is_none_or(Value::is_null)
+    );
+    let tokens = stored["tokens"].as_array().expect("tokens");
+    assert_eq!(tokens.len(), 1, "{stored}");
+    assert_eq!(tokens[0]["access_token"], super::ACCESS[0]);
+    assert_eq!(tokens[0]["client_id"], DOCUMENT);
+    // The tools were listed with that token, once the login was through.
+    let lists = mock.posts("tools/list");
+    assert!(
+        lists
+            .iter()
+            .any(|r| r.header("authorization")
+                == Some(format!("Bearer {}", super::ACCESS[0]).as_str())),
+        "tools/list with the new token"
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    for secret in [super::CODE, super::ACCESS[0]] {
         assert!(!stderr.contains(secret), "{secret} in {stderr}");
         assert!(!stdout.contains(secret), "{secret} in {stdout}");
     }

@@ -170,7 +170,14 @@ impl Flow {
         }
         let issuer = meta.issuer.clone();
         self.server_metadata = Some(meta);
-        let meta = self.server_metadata.as_ref().expect("just set");
+        // Before anything else: a server whose DPoP algorithms are none of ours fails here,
+        // not after the person's login.
+        if let Err(e) = self.ensure_dpop_key() {
+            return self.fail(e);
+        }
+        let Some(meta) = self.server_metadata.as_ref() else {
+            return;
+        };
         // The spec's order: pre-registered, then a Client ID Metadata Document, then
         // dynamic registration. A registration is kept per issuer, never reused elsewhere.
         if let Some(client) = &self.config.pre_registered {

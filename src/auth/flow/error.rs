@@ -173,6 +173,18 @@ pub enum Error {
         /// The issuers the resource names.
         offered: Vec<String>,
     },
+    /// DPoP is configured, but a server takes proofs signed with none of the algorithms this
+    /// client signs with (ES256, ES384, EdDSA; only the configured key's when one was given):
+    /// no proof is left out silently (RFC 9449 sections 5.1 and 7.1).
+    DpopAlgorithm {
+        /// Whose list it is: the MCP server's `DPoP` challenge `algs` (`true`), else the
+        /// authorization server's `dpop_signing_alg_values_supported`.
+        resource: bool,
+        /// The algorithms it takes (cut short; empty when it lists none).
+        offered: Vec<String>,
+        /// What this client would have signed with.
+        ours: Vec<&'static str>,
+    },
     /// A scope string from a server does not parse.
     Scope(ScopeError),
     /// A cryptographic step failed.
@@ -273,6 +285,23 @@ impl fmt::Display for Error {
                 f,
                 "the configured client belongs to {bound}, but the server names {}",
                 offered.join(", ")
+            ),
+            Error::DpopAlgorithm {
+                resource,
+                offered,
+                ours,
+            } => write!(
+                f,
+                "{} takes DPoP proofs signed with {}; this client signs them with {}",
+                match resource {
+                    true => "the MCP server",
+                    false => "the authorization server",
+                },
+                match offered.is_empty() {
+                    true => "no algorithm".to_owned(),
+                    false => offered.join(", ") + " only",
+                },
+                ours.join(", ")
             ),
             Error::Scope(e) => e.fmt(f),
             Error::Crypto(e) => e.fmt(f),

@@ -94,8 +94,17 @@ impl Flow {
         }
         if code_grant {
             self.start_authorization(key, now);
-        } else if let GrantKind::ClientCredentials = self.config.grant {
-            self.pending_key = Some(key);
+        } else {
+            self.grant_without_person(key, now);
+        }
+    }
+
+    /// The grants that need nobody, for the token of `key` with the scopes
+    /// requested: client credentials, else the assertion first (a
+    /// workload token, or the ID token to exchange).
+    pub(super) fn grant_without_person(&mut self, key: TokenKey, now: UnixTime) {
+        self.pending_key = Some(key);
+        if let GrantKind::ClientCredentials = self.config.grant {
             let scope = self.requested.clone();
             self.token_request(
                 Purpose::ClientCredentials,
@@ -105,7 +114,6 @@ impl Flow {
                 now,
             );
         } else {
-            self.pending_key = Some(key);
             self.request_assertion(now);
         }
     }
@@ -274,8 +282,9 @@ impl Flow {
 
     /// Builds and sends a token request (see [`token_request`](Flow::token_request));
     /// `nonce_retried`: it is the one retry after a `use_dpop_nonce` answer. A request to
-    /// the authorization server carries a DPoP proof when DPoP is configured and the
-    /// server takes ES256 proofs; the token exchange at the enterprise IdP carries none.
+    /// the authorization server carries a DPoP proof when DPoP is configured (of the key
+    /// made or checked for the servers' algorithms, which fails the flow when they take none
+    /// of ours); the token exchange at the enterprise IdP carries none.
     pub(super) fn send_token_request(
         &mut self,
         purpose: Purpose,
@@ -302,6 +311,11 @@ impl Flow {
             Err(e) => return self.fail(Error::Crypto(e)),
         };
         self.spend(assertion);
+        if purpose != Purpose::TokenExchange
+            && let Err(e) = self.ensure_dpop_key()
+        {
+            return self.fail(e);
+        }
         let proof = if purpose != Purpose::TokenExchange && self.dpop_at_server() {
             match self.token_proof(&endpoint, now) {
                 Ok(proof) => proof,

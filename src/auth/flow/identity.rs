@@ -8,7 +8,9 @@ use crate::auth::UnixTime;
 use crate::auth::assertion::{AssertionSource, parse_id_jag_response};
 use crate::auth::client::{AuthMethod, Grant, Identity};
 use crate::auth::crypto::CryptoError;
-use crate::auth::dpop::{self, ALG, ProofRequest};
+use std::sync::Arc;
+
+use crate::auth::dpop::{self, Alg, DpopKey, ProofRequest};
 use crate::auth::scope::Scopes;
 use crate::auth::token::TokenResponseError;
 use crate::auth::url::Url;
@@ -219,16 +221,43 @@ impl Flow {
         }
     }
 
+    /// With DPoP configured and the authorization server's metadata at hand: the flow's key,
+    /// made now if none was given (of the first algorithm both servers take, see
+    /// [`Dpop`](crate::auth::dpop::Dpop)), or checked against what they take. Once made,
+    /// the key stays: the tokens it binds are of no use with another.
+    pub(super) fn ensure_dpop_key(&mut self) -> Result<(), Error> {
+        let (Some(_), Some(meta)) = (&self.config.dpop, &self.server_metadata) else {
+            return Ok(());
+        };
+        let server = meta.dpop_signing_alg_values_supported.as_deref();
+        let resource = self.resource_algs.as_deref();
+        let checked = match &self.dpop_key {
+            Some(key) => key.alg().check(server, resource).map(|()| None),
+            None => Alg::choose(server, resource).map(Some),
+        };
+        let ours = |key: &Option<Arc<DpopKey>>| match key {
+            Some(key) => vec![key.alg().name()],
+            None => Alg::PREFERRED.iter().map(|a| a.name()).collect(),
+        };
+        match checked {
+            Ok(None) => Ok(()),
+            Ok(Some(alg)) => {
+                let key = DpopKey::generate_for(alg).map_err(Error::Crypto)?;
+                self.dpop_key = Some(Arc::new(key));
+                Ok(())
+            }
+            Err((resource, offered)) => Err(Error::DpopAlgorithm {
+                resource,
+                offered,
+                ours: ours(&self.dpop_key),
+            }),
+        }
+    }
+
     /// Whether token requests to the authorization server carry a DPoP proof: DPoP is
-    /// configured and the server's `dpop_signing_alg_values_supported`, if it lists any,
-    /// names ES256.
+    /// configured and the flow has its key ([`ensure_dpop_key`](Flow::ensure_dpop_key)).
     pub(super) fn dpop_at_server(&self) -> bool {
-        self.config.dpop.is_some()
-            && self.server_metadata.as_ref().is_some_and(|meta| {
-                meta.dpop_signing_alg_values_supported
-                    .as_ref()
-                    .is_none_or(|algs| algs.iter().any(|a| a == ALG))
-            })
+        self.config.dpop.is_some() && self.server_metadata.is_some() && self.dpop_key.is_some()
     }
 
     /// Whether a `Bearer` answer to a DPoP token request is refused (see
@@ -249,7 +278,7 @@ impl Flow {
         endpoint: &Url,
         now: UnixTime,
     ) -> Result<Option<Secret>, CryptoError> {
-        let Some(dpop) = &self.config.dpop else {
+        let Some(key) = &self.dpop_key else {
             return Ok(None);
         };
         let request = ProofRequest {
@@ -258,7 +287,7 @@ impl Flow {
             access_token: None,
             nonce: self.nonces.get(endpoint),
         };
-        let proof = dpop.key.proof(&request, now.0, self.randomness.as_ref())?;
+        let proof = key.proof(&request, now.0, self.randomness.as_ref())?;
         self.spend([proof.clone()]);
         Ok(Some(proof))
     }
@@ -275,7 +304,8 @@ impl Flow {
         token: &Secret,
         now: UnixTime,
     ) -> Option<Result<Secret, CryptoError>> {
-        let dpop = self.config.dpop.as_ref()?;
+        self.config.dpop.as_ref()?;
+        let key = self.dpop_key.as_ref()?;
         let (current, ..) = self.token.as_ref()?;
         if !current.is_dpop() || current.access_token() != token {
             return None;
@@ -289,7 +319,7 @@ impl Flow {
             access_token: Some(token),
             nonce,
         };
-        Some(dpop.key.proof(&request, now.0, self.randomness.as_ref()))
+        Some(key.proof(&request, now.0, self.randomness.as_ref()))
     }
 
     /// The MCP server refused a request with `status` and `headers`: when that is a DPoP
@@ -310,6 +340,19 @@ impl Flow {
         let server = self.config.server.clone();
         self.resource_nonces.put(&server, nonce);
         true
+    }
+
+    /// The MCP server sent `nonce` as its `DPoP-Nonce` on a reply of any status (RFC 9449
+    /// section 9: a resource server may give a fresh nonce on any response, a 200 too): with
+    /// DPoP configured and a nonce of the grammar, it replaces the one kept for the server's
+    /// origin, and the next proof carries it.
+    pub(crate) fn note_resource_nonce(&mut self, nonce: &[u8]) {
+        if self.config.dpop.is_some()
+            && let Some(nonce) = dpop::parse_nonce(nonce)
+        {
+            let server = self.config.server.clone();
+            self.resource_nonces.put(&server, nonce);
+        }
     }
 
     /// Keeps a `DPoP-Nonce` a server sent on an answer to a request to `url`.

@@ -25,7 +25,7 @@ use super::assertion::AssertionSource;
 use super::challenge::{self, BearerChallenge};
 use super::client::{self, Identity, PreRegistered, RegistrationError};
 use super::crypto::{Pkce, Randomness, SystemRandomness};
-use super::dpop::{Nonces, SchemesOffered};
+use super::dpop::{DpopChallenge, Nonces, SchemesOffered};
 use super::metadata::{ResourceMetadata, ServerMetadata, ServerMetadataError};
 use super::scope::Scopes;
 use super::token::{Token, TokenCache, TokenKey, clean_text};
@@ -234,6 +234,12 @@ pub(crate) struct Flow {
     resource_nonces: Nonces,
     /// The MCP server's last 401 offered only the `DPoP` scheme.
     dpop_only: bool,
+    /// The key of the DPoP proofs: the configured one, else one made for the servers'
+    /// algorithms once the authorization server's metadata is known.
+    dpop_key: Option<Arc<super::DpopKey>>,
+    /// The `algs` of the MCP server's last `DPoP` challenge that named any (RFC 9449
+    /// section 7.1): the algorithms it takes proofs in.
+    resource_algs: Option<Vec<String>>,
 }
 
 impl fmt::Debug for Flow {
@@ -257,7 +263,6 @@ impl Flow {
     pub(crate) fn with_cache(config: Config, cache: TokenCache) -> Flow {
         let resource = canonical(&config.server);
         Flow {
-            config,
             stage: Stage::Idle,
             outputs: VecDeque::new(),
             next_id: 0,
@@ -283,6 +288,9 @@ impl Flow {
             nonces: Nonces::default(),
             resource_nonces: Nonces::default(),
             dpop_only: false,
+            dpop_key: config.dpop.as_ref().and_then(|d| d.key.clone()),
+            resource_algs: None,
+            config,
         }
     }
 
@@ -463,12 +471,13 @@ impl Flow {
 
     /// A request is about to go out at `now`. When the current token has expired or expires
     /// within [`Limits::expiry_skew_secs`] (or half its life, if that is shorter) and may be
-    /// refreshed (and nothing is under way),
-    /// its refresh starts, its token to come out as an [`Output::Token`], and this returns
-    /// `true`: the driver holds the request for that token rather than send one the server
-    /// would refuse with a 401 (a client that sat idle past its token's life). A token
-    /// further from its expiry is sent as it is; its refresh, once due, runs in the
-    /// background ([`Flow::handle_timeout`]).
+    /// renewed (and nothing is under way), its renewal starts, the new token to come out as
+    /// an [`Output::Token`], and this returns `true`: the driver holds the request for that
+    /// token rather than send one the server would refuse with a 401 (a client that sat idle
+    /// past its token's life). The renewal is a refresh with the token's refresh token, or,
+    /// without one, the flow's grant run again when it needs nobody (client credentials, a
+    /// workload token, an ID-JAG). A token further from its expiry is sent as it is; its
+    /// refresh, once due, runs in the background ([`Flow::handle_timeout`]).
     pub(crate) fn refresh_ahead(&mut self, now: UnixTime) -> bool {
         if self.is_busy() {
             return false;
@@ -476,7 +485,14 @@ impl Flow {
         if !self.near_expiry(now) {
             return false;
         }
-        self.refresh(now, true, true);
+        match self
+            .token
+            .as_ref()
+            .is_some_and(|(t, ..)| t.refresh_token().is_some())
+        {
+            true => self.refresh(now, true, true),
+            false => self.regrant(now),
+        }
         self.is_busy() || !self.outputs.is_empty()
     }
 
@@ -507,6 +523,9 @@ impl Flow {
         let challenge = challenge::bearer(headers).ok().flatten();
         if status == StatusCode::UNAUTHORIZED {
             self.dpop_only = SchemesOffered::of(headers).dpop_only();
+            if let Some(algs) = DpopChallenge::of(headers).and_then(|c| c.algs) {
+                self.resource_algs = Some(algs);
+            }
         }
         match status.as_u16() {
             401 => {

@@ -3,26 +3,61 @@
 
 #[cfg(doc)]
 use super::Limits;
-use super::{Error, Flow, Origin_, Output, Purpose, Stage};
+use super::{Error, Flow, GrantKind, Origin_, Output, Purpose, Stage};
 use crate::auth::UnixTime;
+use crate::auth::scope::Scopes;
 use crate::auth::token::{
     TokenCache, TokenKey, TokenResponseError, clean_text, parse_token_response,
 };
 use crate::secret::Secret;
 
 impl Flow {
-    /// Whether the current token may be refreshed and has expired at `now`, or will within
+    /// Whether the current token may be renewed and has expired at `now`, or will within
     /// [`Limits::expiry_skew_secs`] (or half its life, if that is shorter: a token that lives
-    /// less than the skew is not refreshed before every request): what
-    /// [`refresh_ahead`](Flow::refresh_ahead) acts on, for a driver to ask first.
+    /// less than the skew is not renewed before every request): what
+    /// [`refresh_ahead`](Flow::refresh_ahead) acts on, for a driver to ask first. Renewed:
+    /// refreshed with its refresh token, or, without one, by running a grant that needs
+    /// nobody again ([`renewable_by_grant`](Flow::renewable_by_grant)).
     pub(crate) fn near_expiry(&self, now: UnixTime) -> bool {
         self.token.as_ref().is_some_and(|(token, ..)| {
             let life = token
                 .expires_at()
                 .map_or(0, |at| at.0.saturating_sub(self.token_since.0));
             let skew = self.config.limits.expiry_skew_secs.min(life / 2);
-            token.refresh_token().is_some() && token.is_expired(now.plus(skew))
+            (token.refresh_token().is_some() || self.renewable_by_grant())
+                && token.is_expired(now.plus(skew))
         })
+    }
+
+    /// Whether a token is renewed by running the flow's grant again: client credentials, a
+    /// workload token, an ID-JAG. They need no person and spend nothing single-use (the
+    /// assertion is read afresh), and their answers seldom carry a refresh token (RFC 6749
+    /// section 4.4.3 says a client credentials answer should not).
+    pub(super) fn renewable_by_grant(&self) -> bool {
+        self.server_metadata.is_some()
+            && self.client.is_some()
+            && matches!(
+                self.config.grant,
+                GrantKind::ClientCredentials
+                    | GrantKind::JwtBearer { .. }
+                    | GrantKind::EnterpriseManaged(_)
+            )
+    }
+
+    /// Runs the grant again for the current token, which has no refresh token (see
+    /// [`renewable_by_grant`](Flow::renewable_by_grant)): the same key and scopes, the new
+    /// token to come out as an [`Output::Token`]. The current token stays in use until then,
+    /// and stays if the grant fails.
+    pub(super) fn regrant(&mut self, now: UnixTime) {
+        let Some((_, key, _)) = &self.token else {
+            return;
+        };
+        if !self.renewable_by_grant() {
+            return;
+        }
+        let key = key.clone();
+        self.requested = Scopes::parse(&key.scope).ok().filter(|s| !s.is_empty());
+        self.grant_without_person(key, now);
     }
 
     /// The shared cache's tokens as they are now, read under its lock after an

@@ -13,9 +13,10 @@ const WORKLOAD_JWT: &str = "eyJ.workload-secret.sig";
 const ID_TOKEN: &str = "eyJ.id-token-secret.sig";
 const ID_JAG: &str = "eyJ.id-jag-secret.sig";
 
-/// The proof's header and claims, after checking its ES256 signature with the public key
-/// its own `jwk` names.
+/// The proof's header and claims, after checking its signature (ES256, ES384 or EdDSA, as
+/// its header says) with the public key its own `jwk` names.
 fn verified_proof(proof: &str) -> (Value, Value) {
+    use ring::signature::{self, VerificationAlgorithm};
     let parts: Vec<&str> = proof.split('.').collect();
     assert_eq!(parts.len(), 3, "{proof}");
     let json = |p: &str| -> Value {
@@ -23,7 +24,7 @@ fn verified_proof(proof: &str) -> (Value, Value) {
             .unwrap()
     };
     let (header, claims) = (json(parts[0]), json(parts[1]));
-    let coordinate = |name: &str| {
+    let member = |name: &str| {
         base64::decode(
             header["jwk"][name].as_str().unwrap(),
             Flavor::UrlSafe,
@@ -31,11 +32,16 @@ fn verified_proof(proof: &str) -> (Value, Value) {
         )
         .unwrap()
     };
-    let mut point = vec![0x04];
-    point.extend(coordinate("x"));
-    point.extend(coordinate("y"));
+    let ec = || [vec![0x04], member("x"), member("y")].concat();
+    let (verifier, public): (&dyn VerificationAlgorithm, Vec<u8>) =
+        match header["alg"].as_str().unwrap() {
+            "ES256" => (&signature::ECDSA_P256_SHA256_FIXED, ec()),
+            "ES384" => (&signature::ECDSA_P384_SHA384_FIXED, ec()),
+            "EdDSA" => (&signature::ED25519, member("x")),
+            other => panic!("a proof signed with {other}"),
+        };
     let signature = base64::decode(parts[2], Flavor::UrlSafe, Padding::Optional).unwrap();
-    ring::signature::UnparsedPublicKey::new(&ring::signature::ECDSA_P256_SHA256_FIXED, &point)
+    signature::UnparsedPublicKey::new(verifier, &public)
         .verify(format!("{}.{}", parts[0], parts[1]).as_bytes(), &signature)
         .expect("the proof verifies with its jwk");
     (header, claims)
@@ -405,18 +411,108 @@ fn dpop_a_bearer_answer_is_refused_only_where_dpop_is_required() {
     ));
 }
 
+/// DPoP with no key given: the flow makes one for the servers' algorithms.
+fn dpop_made_config() -> Config {
+    let mut config = code_config();
+    config.dpop = Some(crate::auth::Dpop::default());
+    config
+}
+
 #[test]
-fn dpop_no_proof_for_a_server_that_takes_other_algorithms() {
+fn dpop_a_server_that_takes_none_of_our_algorithms_fails_the_flow_before_the_login() {
+    for (config, ours) in [
+        (dpop_config(), vec!["ES256"]),
+        (dpop_made_config(), vec!["ES256", "ES384", "EdDSA"]),
+    ] {
+        let mut world = World::standard();
+        world.replace_as_metadata(json!({"dpop_signing_alg_values_supported": ["RS256", "PS256"]}));
+        let (end, ..) = refused_with(config, &mut world, default_challenge(), None, Ok(""));
+        let error = failure_of(end);
+        assert_eq!(
+            error,
+            Error::DpopAlgorithm {
+                resource: false,
+                offered: vec!["RS256".into(), "PS256".into()],
+                ours: ours.clone(),
+            }
+        );
+        assert!(error.to_string().contains("RS256, PS256 only"), "{error}");
+        // Neither a login nor a token request: it failed on the metadata.
+        assert!(!world.requests().iter().any(|r| r.contains("/token")));
+    }
+
+    // The given ES256 key where only ES384 is taken: no fallback to a bearer token.
     let mut world = World::standard();
-    world.replace_as_metadata(json!({"dpop_signing_alg_values_supported": ["RS256"]}));
+    world.replace_as_metadata(json!({"dpop_signing_alg_values_supported": ["ES384"]}));
     let (end, ..) = refused_with(dpop_config(), &mut world, default_challenge(), None, Ok(""));
-    assert!(!token_of(end).is_dpop());
-    assert!(proof_of(world.last("POST", "/token")).is_none());
+    assert!(matches!(
+        failure_of(end),
+        Error::DpopAlgorithm {
+            resource: false,
+            ..
+        }
+    ));
 
     let mut world = dpop_world();
     world.replace_as_metadata(json!({"dpop_signing_alg_values_supported": ["ES256", "RS256"]}));
     let (end, ..) = refused_with(dpop_config(), &mut world, default_challenge(), None, Ok(""));
     assert!(token_of(end).is_dpop());
+}
+
+#[test]
+fn dpop_a_made_key_is_of_the_first_algorithm_the_servers_take() {
+    for (listed, challenge_algs, expected) in [
+        (None, None, "ES256"),
+        (Some(json!(["RS256", "ES384", "ES256"])), None, "ES256"),
+        (Some(json!(["PS256", "ES384"])), None, "ES384"),
+        (Some(json!(["EdDSA"])), None, "EdDSA"),
+        (
+            Some(json!(["ES256", "EdDSA"])),
+            Some("EdDSA PS256"),
+            "EdDSA",
+        ),
+        (None, Some("ES384"), "ES384"),
+    ] {
+        let mut world = dpop_world();
+        if let Some(listed) = listed {
+            world.replace_as_metadata(json!({"dpop_signing_alg_values_supported": listed}));
+        }
+        let headers = match challenge_algs {
+            Some(algs) => challenge(&format!(
+                "DPoP algs=\"{algs}\", resource_metadata=\"https://mcp.example.com/.well-known/oauth-protected-resource/mcp\""
+            )),
+            None => default_challenge(),
+        };
+        let (end, flow, _) = refused_with(dpop_made_config(), &mut world, headers, None, Ok(""));
+        let token = token_of(end);
+        assert!(token.is_dpop(), "{expected}");
+        let proof = proof_of(world.last("POST", "/token")).expect("a proof");
+        let (header, _) = verified_proof(&proof);
+        assert_eq!(header["alg"], expected);
+        // The MCP request's proof is of the same key.
+        let resource = flow
+            .resource_proof("POST", SERVER, token.access_token(), T0)
+            .unwrap()
+            .unwrap();
+        let (resource_header, _) = verified_proof(resource.expose());
+        assert_eq!(resource_header["jwk"], header["jwk"], "{expected}");
+    }
+
+    // The MCP server takes only what the authorization server does not.
+    let mut world = World::standard();
+    world.replace_as_metadata(json!({"dpop_signing_alg_values_supported": ["ES256"]}));
+    let headers = challenge(
+        "DPoP algs=\"PS256\", resource_metadata=\"https://mcp.example.com/.well-known/oauth-protected-resource/mcp\"",
+    );
+    let (end, ..) = refused_with(dpop_made_config(), &mut world, headers, None, Ok(""));
+    assert_eq!(
+        failure_of(end),
+        Error::DpopAlgorithm {
+            resource: true,
+            offered: vec!["PS256".into()],
+            ours: vec!["ES256", "ES384", "EdDSA"],
+        }
+    );
 }
 
 #[test]
@@ -745,4 +841,184 @@ fn an_assertion_that_never_comes_times_out() {
     // A late answer changes nothing.
     flow.handle_assertion(Ok(Secret::new(WORKLOAD_JWT)), deadline);
     assert!(flow.poll_output().is_none());
+}
+
+// ---- renewal ahead of expiry, for grants with no refresh token ----
+
+#[test]
+fn grants_that_need_nobody_run_again_ahead_of_expiry() {
+    let skew = Limits::default().expiry_skew_secs;
+    let cc_world = || {
+        let mut world = World::standard();
+        world.replace_as_metadata(json!({"grant_types_supported": ["client_credentials"], "token_endpoint_auth_methods_supported": ["client_secret_basic"], "authorization_endpoint": null}));
+        world.secrets.push("cc-secret".into());
+        world
+    };
+    let cc_config = || {
+        let mut client = PreRegistered::new("cc-client");
+        client.client_secret = Some(Secret::new("cc-secret"));
+        Config::client_credentials(SERVER, client).unwrap()
+    };
+    let wif_config = || {
+        let source = AssertionSource::File("/var/run/secrets/tokens/mcp".into());
+        Config::jwt_bearer(SERVER, PreRegistered::new("wif-client"), source).unwrap()
+    };
+    let cases: [(&str, World, Config, &str, &str); 3] = [
+        (
+            "client_credentials",
+            cc_world(),
+            cc_config(),
+            "",
+            "client_credentials",
+        ),
+        (
+            "jwt_bearer",
+            jwt_bearer_world(),
+            wif_config(),
+            WORKLOAD_JWT,
+            "urn:ietf:params:oauth:grant-type:jwt-bearer",
+        ),
+        (
+            "enterprise_managed",
+            enterprise_world(),
+            enterprise_config(),
+            ID_TOKEN,
+            "urn:ietf:params:oauth:grant-type:jwt-bearer",
+        ),
+    ];
+    for (name, mut world, config, assertion, grant_type) in cases {
+        // Two more answers: the token endpoint issues a new token each time.
+        world.token(AS, json!({}));
+        world.token(AS, json!({}));
+        let grants = |world: &World| {
+            world
+                .seen
+                .iter()
+                .filter(|s| s.url == format!("{AS}/token"))
+                .map(|s| s.param("grant_type").unwrap_or_default())
+                .collect::<Vec<_>>()
+        };
+        let (end, mut flow, mut printed) =
+            refused_with(config, &mut world, default_challenge(), None, Ok(assertion));
+        let first = token_of(end);
+        assert!(first.refresh_token().is_none(), "{name}");
+        assert_eq!(first.expires_at(), Some(T0.plus(3600)), "{name}");
+        // Far from expiry: sent as it is, nothing runs.
+        for now in [T0.plus(100), T0.plus(3600 - skew - 1)] {
+            assert!(!flow.near_expiry(now), "{name} at {now:?}");
+            assert!(!flow.refresh_ahead(now), "{name} at {now:?}");
+            assert!(flow.poll_output().is_none() && !flow.is_busy(), "{name}");
+        }
+        assert_eq!(grants(&world).len(), 1, "{name}");
+        // Within the skew of its expiry: the grant runs again before the request goes out.
+        let near = T0.plus(3600 - skew);
+        assert!(flow.near_expiry(near), "{name}");
+        assert!(flow.refresh_ahead(near), "{name}");
+        let second = token_of(run_with(
+            &mut flow,
+            &mut world,
+            None,
+            Ok(assertion),
+            &mut printed,
+        ));
+        assert_ne!(second.access_token(), first.access_token(), "{name}");
+        assert_eq!(
+            flow.token().map(Token::access_token),
+            Some(second.access_token())
+        );
+        assert_eq!(
+            grants(&world),
+            [grant_type, grant_type],
+            "{name}: the same grant again"
+        );
+        // Idle past its expiry: the same, before any request takes a 401.
+        let idle = T0.plus(100_000);
+        assert!(flow.refresh_ahead(idle), "{name}");
+        let third = token_of(run_with(
+            &mut flow,
+            &mut world,
+            None,
+            Ok(assertion),
+            &mut printed,
+        ));
+        assert_ne!(third.access_token(), second.access_token(), "{name}");
+        assert_eq!(grants(&world).len(), 3, "{name}");
+        if name == "enterprise_managed" {
+            let exchanges = world
+                .seen
+                .iter()
+                .filter(|s| s.url == format!("{IDP}/token"));
+            assert_eq!(exchanges.count(), 3, "a new ID-JAG each time");
+        }
+        assert_no_leak(&world, &flow, &printed);
+    }
+}
+
+#[test]
+fn a_grant_run_again_that_fails_keeps_the_token_it_had() {
+    let mut world = jwt_bearer_world();
+    let source = AssertionSource::Env("WORKLOAD_TOKEN".into());
+    let config = Config::jwt_bearer(SERVER, PreRegistered::new("wif-client"), source).unwrap();
+    let (end, mut flow, mut printed) = refused_with(
+        config,
+        &mut world,
+        default_challenge(),
+        None,
+        Ok(WORKLOAD_JWT),
+    );
+    let first = token_of(end);
+    let near = T0.plus(3600 - Limits::default().expiry_skew_secs);
+    assert!(flow.refresh_ahead(near));
+    let end = run_with(
+        &mut flow,
+        &mut world,
+        None,
+        Err("it is not set"),
+        &mut printed,
+    );
+    assert!(matches!(
+        failure_of(end),
+        Error::Transport {
+            purpose: Purpose::Assertion,
+            ..
+        }
+    ));
+    // The token, still valid for a few seconds, goes with the request.
+    assert_eq!(flow.bearer(near), Some(first.access_token()));
+    assert!(!flow.is_busy());
+}
+
+#[test]
+fn dpop_a_nonce_on_any_answer_of_the_mcp_server_goes_in_the_next_proof() {
+    let mut world = dpop_world();
+    let (end, mut flow, _) =
+        refused_with(dpop_config(), &mut world, default_challenge(), None, Ok(""));
+    let token = token_of(end);
+    let nonce_of = |flow: &Flow| {
+        let proof = flow
+            .resource_proof("POST", SERVER, token.access_token(), T0)
+            .unwrap()
+            .unwrap();
+        verified_proof(proof.expose()).1["nonce"].clone()
+    };
+    assert_eq!(nonce_of(&flow), Value::Null);
+    // A 200's `DPoP-Nonce`, then the next one: the newest replaces the one before.
+    flow.note_resource_nonce(b"rs-200-1");
+    assert_eq!(nonce_of(&flow), "rs-200-1");
+    flow.note_resource_nonce(b"rs-200-2");
+    assert_eq!(nonce_of(&flow), "rs-200-2");
+    // Not of the grammar: ignored, the kept one stays.
+    for bad in [&b""[..], b"a b", b"a\"b", "é".as_bytes()] {
+        flow.note_resource_nonce(bad);
+        assert_eq!(nonce_of(&flow), "rs-200-2", "{bad:?}");
+    }
+    // Without DPoP nothing is kept.
+    let mut world = World::standard();
+    let (end, mut flow, _) = refused(code_config(), &mut world, default_challenge());
+    let bearer = token_of(end);
+    flow.note_resource_nonce(b"n");
+    assert!(
+        flow.resource_proof("POST", SERVER, bearer.access_token(), T0)
+            .is_none()
+    );
 }
