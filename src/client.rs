@@ -34,6 +34,8 @@ mod driver;
 mod era;
 mod options;
 mod reply;
+#[cfg(feature = "tracing")]
+mod span;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -49,7 +51,9 @@ use crate::connection::{
 };
 use crate::error::Error;
 use crate::exchange::Exchange;
-use crate::mcp::{CallToolResult, InitializeResult, JsonObject, ProtocolVersion, Tool};
+use crate::mcp::{
+    CallToolResult, InitializeResult, JsonObject, ProtocolVersion, Tool, TraceContext,
+};
 use crate::session::EraPolicy;
 use crate::transport::Secret;
 use crate::transport::http::{HttpConfig, HttpLink, HttpPool};
@@ -80,6 +84,8 @@ pub struct Client {
     /// What the driver tells the client: the revision spoken.
     shared: Arc<Shared>,
     session_id: Option<String>,
+    /// The trace context of requests that bring none ([`ClientOptions::trace_context`]).
+    trace_context: Option<TraceContext>,
 }
 
 impl std::fmt::Debug for Client {
@@ -233,7 +239,7 @@ impl Client {
             let http = Some((exchange, pool.clone()));
             Client::launch(link, http, &mut options, secrets, Some(setup))
         };
-        let started = Client::started(launched, ahead).await;
+        let started = Client::started(launched, ahead, &options).await;
         match started {
             Ok(mut client) => {
                 match &cached {
@@ -282,7 +288,7 @@ impl Client {
             respawn: Some(Box::new(respawn)),
         };
         let launched = Client::launch(link, None, &mut options, secrets, None);
-        Client::started(launched, None).await
+        Client::started(launched, None, &options).await
     }
 
     /// Builds the machine and its driver and starts the driver task. A plain function, so
@@ -360,15 +366,25 @@ impl Client {
         }
     }
 
-    /// Starts the handshake on a launched driver and waits for it.
-    async fn started(launched: Launched, ahead: Option<Ahead>) -> Result<Client, Error> {
+    /// Starts the handshake on a launched driver and waits for it. The handshake carries the
+    /// trace context of `options`' handshake, else (with the `opentelemetry` feature) the
+    /// current span's, else [`ClientOptions::trace_context`].
+    async fn started(
+        launched: Launched,
+        ahead: Option<Ahead>,
+        options: &ClientOptions,
+    ) -> Result<Client, Error> {
         let Launched {
             commands,
             driver,
             shared,
         } = launched;
+        let trace = options.handshake_trace.clone();
+        #[cfg(feature = "opentelemetry")]
+        let trace = trace.or_else(|| span::context_of(&tracing::Span::current()));
+        let trace = trace.or_else(|| options.trace_context.clone());
         let (reply, answer) = oneshot::channel();
-        let _ = commands.send(Command::Start { reply }).await;
+        let _ = commands.send(Command::Start { reply, trace }).await;
         let connected = match answer.await {
             Ok(Ok(connected)) => connected,
             Ok(Err(error)) => return Err(op_error(error)),
@@ -382,6 +398,7 @@ impl Client {
             server: connected.server.map(Arc::new),
             shared,
             session_id: connected.session_id,
+            trace_context: options.trace_context.clone(),
         })
     }
 
@@ -437,7 +454,7 @@ impl Client {
     pub(crate) async fn list_tools_and_exclusions(
         &self,
     ) -> Result<(Vec<Tool>, Vec<ExcludedTool>), Error> {
-        match self.operate(Operation::ListTools, None, None).await? {
+        match self.operate(Operation::ListTools, None, None, None).await? {
             Outcome::Tools(tools, excluded) => Ok((tools, excluded)),
             _ => Err(Error::internal(
                 "tools/list ended with another operation's outcome",
@@ -503,6 +520,10 @@ impl Client {
         member: Option<(Arc<str>, Box<RawValue>)>,
         mut options: CallOptions,
     ) -> Result<CallToolResult, Error> {
+        let own = match options.trace_context.take() {
+            Some(trace) => Some(trace),
+            None => own_trace(options.meta.as_ref()).map_err(|error| *error)?,
+        };
         let call = CallTool {
             name,
             arguments,
@@ -515,12 +536,14 @@ impl Client {
             content_only: options.content_only,
             input_schema: options.input_schema.take(),
             raw: false,
+            trace: None,
         };
         let outcome = self
             .operate(
                 Operation::CallTool(call),
                 options.on_progress.as_mut(),
                 options.cancel.take(),
+                own,
             )
             .await?;
         match outcome {
@@ -545,12 +568,18 @@ impl Client {
         params: Option<serde_json::Value>,
         timeout: Option<Duration>,
     ) -> Result<Box<RawValue>, Error> {
+        let own = match params.as_ref().and_then(|params| params.get("_meta")) {
+            Some(serde_json::Value::Object(meta)) => {
+                own_trace(Some(meta)).map_err(|error| *error)?
+            }
+            _ => None,
+        };
         let operation = Operation::Raw {
             method: method.to_owned(),
             params,
             timeout,
         };
-        match self.operate(operation, None, None).await? {
+        match self.operate(operation, None, None, own).await? {
             Outcome::Raw(Some(raw)) => Ok(raw),
             _ => Err(mismatched()),
         }
@@ -574,13 +603,15 @@ impl Client {
             notifications,
             max_duration,
         };
-        self.operate(operation, None, cancel).await.map(drop)
+        self.operate(operation, None, cancel, None).await.map(drop)
     }
 
     /// Sends `ping` and waits for the answer. At a stateless revision, which has no `ping`,
     /// it is refused without sending.
     pub async fn ping(&self) -> Result<(), Error> {
-        self.operate(Operation::Ping, None, None).await.map(drop)
+        self.operate(Operation::Ping, None, None, None)
+            .await
+            .map(drop)
     }
 
     /// Ends the session: pending requests fail, and an HTTP session is ended with `DELETE`
@@ -598,11 +629,40 @@ impl Client {
 
     /// Starts `operation` in the driver and waits for its outcome, giving its progress to
     /// `on_progress` as it comes. Cancelled with `cancel`, or when this future is dropped.
+    /// Its requests carry the trace context `own`, else (with the `opentelemetry` feature)
+    /// that of its client span, else the client's ([`ClientOptions::trace_context`]).
     async fn operate(
+        &self,
+        operation: Operation,
+        on_progress: Option<&mut ProgressSink>,
+        cancel: Option<CancelToken>,
+        own: Option<TraceContext>,
+    ) -> Result<Outcome, Error> {
+        #[cfg(feature = "tracing")]
+        {
+            use tracing::Instrument;
+            let span = span::of(self, &operation);
+            #[cfg(feature = "opentelemetry")]
+            let own = own.or_else(|| span::context_of(&span));
+            let outcome = self
+                .operate_in(operation, on_progress, cancel, own, span.clone())
+                .instrument(span.clone())
+                .await;
+            span::record(&span, &outcome);
+            outcome
+        }
+        #[cfg(not(feature = "tracing"))]
+        self.operate_in(operation, on_progress, cancel, own).await
+    }
+
+    /// [`operate`](Self::operate), in the operation's span.
+    async fn operate_in(
         &self,
         operation: Operation,
         mut on_progress: Option<&mut ProgressSink>,
         cancel: Option<CancelToken>,
+        own: Option<TraceContext>,
+        #[cfg(feature = "tracing")] span: tracing::Span,
     ) -> Result<Outcome, Error> {
         if let Some((auth, pool, log)) = &self.ahead {
             auth.refresh_ahead(pool, log.as_ref()).await;
@@ -613,8 +673,9 @@ impl Client {
             .send(Command::Operation {
                 key,
                 reply,
+                trace: own.or_else(|| self.trace_context.clone()),
                 #[cfg(feature = "tracing")]
-                span: tracing::Span::current(),
+                span,
             })
             .await
             .map_err(|_| Error::closed())?;
@@ -712,6 +773,20 @@ impl Drop for CancelOnDrop {
                 reason: "the caller went away".to_owned(),
             });
         }
+    }
+}
+
+/// The trace context the trace members of a caller's `_meta` give, checked: malformed ones
+/// are a configuration error, and nothing is sent.
+fn own_trace(meta: Option<&JsonObject>) -> Result<Option<TraceContext>, Box<Error>> {
+    match meta {
+        Some(meta) => TraceContext::from_meta(meta).map_err(|error| {
+            Box::new(Error::config(format!(
+                "the request's _meta holds a malformed W3C trace context, which is never \
+                 sent: {error}"
+            )))
+        }),
+        None => Ok(None),
     }
 }
 

@@ -299,6 +299,7 @@ impl DemoServer {
             counter: AtomicU64::new(0),
             started: now(),
             state_key: StateKey::new(),
+            traces: Mutex::new(Vec::new()),
         });
         let task = tokio::spawn(accept_loop(listener, shared.clone()));
         Ok(DemoServer { addr, shared, task })
@@ -318,6 +319,17 @@ impl DemoServer {
     #[cfg(test)]
     pub(crate) fn era(&self) -> Era {
         self.shared.config.era
+    }
+
+    /// The method and `_meta.traceparent` of each request received over HTTP with one (SEP-414
+    /// trace context), oldest first: the first 256. The server only records it, as a server
+    /// that joins the caller's trace would read it.
+    pub fn trace_contexts(&self) -> Vec<(String, String)> {
+        self.shared
+            .traces
+            .lock()
+            .map(|traces| traces.clone())
+            .unwrap_or_default()
     }
 
     /// What the server has done so far.
@@ -379,7 +391,12 @@ struct Shared {
     started: tokio::time::Instant,
     /// Signs the `requestState`s of `confirm_delete`.
     state_key: StateKey,
+    /// The W3C trace context requests carried ([`DemoServer::trace_contexts`]).
+    traces: Mutex<Vec<(String, String)>>,
 }
+
+/// The most trace contexts a [`DemoServer`] remembers.
+const MAX_TRACES: usize = 256;
 
 /// One MCP session.
 struct Session {
@@ -615,6 +632,37 @@ impl Shared {
         }
     }
 
+    /// Remembers the `_meta.traceparent` of the requests among `messages`.
+    fn record_traces(&self, messages: &[Message<'_>]) {
+        #[derive(serde::Deserialize)]
+        struct Params {
+            #[serde(rename = "_meta")]
+            meta: Option<Meta>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Meta {
+            traceparent: Option<String>,
+        }
+        let Ok(mut traces) = self.traces.lock() else {
+            return;
+        };
+        for message in messages {
+            let Message::Request(request) = message else {
+                continue;
+            };
+            let traceparent = request
+                .params
+                .as_ref()
+                .and_then(|params| serde_json::from_str::<Params>(params.get()).ok())
+                .and_then(|params| params.meta?.traceparent);
+            if let Some(traceparent) = traceparent
+                && traces.len() < MAX_TRACES
+            {
+                traces.push((request.method.to_string(), traceparent));
+            }
+        }
+    }
+
     fn post(&self, request: &Request) -> Reply {
         if !accepts_json_and_sse(request) {
             return Reply::Full(error_response(
@@ -645,6 +693,7 @@ impl Shared {
                 return Reply::Full(error_response(400, e.code(), &format!("{what}: {e}")));
             }
         };
+        self.record_traces(&messages);
         match self.route(request, &messages) {
             Route::Modern => {
                 self.modern_requests.fetch_add(1, Ordering::Relaxed);

@@ -88,7 +88,8 @@
 //! | `exchange` | | nothing public: the internal exchange machine, built to prove it needs no runtime (with `session`, `sse`) | http |
 //! | `auth` | | [`auth`] | http, serde, ring |
 //! | `bindings` | | `binding` | jsonschema |
-//! | `tracing` | | one span per binding call and events for retries, era fallbacks and resumptions, never a secret | tracing (no subscriber) |
+//! | `tracing` | | one span per binding call, an MCP client span per request after OpenTelemetry's semantic conventions for MCP, and events for retries, era fallbacks and resumptions, never a secret or an argument | tracing (no subscriber) |
+//! | `opentelemetry` | | with `tracing`: a request that brings no W3C trace context of its own sends its client span's in `_meta` (see [`mcp::TraceContext`]) | opentelemetry (API), tracing-opentelemetry |
 //! | `demo` | | `demo`: the embedded demo server (HTTP and stdio) the examples use | tokio macros, httparse |
 //! | `fixtures` | | `fixture`: the wire-fixture format, recorder and replay server | tokio macros, httparse |
 //! | `aws-lc-rs` | | aws-lc-rs instead of ring as rustls' crypto provider | aws-lc-rs |

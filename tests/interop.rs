@@ -2404,3 +2404,67 @@ async fn rmcp_http_probe() {
     assert_eq!(probed_tools(&report), rmcp_tools(), "{text}");
     assert!(declares_output_schema(&report, "weather"), "{text}");
 }
+
+// --- W3C trace context (SEP-414) into the Python SDK 2.x's OpenTelemetry middleware ------------
+
+/// What `py_trace_server.py`'s `trace_seen` tool reports: the span the SDK made for the call.
+async fn trace_seen(client: &Client, trace: &mcpwire::mcp::TraceContext) -> Value {
+    let mut options = call_options();
+    options.trace_context = Some(trace.clone());
+    let result = client
+        .call_tool("trace_seen", None, options)
+        .await
+        .unwrap_or_else(|e| panic!("trace_seen: {} ({e})", e.kind()));
+    serde_json::from_str(only_text(&result)).expect("trace_seen answers JSON")
+}
+
+/// A call's trace context reaches the official Python SDK 2.x: the server span its
+/// `OpenTelemetryMiddleware` makes from `params._meta` (recorded by the OpenTelemetry SDK that
+/// `scripts/install-peers` pins beside it) has the call's trace id and the call's parent id,
+/// at 2026-07-28 and on the 2025 path, with the `tracestate` and `baggage` as sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
+async fn py_v2_server_span_joins_the_calls_trace() {
+    peers::require(Peer::Python(Sdk::V2));
+    let server = PeerServer::python_trace();
+    let pool = pool();
+    for (era, parent) in [
+        (
+            mcpwire::session::EraPolicy::Auto,
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        ),
+        (
+            mcpwire::session::EraPolicy::Legacy,
+            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+        ),
+    ] {
+        let mut options = options();
+        options.session.era = era.clone();
+        let client = connect_with(&pool, config(&server.url), options).await;
+        let trace = mcpwire::mcp::TraceContext::parse(parent)
+            .and_then(|t| t.with_tracestate("mcpwire=interop"))
+            .and_then(|t| t.with_baggage("tenant=acme"))
+            .expect("a valid context");
+        let seen = trace_seen(&client, &trace).await;
+        println!(
+            "{} {:?}: sent traceparent {parent}; the Python SDK's span {:?} ({}) has trace id {} \
+             and parent {}",
+            client.protocol_version(),
+            era,
+            seen["span_name"],
+            seen["span_kind"],
+            seen["trace_id"],
+            seen["parent_id"]
+        );
+        assert_eq!(seen["recording"], true, "{seen}");
+        assert_eq!(seen["span_kind"], "SpanKind.SERVER", "{seen}");
+        assert_eq!(seen["span_name"], "tools/call trace_seen", "{seen}");
+        assert_eq!(seen["trace_id"], trace.trace_id(), "{seen}");
+        assert_eq!(seen["parent_id"], trace.parent_id(), "{seen}");
+        assert_eq!(seen["parent_remote"], true, "{seen}");
+        assert_eq!(seen["meta"]["traceparent"], parent, "{seen}");
+        assert_eq!(seen["meta"]["tracestate"], "mcpwire=interop", "{seen}");
+        assert_eq!(seen["meta"]["baggage"], "tenant=acme", "{seen}");
+        client.close().await;
+    }
+}

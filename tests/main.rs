@@ -26,3 +26,4 @@ mod secrets;
 mod stdio;
 mod support;
 mod tls;
+mod trace_context;

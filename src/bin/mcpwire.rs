@@ -14,7 +14,7 @@ use mcpwire::binding::config::{Server, load_config};
 use mcpwire::binding::discover::{Discovery, discover};
 use mcpwire::client::{CancelToken, Client, ClientOptions};
 use mcpwire::demo::{DemoOptions, DemoServer, Era};
-use mcpwire::mcp::ProtocolVersion;
+use mcpwire::mcp::{ProtocolVersion, TraceContext, TraceContextError};
 use mcpwire::sse;
 use mcpwire::transport::http::{HttpConfig, HttpPool, ProxyConfig, TlsOptions};
 
@@ -26,6 +26,7 @@ USAGE:
     mcpwire demo-server [--stdio] [--era both|2025|2026]
     mcpwire call --bindings FILE --tool NAME --tenant TENANT --args JSON
                  [--session-id S] [--call-id C] [--era auto|2025|2026-07-28] [-v]
+                 [--traceparent TP] [--tracestate TS] [--baggage B]
     mcpwire sse [FILE] [--chunk N] [--max-line-bytes N] [--max-event-bytes N]
     mcpwire record --upstream URL --out DIR [--listen ADDR] [--mode TEXT] [--command TEXT]
                    [--notes TEXT] [--idle-ms N] [--once] [--drop-after N]
@@ -71,7 +72,12 @@ COMMANDS:
             id (the caller's, sent in _meta) defaults to \"cli\". HTTPS_PROXY, HTTP_PROXY
             and NO_PROXY apply to bindings without a `proxy` of their own (CONNECT tunnels;
             the bearer token never goes to the proxy); a binding's `tls` names its CA file
-            or client certificate.
+            or client certificate. Trace context: every request of the call carries the W3C
+            traceparent, tracestate and baggage in _meta (SEP-414) from --traceparent,
+            --tracestate and --baggage, else from the TRACEPARENT, TRACESTATE and BAGGAGE
+            environment variables (OpenTelemetry's convention for processes; TRACESTATE
+            only with TRACEPARENT). A malformed flag is a usage error; a malformed
+            variable is left out with a warning on stderr. Neither is ever sent.
     sse     Decode a raw text/event-stream body (FILE, or stdin when FILE is absent or -),
             feeding the decoder N bytes at a time (default 65536). Prints one JSON object
             per dispatched event, {\"event\":TYPE,\"data\":DATA,\"id\":LAST_EVENT_ID} (id is \"\"
@@ -291,6 +297,8 @@ struct CallArgs {
     /// The era the HTTP servers are known to speak: `None` probes; `Some(None)` is a
     /// 2025-era server; `Some(Some(v))` a stateless revision.
     era: Option<Option<ProtocolVersion>>,
+    /// The W3C trace context of every request of the call.
+    trace_context: Option<TraceContext>,
 }
 
 /// `--era`'s value: `auto` probes, `2025` opens with initialize, a stateless revision is
@@ -314,6 +322,7 @@ fn parse_call_args(args: &[String]) -> Result<CallArgs, Failure> {
     let mut call_id = fresh_call_id();
     let mut verbose = false;
     let mut era = None;
+    let mut trace = (None, None, None);
     let mut args = args.iter();
     while let Some(arg) = args.next() {
         let (flag, inline) = match arg.split_once('=') {
@@ -348,6 +357,9 @@ fn parse_call_args(args: &[String]) -> Result<CallArgs, Failure> {
             "--session-id" => session_id = value()?,
             "--call-id" => call_id = value()?,
             "--era" => era = parse_era(&value()?)?,
+            "--traceparent" => trace.0 = Some(value()?),
+            "--tracestate" => trace.1 = Some(value()?),
+            "--baggage" => trace.2 = Some(value()?),
             other => return Err(Failure::Usage(format!("unknown option `{other}` for call"))),
         }
     }
@@ -361,7 +373,97 @@ fn parse_call_args(args: &[String]) -> Result<CallArgs, Failure> {
         call_id,
         verbose,
         era,
+        trace_context: call_trace(
+            trace,
+            |name| std::env::var(name).ok(),
+            |warning| {
+                eprintln!("mcpwire: {warning}");
+            },
+        )?,
     })
+}
+
+/// The trace context of `mcpwire call`: each of `flags` (`--traceparent`, `--tracestate`,
+/// `--baggage`), else its environment variable (`TRACEPARENT`, `TRACESTATE` only with
+/// `TRACEPARENT`, `BAGGAGE`). A malformed flag is a usage error; a malformed variable is
+/// left out with a warning (a malformed TRACEPARENT leaves out the whole context).
+fn call_trace(
+    flags: (Option<String>, Option<String>, Option<String>),
+    env: impl Fn(&str) -> Option<String>,
+    mut warn: impl FnMut(String),
+) -> Result<Option<TraceContext>, Failure> {
+    let (traceparent, tracestate, baggage) = flags;
+    let refused = |flag: &str, error: TraceContextError| {
+        Failure::Usage(format!("{flag} is malformed ({error}); nothing was sent"))
+    };
+    let dropped = |variable: &str, error: TraceContextError| {
+        format!("{variable} is malformed ({error}): it is not sent")
+    };
+    let (context, from_env) = match traceparent {
+        Some(flag) => (
+            TraceContext::parse(&flag).map_err(|e| refused("--traceparent", e))?,
+            false,
+        ),
+        None => match env("TRACEPARENT").filter(|value| !value.is_empty()) {
+            Some(variable) => match TraceContext::parse(&variable) {
+                Ok(context) => (context, true),
+                Err(error) => {
+                    warn(format!(
+                        "{} (nor TRACESTATE, BAGGAGE)",
+                        dropped("TRACEPARENT", error)
+                    ));
+                    return no_orphans(tracestate, baggage);
+                }
+            },
+            None => return no_orphans(tracestate, baggage),
+        },
+    };
+    type With = fn(TraceContext, &str) -> Result<TraceContext, TraceContextError>;
+    // A flag's member replaces, or a malformed one refuses; a variable's is left out when
+    // malformed.
+    let mut add = |context: TraceContext,
+                   (flag, name): (Option<String>, &str),
+                   variable: Option<(&str, String)>,
+                   with: With| match (flag, variable) {
+        (Some(flag), _) => with(context, &flag).map_err(|e| refused(name, e)),
+        (None, Some((variable, value))) => Ok(with(context.clone(), &value).unwrap_or_else(|e| {
+            warn(dropped(variable, e));
+            context
+        })),
+        (None, None) => Ok(context),
+    };
+    let tracestate_variable = from_env
+        .then(|| env("TRACESTATE"))
+        .flatten()
+        .map(|value| ("TRACESTATE", value));
+    let context = add(
+        context,
+        (tracestate, "--tracestate"),
+        tracestate_variable,
+        |context, value| context.with_tracestate(value),
+    )?;
+    let baggage_variable = env("BAGGAGE").map(|value| ("BAGGAGE", value));
+    let context = add(
+        context,
+        (baggage, "--baggage"),
+        baggage_variable,
+        |context, value| context.with_baggage(value),
+    )?;
+    Ok(Some(context))
+}
+
+/// No traceparent: a `--tracestate` or `--baggage` flag has nothing to go with.
+fn no_orphans(
+    tracestate: Option<String>,
+    baggage: Option<String>,
+) -> Result<Option<TraceContext>, Failure> {
+    match (tracestate, baggage) {
+        (None, None) => Ok(None),
+        _ => Err(Failure::Usage(
+            "--tracestate and --baggage go with a traceparent (--traceparent or TRACEPARENT)"
+                .to_owned(),
+        )),
+    }
 }
 
 /// The wall clock: the time since the Unix epoch, `None` before it.
@@ -430,7 +532,8 @@ fn call_command(args: &[String]) -> ExitCode {
                     on_interrupt.cancel();
                 }
             });
-            let context = CallContext::new(args.tenant, args.session_id, args.call_id);
+            let mut context = CallContext::new(args.tenant, args.session_id, args.call_id);
+            context.trace_context = args.trace_context;
             let live_line = io::stderr().is_terminal();
             let result = caller
                 .call(
@@ -1050,5 +1153,103 @@ fn probe_command(args: &[String]) -> Result<(), Failure> {
         ))
     } else {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ENV_PARENT: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    const FLAG_PARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+    /// `call_trace` with these flags and variables: the context, or the usage error's text,
+    /// and the warnings.
+    fn resolve(
+        flags: [Option<&str>; 3],
+        env: &[(&str, &str)],
+    ) -> (Result<Option<TraceContext>, String>, Vec<String>) {
+        let mut warnings = Vec::new();
+        let [traceparent, tracestate, baggage] = flags.map(|flag| flag.map(str::to_owned));
+        let result = call_trace(
+            (traceparent, tracestate, baggage),
+            |name| {
+                env.iter()
+                    .find(|(key, _)| *key == name)
+                    .map(|(_, value)| (*value).to_owned())
+            },
+            |warning| warnings.push(warning),
+        )
+        .map_err(|failure| match failure {
+            Failure::Usage(message) | Failure::Input(message) => message,
+        });
+        (result, warnings)
+    }
+
+    #[test]
+    fn the_environment_gives_the_trace_context_and_flags_win() {
+        let env = [
+            ("TRACEPARENT", ENV_PARENT),
+            ("TRACESTATE", "env=1"),
+            ("BAGGAGE", "user=env"),
+        ];
+        let (context, warnings) = resolve([None, None, None], &env);
+        let context = context.unwrap().unwrap();
+        assert_eq!(context.traceparent(), ENV_PARENT);
+        assert_eq!(context.tracestate(), Some("env=1"));
+        assert_eq!(context.baggage(), Some("user=env"));
+        assert!(warnings.is_empty());
+        // A flag's traceparent takes no TRACESTATE (it belongs to TRACEPARENT); BAGGAGE stays.
+        let (context, _) = resolve([Some(FLAG_PARENT), None, None], &env);
+        let context = context.unwrap().unwrap();
+        assert_eq!(context.traceparent(), FLAG_PARENT);
+        assert_eq!(context.tracestate(), None);
+        assert_eq!(context.baggage(), Some("user=env"));
+        let (context, _) = resolve([None, Some("flag=1"), Some("user=flag")], &env);
+        let context = context.unwrap().unwrap();
+        assert_eq!(context.traceparent(), ENV_PARENT);
+        assert_eq!(context.tracestate(), Some("flag=1"));
+        assert_eq!(context.baggage(), Some("user=flag"));
+        assert_eq!(resolve([None, None, None], &[]).0, Ok(None));
+    }
+
+    #[test]
+    fn a_malformed_variable_is_dropped_with_a_warning_and_a_malformed_flag_refused() {
+        let (context, warnings) = resolve(
+            [None, None, None],
+            &[("TRACEPARENT", "00-abc-def-01"), ("TRACESTATE", "a=1")],
+        );
+        assert_eq!(context, Ok(None));
+        assert_eq!(warnings.len(), 1);
+        assert!(
+            warnings[0].starts_with("TRACEPARENT is malformed"),
+            "{warnings:?}"
+        );
+        let (context, warnings) = resolve(
+            [None, None, None],
+            &[
+                ("TRACEPARENT", ENV_PARENT),
+                ("TRACESTATE", "A=1"),
+                ("BAGGAGE", "no value"),
+            ],
+        );
+        let context = context.unwrap().unwrap();
+        assert_eq!((context.tracestate(), context.baggage()), (None, None));
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        let ff = "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        let (refused, _) = resolve([Some(ff), None, None], &[("TRACEPARENT", ENV_PARENT)]);
+        assert!(
+            refused
+                .unwrap_err()
+                .starts_with("--traceparent is malformed")
+        );
+        let (refused, _) = resolve([Some(FLAG_PARENT), Some("a=1,a=2"), None], &[]);
+        assert!(
+            refused
+                .unwrap_err()
+                .starts_with("--tracestate is malformed")
+        );
+        let (refused, _) = resolve([None, None, Some("x=1")], &[]);
+        assert!(refused.unwrap_err().contains("go with a traceparent"));
     }
 }

@@ -20,7 +20,7 @@ use crate::client::auth::store::{StoreError, TokenStore, Unattended};
 use crate::client::auth::{Auth, OAuth};
 use crate::client::{CallOptions, CancelToken, Client, ClientOptions, EraCache, ListCache};
 use crate::error::{Error, ErrorKind};
-use crate::mcp::{CallToolResult, ProgressToken};
+use crate::mcp::{CallToolResult, ProgressToken, TraceContext};
 use crate::transport::http::{ExtraHeaders, HttpPool, ProxyConfig, Roots, TlsError, TlsOptions};
 use crate::transport::{Secret, WireLog};
 
@@ -44,6 +44,11 @@ pub struct CallContext {
     pub session_id: String,
     /// This call's id; also the `progressToken`.
     pub call_id: String,
+    /// The W3C trace context the call's requests carry in `_meta` (SEP-414): the handshake's
+    /// (when the call connects) and the call's own. Without one, and with the
+    /// `opentelemetry` feature, the current span's context is sent (see
+    /// [`CallOptions::trace_context`]).
+    pub trace_context: Option<TraceContext>,
 }
 
 impl CallContext {
@@ -57,6 +62,7 @@ impl CallContext {
             tenant_id: tenant_id.into(),
             session_id: session_id.into(),
             call_id: call_id.into(),
+            trace_context: None,
         }
     }
 }
@@ -735,7 +741,14 @@ impl Caller {
         // Step 2: a session for this call alone (at a stateless revision, the client kept
         // from the binding's last call: there is no session to share).
         let client = match self
-            .client_for(prepared, token, headers, auth, timeout, started)
+            .client_for(
+                prepared,
+                token,
+                headers,
+                auth,
+                (timeout, started),
+                context.trace_context.as_ref(),
+            )
             .await
         {
             Ok(client) => client,
@@ -761,6 +774,7 @@ impl Caller {
             idle_timeout: None,
             progress_token: Some(ProgressToken::String(context.call_id.clone())),
             meta: None,
+            trace_context: context.trace_context.clone(),
             max_response_bytes: Some(binding.max_output_bytes),
             cancel,
             input_schema: Some(prepared.input_schema.clone()),
@@ -821,8 +835,8 @@ impl Caller {
         token: Option<Secret>,
         headers: ExtraHeaders,
         auth: Option<Auth>,
-        timeout: Duration,
-        started: tokio::time::Instant,
+        (timeout, started): (Duration, tokio::time::Instant),
+        trace: Option<&TraceContext>,
     ) -> Result<Arc<Client>, Error> {
         let binding = &prepared.binding;
         let http_url = match &binding.server {
@@ -887,6 +901,9 @@ impl Caller {
         };
         // The binding's one OAuth (kept by the caller): a kept client holds the same.
         options.auth = auth;
+        // The call's trace context for its handshake only: a kept client's later calls bring
+        // their own.
+        options.handshake_trace = trace.cloned();
         let credentials = (token.clone(), headers.clone());
         let connecting = connect(
             &prepared.pool,

@@ -193,9 +193,10 @@ fn traced_binding_call(collector: &Collector, era: Era) -> String {
     let url = Arc::new(Mutex::new(String::new()));
     let seen_url = url.clone();
     collector.run(|| async move {
-        let mut options = DemoOptions::default();
-        options.token = Some(TOKEN.to_owned());
-        options.era = era;
+        let options = DemoOptions {
+            token: Some(TOKEN.to_owned()),
+            era,
+        };
         let server = DemoServer::start_with_options(options)
             .await
             .expect("a demo server");
@@ -213,8 +214,7 @@ fn traced_binding_call(collector: &Collector, era: Era) -> String {
             .await;
         assert!(!result.is_error(), "{}", result.to_json_line());
     });
-    let url = url.lock().unwrap().clone();
-    url
+    url.lock().unwrap().clone()
 }
 
 #[test]
@@ -285,8 +285,10 @@ fn an_era_fallback_is_an_event_of_the_call() {
 fn a_32020_retry_is_an_event_with_its_code() {
     let collector = Collector::default();
     collector.run(|| async {
-        let mut options = DemoOptions::default();
-        options.token = Some(TOKEN.to_owned());
+        let options = DemoOptions {
+            token: Some(TOKEN.to_owned()),
+            ..DemoOptions::default()
+        };
         let server = DemoServer::start_with_options(options)
             .await
             .expect("a demo server");

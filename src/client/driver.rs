@@ -18,7 +18,7 @@ use crate::exchange::{Refusal, StreamId};
 use crate::idmap::IdMap;
 use crate::jsonrpc::{Id, Notification, Request};
 use crate::mcp::modern::InputRequest;
-use crate::mcp::{JsonObject, ProtocolVersion};
+use crate::mcp::{JsonObject, ProtocolVersion, TraceContext};
 use crate::session::{Delivery, Failure, FailureKind};
 use crate::transport::http::{Frame, HttpLink, HttpPool};
 use crate::transport::stdio::{StdioConfig, StdioLink};
@@ -49,12 +49,16 @@ pub(super) enum Operation {
 pub(super) enum Command {
     Start {
         reply: ConnectReply,
+        /// The trace context of the handshake's requests.
+        trace: Option<TraceContext>,
     },
     /// An operation to start, in its reply slot.
     Operation {
         /// The client's name for it, to cancel it by.
         key: u64,
         reply: Reply,
+        /// The trace context its requests carry.
+        trace: Option<TraceContext>,
         #[cfg(feature = "tracing")]
         span: tracing::Span,
     },
@@ -289,14 +293,16 @@ impl Driver {
 
     fn on_command(&mut self, command: Command, now: Instant) {
         match command {
-            Command::Start { reply } => {
+            Command::Start { reply, trace } => {
                 self.connect = Some(reply);
                 self.prepare_bearer();
+                self.connection.set_handshake_trace(trace);
                 self.connection.start(now);
             }
             Command::Operation {
                 key,
                 reply,
+                trace,
                 #[cfg(feature = "tracing")]
                 span,
             } => {
@@ -306,18 +312,21 @@ impl Driver {
                 self.prepare_bearer();
                 let connection = &mut self.connection;
                 let op = match operation {
-                    Operation::ListTools => connection.list_tools(now),
-                    Operation::CallTool(call) => connection.call_tool(call, now),
+                    Operation::ListTools => connection.list_tools(trace, now),
+                    Operation::CallTool(mut call) => {
+                        call.trace = trace;
+                        connection.call_tool(call, now)
+                    }
                     Operation::Raw {
                         method,
                         params,
                         timeout,
-                    } => connection.request_raw(&method, params, timeout, now),
+                    } => connection.request_raw(&method, params, timeout, trace, now),
                     Operation::Listen {
                         notifications,
                         max_duration,
-                    } => connection.listen(notifications, max_duration, now),
-                    Operation::Ping => connection.ping(now),
+                    } => connection.listen(notifications, max_duration, trace, now),
+                    Operation::Ping => connection.ping(trace, now),
                 };
                 self.entries.insert(
                     op,

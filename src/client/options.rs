@@ -28,7 +28,9 @@ use super::auth;
 use super::{EraCache, ListCache};
 use crate::jsonrpc::Notification;
 use crate::mcp::modern::InputRequest;
-use crate::mcp::{ClientCapabilities, JsonObject, ProgressNotificationParams, ProgressToken};
+use crate::mcp::{
+    ClientCapabilities, JsonObject, ProgressNotificationParams, ProgressToken, TraceContext,
+};
 use crate::session;
 
 /// How long a `tools/list` page or a ping may take by default.
@@ -71,6 +73,16 @@ pub struct ClientOptions {
     /// The `tools/list` pages clients made with these options may reuse, as long as their
     /// `ttlMs` says. Shared by clones, like [`era_cache`](Self::era_cache).
     pub list_cache: ListCache,
+    /// The W3C trace context (`traceparent`, `tracestate`, `baggage` in `_meta`, SEP-414) of
+    /// the handshake's requests and of every request that brings none of its own
+    /// ([`CallOptions::trace_context`], the trace members of [`CallOptions::meta`] or of a raw
+    /// request's `params._meta`) and, with the `opentelemetry` feature, finds no current span
+    /// with a valid context. Checked when it is made ([`TraceContext::parse`]).
+    pub trace_context: Option<TraceContext>,
+    /// The handshake's own trace context, ahead of the current span's and
+    /// [`trace_context`](Self::trace_context) (a binding call's, which a kept client must not
+    /// send with later calls).
+    pub(crate) handshake_trace: Option<TraceContext>,
 }
 
 impl std::fmt::Debug for ClientOptions {
@@ -83,6 +95,7 @@ impl std::fmt::Debug for ClientOptions {
             .field("input_handler", &self.input_handler.is_some())
             .field("max_input_rounds", &self.max_input_rounds)
             .field("auth", &self.auth)
+            .field("trace_context", &self.trace_context)
             .finish_non_exhaustive()
     }
 }
@@ -101,6 +114,8 @@ impl Default for ClientOptions {
             auth: None,
             era_cache: EraCache::new(),
             list_cache: ListCache::new(),
+            trace_context: None,
+            handshake_trace: None,
         }
     }
 }
@@ -174,8 +189,15 @@ pub struct CallOptions {
     pub idle_timeout: Option<Duration>,
     /// The `progressToken` to send in `_meta`; a fresh unique one when `None`.
     pub progress_token: Option<ProgressToken>,
-    /// More `_meta` members to send (for instance a caller's identity).
+    /// More `_meta` members to send (for instance a caller's identity). Trace members
+    /// (`traceparent`, `tracestate`, `baggage`) are the call's trace context when
+    /// [`trace_context`](Self::trace_context) is `None`; malformed ones refuse the call
+    /// ([`ErrorKind::Config`](crate::ErrorKind::Config)), nothing sent.
     pub meta: Option<JsonObject>,
+    /// The call's W3C trace context, sent in its `_meta` (SEP-414). Ahead of the trace members
+    /// of [`meta`](Self::meta) (which it replaces), of the current span's context (with the
+    /// `opentelemetry` feature) and of [`ClientOptions::trace_context`].
+    pub trace_context: Option<TraceContext>,
     /// The most reply bytes the call may receive, counted as they stream in.
     pub max_response_bytes: Option<u64>,
     /// Cancels the call when triggered.
@@ -199,6 +221,7 @@ impl Default for CallOptions {
             idle_timeout: None,
             progress_token: None,
             meta: None,
+            trace_context: None,
             max_response_bytes: None,
             cancel: None,
             on_progress: None,
@@ -222,6 +245,7 @@ impl std::fmt::Debug for CallOptions {
             .field("timeout", &self.timeout)
             .field("idle_timeout", &self.idle_timeout)
             .field("progress_token", &self.progress_token)
+            .field("trace_context", &self.trace_context)
             .field("max_response_bytes", &self.max_response_bytes)
             .finish_non_exhaustive()
     }

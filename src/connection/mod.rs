@@ -302,6 +302,12 @@ impl Connection {
         self.lists = Some(lists);
     }
 
+    /// Puts `trace` in the `_meta` of the handshake's requests (the era probe, `initialize`);
+    /// set before [`start`](Self::start).
+    pub(crate) fn set_handshake_trace(&mut self, trace: Option<crate::mcp::TraceContext>) {
+        self.session.set_handshake_trace(trace);
+    }
+
     /// Starts the era probe or the handshake.
     pub(crate) fn start(&mut self, now: Instant) {
         self.session.start(now);

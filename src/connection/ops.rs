@@ -17,7 +17,7 @@ use crate::mcp::headers as mcp_headers;
 use crate::mcp::modern::{self, ResultEnvelope, ResultType};
 use crate::mcp::{
     CallToolResult, ContentOnly, JsonObject, ListToolsRequestParams, ListToolsResult,
-    ProgressToken, Tool, error_code, methods,
+    ProgressToken, Tool, TraceContext, error_code, methods,
 };
 use crate::session::{Delivery, Failure, FailureKind, Payload, RequestError, RequestOptions};
 
@@ -78,6 +78,8 @@ pub(super) struct ListOp {
     request: Option<Id>,
     /// The call this listing is for (a `-32020` relisting), whose outcome it feeds.
     parent: Option<OpId>,
+    /// The trace context each page's request carries.
+    trace: Option<TraceContext>,
 }
 
 /// A call the host asks for.
@@ -106,6 +108,9 @@ pub(crate) struct CallTool {
     pub(crate) input_schema: Option<Arc<serde_json::Value>>,
     /// The answer is given back raw (a `tools/call` made through a raw request).
     pub(crate) raw: bool,
+    /// The W3C trace context the call's `_meta` carries (it replaces any trace member of
+    /// `meta`).
+    pub(crate) trace: Option<TraceContext>,
 }
 
 /// A call's arguments, a JSON object: the caller's own, moved in and written once into the
@@ -166,6 +171,9 @@ pub(super) struct CallOp {
     request: Option<Id>,
     /// Waiting for the host's answers: the methods asked, and the server's `requestState`.
     waiting: Option<(String, Option<Box<RawValue>>)>,
+    /// The call's trace context, for the listing a `-32020` makes (its rounds carry it in
+    /// their params already).
+    trace: Option<TraceContext>,
 }
 
 impl Connection {
@@ -175,14 +183,15 @@ impl Connection {
     /// left out, with a warning, and the headers the others' arguments give are remembered
     /// for their calls; a page whose stream breaks before its answer is asked for once more
     /// (listing changes nothing).
-    pub(crate) fn list_tools(&mut self, now: Instant) -> OpId {
-        let op = self.start_list(None);
+    /// Each page's request carries `trace` in its `_meta`.
+    pub(crate) fn list_tools(&mut self, trace: Option<TraceContext>, now: Instant) -> OpId {
+        let op = self.start_list(None, trace);
         self.next_page(op, now);
         self.flush(now);
         op
     }
 
-    fn start_list(&mut self, parent: Option<OpId>) -> OpId {
+    fn start_list(&mut self, parent: Option<OpId>, trace: Option<TraceContext>) -> OpId {
         self.new_op(Op::List(ListOp {
             tools: Vec::new(),
             cursors: HashSet::new(),
@@ -192,6 +201,7 @@ impl Connection {
             resent: false,
             request: None,
             parent,
+            trace,
         }))
     }
 
@@ -236,9 +246,13 @@ impl Connection {
                 cursor: list.cursor.clone(),
                 ..ListToolsRequestParams::default()
             };
-            let params = match serde_json::value::to_raw_value(&params) {
-                Ok(params) => params,
-                Err(error) => return self.end(op, Err(OpError::Internal(error.to_string()))),
+            let params = match serde_json::value::to_raw_value(&params)
+                .map_err(|error| OpError::Internal(error.to_string()))
+                .and_then(|params| traced(Some(params), list.trace.as_ref()))
+            {
+                Ok(Some(params)) => params,
+                Ok(None) => return self.end(op, Err(OpError::Internal("no params".to_owned()))),
+                Err(error) => return self.end(op, Err(error)),
             };
             list.params = Some(params.clone());
             self.send_list(op, params, now);
@@ -382,8 +396,13 @@ impl Connection {
     /// under a new id with the server's `requestState` echoed exactly), lists the tools again
     /// and retries once after `-32020` (stale `Mcp-Param-*` headers), and retries once at
     /// another revision after `-32022`: in both cases the server refused the request before
-    /// running it. A call whose stream breaks is never sent again.
+    /// running it. A call whose stream breaks is never sent again. The call's trace context
+    /// goes into its `_meta`; a trace member of the caller's `_meta` that breaks the W3C
+    /// rules refuses the call before anything is sent.
     pub(crate) fn call_tool(&mut self, call: CallTool, now: Instant) -> OpId {
+        if let Err(error) = crate::mcp::check_meta(call.meta.as_ref()) {
+            return self.refuse(refused_trace(error), now);
+        }
         let op = self.next_op;
         let token = call
             .progress_token
@@ -406,6 +425,7 @@ impl Connection {
             meta: CallMeta {
                 meta: call.meta.as_ref(),
                 member: call.member.as_ref().map(|(key, value)| (&**key, &**value)),
+                trace: call.trace.as_ref(),
                 token: &token,
                 stamp: stamp.as_deref(),
             },
@@ -434,6 +454,7 @@ impl Connection {
             switched: false,
             request: None,
             waiting: None,
+            trace: call.trace,
         };
         let op = self.new_op(Op::Call(state));
         self.send_call(op, now);
@@ -623,7 +644,8 @@ impl Connection {
                     "the server refused the call's Mcp-Param headers as stale: listing the \
                      tools again and retrying the call once"
                 );
-                let list = self.start_list(Some(op));
+                let trace = call.trace.clone();
+                let list = self.start_list(Some(op), trace);
                 self.next_page(list, now);
             }
             FailureKind::ServerError {
@@ -683,18 +705,22 @@ impl Connection {
         }
     }
 
-    /// Sends `ping`. At a stateless revision, which has no `ping`, it is refused without
-    /// being sent.
-    pub(crate) fn ping(&mut self, now: Instant) -> OpId {
+    /// Sends `ping` (with `trace` in its `_meta`). At a stateless revision, which has no
+    /// `ping`, it is refused without being sent.
+    pub(crate) fn ping(&mut self, trace: Option<TraceContext>, now: Instant) -> OpId {
         let options = RequestOptions::with_timeout(self.limits.request_timeout);
         let op = Op::Single {
             request: None,
             kind: Single::Ping,
         };
+        let params = match traced(None, trace.as_ref()) {
+            Ok(params) => params,
+            Err(error) => return self.refuse(error, now),
+        };
         self.single(
             op,
             Cow::Borrowed(methods::PING),
-            None,
+            params,
             options,
             SendOptions::default(),
             now,
@@ -708,6 +734,7 @@ impl Connection {
         &mut self,
         notifications: serde_json::Value,
         max_duration: Duration,
+        trace: Option<TraceContext>,
         now: Instant,
     ) -> OpId {
         if !self.is_modern() {
@@ -727,6 +754,10 @@ impl Connection {
             "notifications": notifications
         }))
         .ok();
+        let params = match traced(params, trace.as_ref()) {
+            Ok(params) => params,
+            Err(error) => return self.refuse(error, now),
+        };
         let options = RequestOptions::with_timeout(max_duration);
         let method = Cow::Borrowed(methods::SUBSCRIPTIONS_LISTEN);
         self.single(op, method, params, options, SendOptions::default(), now)
@@ -737,17 +768,23 @@ impl Connection {
     /// `Mcp-Name` from `params.name` (or `params.uri` for `resources/read`); the result's
     /// `resultType` is checked. `tools/call` goes through [`call_tool`](Self::call_tool),
     /// with all its rules, and its result is given back raw. A request whose stream breaks
-    /// is not sent again.
+    /// is not sent again. `trace` goes into the request's `_meta` (replacing any trace member
+    /// of `params._meta`); a trace member of `params._meta` that breaks the W3C rules refuses
+    /// the request before anything is sent.
     pub(crate) fn request_raw(
         &mut self,
         method: &str,
         params: Option<serde_json::Value>,
         timeout: Option<Duration>,
+        trace: Option<TraceContext>,
         now: Instant,
     ) -> OpId {
         let timeout = timeout.unwrap_or(self.limits.request_timeout);
+        if let Err(error) = crate::mcp::check_params(params.as_ref()) {
+            return self.refuse(refused_trace(error), now);
+        }
         if method == methods::TOOLS_CALL {
-            return match raw_call(params, timeout) {
+            return match raw_call(params, timeout, trace) {
                 Ok(call) => self.call_tool(call, now),
                 Err(error) => self.refuse(OpError::Config(error), now),
             };
@@ -767,6 +804,10 @@ impl Connection {
             }
         }
         let params = params.and_then(|p| serde_json::value::to_raw_value(&p).ok());
+        let params = match traced(params, trace.as_ref()) {
+            Ok(params) => params,
+            Err(error) => return self.refuse(error, now),
+        };
         let op = Op::Single {
             request: None,
             kind: Single::Raw {
@@ -821,7 +862,11 @@ impl Connection {
 }
 
 /// A `tools/call` made through a raw request: its params read as a call's.
-fn raw_call(params: Option<serde_json::Value>, timeout: Duration) -> Result<CallTool, String> {
+fn raw_call(
+    params: Option<serde_json::Value>,
+    timeout: Duration,
+    trace: Option<TraceContext>,
+) -> Result<CallTool, String> {
     let Some(serde_json::Value::Object(mut params)) = params else {
         return Err("tools/call needs params with the tool's name".to_owned());
     };
@@ -859,7 +904,29 @@ fn raw_call(params: Option<serde_json::Value>, timeout: Duration) -> Result<Call
         content_only: false,
         input_schema: None,
         raw: true,
+        trace,
     })
+}
+
+/// `params` with `trace` in its `_meta`, or as they are without one.
+fn traced(
+    params: Option<Box<RawValue>>,
+    trace: Option<&TraceContext>,
+) -> Result<Option<Box<RawValue>>, OpError> {
+    match trace {
+        None => Ok(params),
+        Some(trace) => trace
+            .inject(params.as_deref())
+            .map(Some)
+            .map_err(|error| OpError::Config(format!("the trace context cannot be sent: {error}"))),
+    }
+}
+
+/// A request whose caller-given `_meta` holds a malformed trace member: never sent.
+fn refused_trace(error: crate::mcp::TraceContextError) -> OpError {
+    OpError::Config(format!(
+        "the request's _meta holds a malformed W3C trace context, which is never sent: {error}"
+    ))
 }
 
 /// `raw` read as a JSON object, when it is one.
@@ -958,12 +1025,14 @@ pub(super) struct CallParams<'a> {
     pub(super) meta: CallMeta<'a>,
 }
 
-/// A call's `_meta`: the caller's members and the one more it gave, then the progress token
-/// (which replaces one the caller set), then the envelope of the session's stamp, if given
-/// (which replaces any envelope key the caller set).
+/// A call's `_meta`: the caller's members and the one more it gave, then the trace context
+/// (whose members replace any trace member the caller set), then the progress token (which
+/// replaces one the caller set), then the envelope of the session's stamp, if given (which
+/// replaces any envelope key the caller set).
 pub(super) struct CallMeta<'a> {
     pub(super) meta: Option<&'a JsonObject>,
     pub(super) member: Option<(&'a str, &'a RawValue)>,
+    pub(super) trace: Option<&'a TraceContext>,
     pub(super) token: &'a ProgressToken,
     pub(super) stamp: Option<&'a modern::Stamp>,
 }
@@ -976,6 +1045,7 @@ impl serde::Serialize for CallMeta<'_> {
         let replaced = |key: &str| {
             key == crate::mcp::PROGRESS_TOKEN_KEY
                 || (self.stamp.is_some() && modern::is_envelope_key(key))
+                || (self.trace.is_some() && crate::mcp::is_trace_key(key))
         };
         let member = self.member.filter(|(key, _)| !replaced(key));
         let member_key = member.map(|(key, _)| key);
@@ -986,6 +1056,9 @@ impl serde::Serialize for CallMeta<'_> {
         }
         if let Some((key, value)) = member {
             map.serialize_entry(key, value)?;
+        }
+        if let Some(trace) = self.trace {
+            trace.write_members(&mut map)?;
         }
         map.serialize_entry(crate::mcp::PROGRESS_TOKEN_KEY, self.token)?;
         if let Some(stamp) = self.stamp {

@@ -132,6 +132,15 @@ impl Pair {
     }
 
     fn new(era: session::EraPolicy, server: Server) -> Pair {
+        Pair::traced(era, None, server)
+    }
+
+    /// [`new`](Pair::new), with the handshake's requests carrying `trace`.
+    fn traced(
+        era: session::EraPolicy,
+        trace: Option<crate::mcp::TraceContext>,
+        server: Server,
+    ) -> Pair {
         let Ok(mut config) = HttpConfig::new("http://127.0.0.1:9/mcp") else {
             unreachable!("a valid URL");
         };
@@ -151,6 +160,7 @@ impl Pair {
             outputs: Vec::new(),
             steps: 0,
         };
+        pair.connection.set_handshake_trace(trace);
         pair.connection.start(pair.now);
         pair.run(|outputs| {
             outputs
@@ -303,21 +313,10 @@ impl Pair {
     }
 
     fn call(&mut self, name: &str, arguments: Value) -> OpId {
-        let call = CallTool {
-            name: name.into(),
-            arguments: serde_json::value::to_raw_value(&arguments)
-                .ok()
-                .map(CallArguments::Raw),
-            meta: None,
-            member: None,
-            progress_token: None,
-            timeout: Duration::from_secs(60),
-            idle_timeout: None,
-            max_response_bytes: None,
-            content_only: false,
-            input_schema: None,
-            raw: false,
-        };
+        let arguments = serde_json::value::to_raw_value(&arguments)
+            .ok()
+            .map(CallArguments::Raw);
+        let call = traced_call(name, arguments, None, None);
         self.connection.call_tool(call, self.now)
     }
 }
@@ -401,7 +400,7 @@ fn listing_follows_cursors_and_stops_a_loop_or_too_many_pages() {
         }
         _ => Reply::Status(400, Value::Null, Vec::new()),
     }));
-    let op = pair.connection.list_tools(pair.now);
+    let op = pair.connection.list_tools(None, pair.now);
     match pair.finish(op) {
         Ok(Outcome::Tools(tools, _)) => {
             let names: Vec<_> = tools.iter().map(|t| t.name.as_str()).collect();
@@ -421,7 +420,7 @@ fn a_repeated_cursor_is_a_loop_not_a_hang() {
         )),
         _ => Reply::Status(400, Value::Null, Vec::new()),
     }));
-    let op = pair.connection.list_tools(pair.now);
+    let op = pair.connection.list_tools(None, pair.now);
     let failure = failed(pair.finish(op));
     assert_eq!(failure.kind, FailureKind::Protocol);
     assert!(
@@ -446,7 +445,7 @@ fn endless_pages_stop_at_the_page_limit() {
         }
         _ => Reply::Status(400, Value::Null, Vec::new()),
     }));
-    let op = pair.connection.list_tools(pair.now);
+    let op = pair.connection.list_tools(None, pair.now);
     let failure = failed(pair.finish(op));
     assert_eq!(failure.kind, FailureKind::LimitExceeded);
     assert_eq!(pair.calls_seen("tools/list").len(), limits().max_list_pages);
@@ -465,7 +464,7 @@ fn a_list_page_whose_stream_breaks_is_asked_for_once_more_and_a_call_never_is() 
         Some("tools/call") => Reply::Lost,
         _ => Reply::Status(400, Value::Null, Vec::new()),
     }));
-    let op = pair.connection.list_tools(pair.now);
+    let op = pair.connection.list_tools(None, pair.now);
     assert!(matches!(pair.finish(op), Ok(Outcome::Tools(tools, _)) if tools.len() == 1));
     assert_eq!(pair.calls_seen("tools/list").len(), 2);
     let op = pair.call("a", json!({}));
@@ -562,11 +561,10 @@ fn input_rounds_are_bounded() {
     );
 }
 
-#[test]
-fn stale_param_headers_are_relisted_and_the_call_retried_once() {
-    let schema = json!({"type": "object", "properties": {
-        "region": {"type": "string", "x-mcp-header": "Region"}}});
-    let mut pair = Pair::modern(Box::new(move |seen| match seen.rpc_method() {
+/// A server listing one tool `geo` with `schema`, refusing a call without `Mcp-Param-Region`
+/// with `-32020` and answering one with it.
+fn stale_headers_server(schema: &Value, seen: &Seen) -> Reply {
+    match seen.rpc_method() {
         Some("tools/list") => Reply::Json(response(
             &id_of(seen),
             json!({"tools": [{"name": "geo", "inputSchema": schema}]}),
@@ -579,7 +577,14 @@ fn stale_param_headers_are_relisted_and_the_call_retried_once() {
         )),
         Some("tools/call") => Reply::Json(response(&id_of(seen), text_result("ok"))),
         _ => Reply::Status(400, Value::Null, Vec::new()),
-    }));
+    }
+}
+
+#[test]
+fn stale_param_headers_are_relisted_and_the_call_retried_once() {
+    let schema = json!({"type": "object", "properties": {
+        "region": {"type": "string", "x-mcp-header": "Region"}}});
+    let mut pair = Pair::modern(Box::new(move |seen| stale_headers_server(&schema, seen)));
     let op = pair.call("geo", json!({"region": "eu"}));
     assert_eq!(text_of(pair.finish(op)), "ok");
     let calls = pair.calls_seen("tools/call");
@@ -732,6 +737,7 @@ fn a_call_ends_at_its_deadline_on_the_fake_clock_and_cancel_ends_it_at_once() {
         content_only: false,
         input_schema: None,
         raw: false,
+        trace: None,
     };
     let op = pair.connection.call_tool(call, pair.now);
     let failure = failed(pair.finish(op));
@@ -772,6 +778,7 @@ fn a_call_member_goes_after_the_callers_and_replaces_one_of_its_name() {
             meta: ops::CallMeta {
                 meta: meta.as_ref(),
                 member,
+                trace: None,
                 token: &token,
                 stamp: Some(&stamp),
             },
@@ -816,7 +823,7 @@ fn a_raw_tools_call_goes_through_the_call_rules() {
     let params = json!({"name": "echo", "arguments": {"a": 1}, "_meta": {"progressToken": "mine"}});
     let op = pair
         .connection
-        .request_raw("tools/call", Some(params), None, pair.now);
+        .request_raw("tools/call", Some(params), None, None, pair.now);
     match pair.finish(op) {
         Ok(Outcome::Raw(Some(raw))) => assert!(raw.get().contains("\"raw\""), "{}", raw.get()),
         other => panic!("{other:?}"),
@@ -824,10 +831,216 @@ fn a_raw_tools_call_goes_through_the_call_rules() {
     let call = pair.calls_seen("tools/call")[0].clone();
     assert_eq!(call.headers["mcp-name"], "echo", "the call's headers");
     assert_eq!(call.params()["_meta"]["progressToken"], "mine");
-    let op =
-        pair.connection
-            .request_raw("tools/call", Some(json!({"arguments": {}})), None, pair.now);
+    let op = pair.connection.request_raw(
+        "tools/call",
+        Some(json!({"arguments": {}})),
+        None,
+        None,
+        pair.now,
+    );
     assert!(matches!(pair.finish(op), Err(OpError::Config(_))));
+}
+
+/// A call of `name` with these arguments, `_meta` and trace context, and the defaults (a
+/// 60-second deadline).
+fn traced_call(
+    name: &str,
+    arguments: Option<CallArguments>,
+    meta: Option<JsonObject>,
+    trace: Option<crate::mcp::TraceContext>,
+) -> CallTool {
+    CallTool {
+        name: name.into(),
+        arguments,
+        meta,
+        member: None,
+        progress_token: None,
+        timeout: Duration::from_secs(60),
+        idle_timeout: None,
+        max_response_bytes: None,
+        content_only: false,
+        input_schema: None,
+        raw: false,
+        trace,
+    }
+}
+
+/// The W3C trace context of the tests below: the host's (`HOST`), and the one of an operation.
+const HOST_PARENT: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+const OP_PARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+fn trace(parent: &str) -> crate::mcp::TraceContext {
+    let Ok(trace) = crate::mcp::TraceContext::parse(parent) else {
+        unreachable!("a valid traceparent");
+    };
+    trace
+}
+
+/// The trace members of a request's `_meta`, as `(traceparent, tracestate, baggage)`.
+fn trace_of(seen: &Seen) -> (Option<&str>, Option<&str>, Option<&str>) {
+    let meta = &seen.params()["_meta"];
+    (
+        meta["traceparent"].as_str(),
+        meta["tracestate"].as_str(),
+        meta["baggage"].as_str(),
+    )
+}
+
+#[test]
+fn every_2026_request_carries_its_trace_context_beside_the_envelope() {
+    let schema = json!({"type": "object", "properties": {
+        "region": {"type": "string", "x-mcp-header": "Region"}}});
+    let mut pair = Pair::traced(
+        session::EraPolicy::Auto,
+        Some(trace(HOST_PARENT)),
+        Box::new(move |seen| match seen.rpc_method() {
+            Some("server/discover") => discovered(seen),
+            _ => stale_headers_server(&schema, seen),
+        }),
+    );
+    let probe = pair.calls_seen("server/discover")[0].clone();
+    assert_eq!(trace_of(&probe), (Some(HOST_PARENT), None, None));
+    assert_eq!(
+        probe.params()["_meta"]["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+    let op_trace = trace(OP_PARENT)
+        .with_tracestate("congo=t61rcWkgMzE")
+        .and_then(|t| t.with_baggage("userId=alice"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    // The caller's own trace members are replaced, all three together; the rest stays.
+    let meta = json!({"traceparent": HOST_PARENT, "baggage": "old=1", "x": 1});
+    let call = traced_call(
+        "geo",
+        Some(CallArguments::Object(
+            json!({"region": "eu"})
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+        )),
+        meta.as_object().cloned(),
+        Some(op_trace),
+    );
+    let op = pair.connection.call_tool(call, pair.now);
+    assert_eq!(text_of(pair.finish(op)), "ok");
+    let calls = pair.calls_seen("tools/call");
+    assert_eq!(calls.len(), 2, "refused with -32020, relisted, sent again");
+    let expected = (
+        Some(OP_PARENT),
+        Some("congo=t61rcWkgMzE"),
+        Some("userId=alice"),
+    );
+    for call in &calls {
+        assert_eq!(trace_of(call), expected, "{:?}", call.body);
+        let meta = &call.params()["_meta"];
+        assert_eq!(meta["x"], 1);
+        assert!(meta["progressToken"].is_string());
+        assert_eq!(
+            meta["io.modelcontextprotocol/protocolVersion"],
+            "2026-07-28"
+        );
+    }
+    // The listing the -32020 made is the call's: it carries the call's context.
+    let lists = pair.calls_seen("tools/list");
+    assert_eq!(lists.len(), 1);
+    assert_eq!(trace_of(lists[0]), expected);
+    assert_eq!(
+        lists[0].params()["_meta"]["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+    // A listing of its own carries its own; one without any carries none.
+    let op = pair
+        .connection
+        .list_tools(Some(trace(HOST_PARENT)), pair.now);
+    assert!(pair.finish(op).is_ok());
+    let op = pair.connection.list_tools(None, pair.now);
+    assert!(pair.finish(op).is_ok());
+    let lists = pair.calls_seen("tools/list");
+    assert_eq!(trace_of(lists[1]), (Some(HOST_PARENT), None, None));
+    assert_eq!(trace_of(lists[2]), (None, None, None));
+}
+
+#[test]
+fn every_2025_request_carries_its_trace_context() {
+    let mut pair = Pair::traced(
+        session::EraPolicy::Legacy,
+        Some(trace(HOST_PARENT)),
+        Box::new(|seen| match seen.rpc_method() {
+            Some("initialize") => Reply::Json(response(
+                &id_of(seen),
+                json!({"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                       "serverInfo": {"name": "old", "version": "1"}}),
+            )),
+            Some("tools/call") => Reply::Json(response(&id_of(seen), text_result("ok"))),
+            Some("ping" | "acme/echo") => Reply::Json(response(&id_of(seen), json!({}))),
+            _ => Reply::Status(202, Value::Null, Vec::new()),
+        }),
+    );
+    let initialize = pair.calls_seen("initialize")[0].clone();
+    assert_eq!(trace_of(&initialize), (Some(HOST_PARENT), None, None));
+    assert_eq!(initialize.params()["protocolVersion"], "2025-11-25");
+    let op = pair.connection.ping(Some(trace(OP_PARENT)), pair.now);
+    assert!(pair.finish(op).is_ok());
+    let op = pair.connection.request_raw(
+        "acme/echo",
+        Some(json!({"name": "p", "_meta": {"x": 1}})),
+        None,
+        Some(trace(OP_PARENT)),
+        pair.now,
+    );
+    assert!(pair.finish(op).is_ok());
+    let call = traced_call("slow", None, None, Some(trace(OP_PARENT)));
+    let op = pair.connection.call_tool(call, pair.now);
+    assert_eq!(text_of(pair.finish(op)), "ok");
+    for method in ["ping", "acme/echo", "tools/call"] {
+        let seen = pair.calls_seen(method)[0].clone();
+        assert_eq!(trace_of(&seen), (Some(OP_PARENT), None, None), "{method}");
+        let meta = &seen.params()["_meta"];
+        assert!(
+            meta.get("io.modelcontextprotocol/protocolVersion")
+                .is_none()
+        );
+    }
+    assert_eq!(pair.calls_seen("acme/echo")[0].params()["_meta"]["x"], 1);
+    // Without a context of its own a request carries none: the handshake's is its own.
+    let call = traced_call("slow", None, None, None);
+    let op = pair.connection.call_tool(call, pair.now);
+    assert_eq!(text_of(pair.finish(op)), "ok");
+    assert_eq!(
+        trace_of(pair.calls_seen("tools/call")[1]),
+        (None, None, None)
+    );
+}
+
+#[test]
+fn a_malformed_trace_member_of_the_callers_meta_is_refused_and_never_sent() {
+    let mut pair = Pair::modern(Box::new(|seen| {
+        Reply::Json(response(&id_of(seen), text_result("ok")))
+    }));
+    let sent = pair.seen.len();
+    let meta = json!({"traceparent": "00-00000000000000000000000000000000-b7ad6b7169203331-01"});
+    let call = traced_call("t", None, meta.as_object().cloned(), Some(trace(OP_PARENT)));
+    let op = pair.connection.call_tool(call, pair.now);
+    match pair.finish(op) {
+        Err(OpError::Config(message)) => assert!(message.contains("all zeros"), "{message}"),
+        other => panic!("not refused: {other:?}"),
+    }
+    let params = json!({"_meta": {"tracestate": "a=1"}});
+    let op = pair
+        .connection
+        .request_raw("resources/list", Some(params), None, None, pair.now);
+    match pair.finish(op) {
+        Err(OpError::Config(message)) => {
+            assert!(message.contains("without a traceparent"), "{message}");
+        }
+        other => panic!("not refused: {other:?}"),
+    }
+    let params = json!({"name": "t", "_meta": {"baggage": "no value"}});
+    let op = pair
+        .connection
+        .request_raw("tools/call", Some(params), None, None, pair.now);
+    assert!(matches!(pair.finish(op), Err(OpError::Config(_))));
+    assert_eq!(pair.seen.len(), sent, "nothing was sent");
 }
 
 // --- overload: 429 and 503 ---------------------------------------------------------------
@@ -921,7 +1134,7 @@ fn a_listing_answered_429_goes_again_after_the_wait_and_endless_503_stops_at_fou
         _ => Reply::Status(400, Value::Null, Vec::new()),
     }));
     let started = pair.now;
-    let op = pair.connection.list_tools(pair.now);
+    let op = pair.connection.list_tools(None, pair.now);
     assert_rate_limited(&failed(pair.finish(op)), 503, None);
     let lists = pair.calls_seen("tools/list");
     assert_eq!(lists.len(), 6, "page 1 twice, then page 2 four times");

@@ -182,7 +182,7 @@ impl Harness {
             "connecting outlived its timeouts"
         );
         if self.connected == Some(true) {
-            let list = self.connection.list_tools(self.now);
+            let list = self.connection.list_tools(None, self.now);
             self.until_done("listing", list);
             let call = CallTool {
                 name: "t".into(),
@@ -199,6 +199,7 @@ impl Harness {
                 content_only: false,
                 input_schema: None,
                 raw: false,
+                trace: None,
             };
             let calling = self.now;
             let op = self.connection.call_tool(call, self.now);
@@ -209,7 +210,7 @@ impl Harness {
             );
             // One, plus one after -32020, one after -32022, one per input round (2).
             assert!(self.calls_sent <= 5, "{} tools/call sent", self.calls_sent);
-            let ping = self.connection.ping(self.now);
+            let ping = self.connection.ping(None, self.now);
             self.until_done("pinging", ping);
         }
         let closing = self.now;

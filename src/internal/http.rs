@@ -424,6 +424,7 @@ impl Harness {
             content_only: false,
             input_schema: None,
             raw: false,
+            trace: None,
         };
         let op = self.connection.call_tool(call, self.now);
         self.call = Some(op);

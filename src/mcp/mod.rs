@@ -67,6 +67,7 @@ pub(crate) mod methods;
 pub(crate) mod modern;
 mod notifications;
 mod tools;
+mod trace;
 mod version;
 
 pub use common::{
@@ -98,6 +99,9 @@ pub use tools::{
     CallToolRequestParams, CallToolResult, ListToolsRequestParams, ListToolsResult, TaskMetadata,
     TaskSupport, Tool, ToolAnnotations, ToolExecution,
 };
+pub use trace::{BAGGAGE_KEY, TRACEPARENT_KEY, TRACESTATE_KEY, TraceContext, TraceContextError};
+#[cfg(feature = "session")]
+pub(crate) use trace::{check_meta, check_params, is_trace_key};
 pub use version::ProtocolVersion;
 pub(crate) use version::{MODERN, SUPPORTED};
 

@@ -126,15 +126,7 @@ impl Envelope {
 
     /// The general path of [`stamp`](Self::stamp): the params read member by member.
     fn stamp_members(&self, params: Option<&RawValue>) -> Result<Box<RawValue>, ParamsError> {
-        let mut members = match params {
-            Some(raw) => RawMembers::parse(raw)?,
-            None => RawMembers::default(),
-        };
-        // Kept raw too: a `Value` would round a big integer `progressToken` and reorder keys.
-        let mut meta = match members.take("_meta") {
-            Some(raw) => RawMembers::parse(raw)?,
-            None => RawMembers::default(),
-        };
+        let (members, mut meta) = RawMembers::params_and_meta(params)?;
         for key in [
             PROTOCOL_VERSION_KEY,
             CLIENT_CAPABILITIES_KEY,
@@ -462,6 +454,20 @@ impl<'de> Deserialize<'de> for Key<'de> {
 }
 
 impl<'a> RawMembers<'a> {
+    /// The members of `params` (none without params) but `_meta`, and `_meta`'s, each kept
+    /// raw: a `Value` would round a big integer `progressToken` and reorder keys.
+    fn params_and_meta(params: Option<&'a RawValue>) -> Result<(Self, Self), ParamsError> {
+        let mut members = match params {
+            Some(raw) => RawMembers::parse(raw)?,
+            None => RawMembers::default(),
+        };
+        let meta = match members.take("_meta") {
+            Some(raw) => RawMembers::parse(raw)?,
+            None => RawMembers::default(),
+        };
+        Ok((members, meta))
+    }
+
     fn parse(raw: &'a RawValue) -> Result<Self, ParamsError> {
         struct MembersVisitor;
         impl<'de> Visitor<'de> for MembersVisitor {
@@ -555,6 +561,61 @@ pub(crate) fn retry_params(
         members.0.push((Cow::Borrowed("requestState"), state));
     }
     Ok(members.into_raw())
+}
+
+/// `params` (an object, or none) with string members set in its `_meta`: the params' other
+/// members and `_meta`'s kept in order and byte for byte, `_meta` moved last, the members for
+/// which `replaced` holds dropped and `strings` written after the rest. Used in every era (the
+/// trace context of [`TraceContext::inject`](super::TraceContext)), so it is not the envelope's
+/// text splice: it reads the params member by member.
+#[cfg(feature = "session")]
+pub(crate) fn with_meta_strings<'s>(
+    params: Option<&RawValue>,
+    replaced: fn(&str) -> bool,
+    strings: impl Iterator<Item = &'s (&'s str, &'s str)> + Clone,
+) -> Result<Box<RawValue>, ParamsError> {
+    let (members, mut meta) = RawMembers::params_and_meta(params)?;
+    meta.0.retain(|(key, _)| !replaced(key));
+    struct Meta<'a, 'b, I> {
+        meta: &'b [(Cow<'a, str>, &'a RawValue)],
+        strings: I,
+    }
+    impl<'s, I: Iterator<Item = &'s (&'s str, &'s str)> + Clone> Serialize for Meta<'_, '_, I> {
+        fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            use serde::ser::SerializeMap;
+            let mut map = serializer.serialize_map(None)?;
+            for (key, value) in self.meta {
+                map.serialize_entry(key, value)?;
+            }
+            for (key, value) in self.strings.clone() {
+                map.serialize_entry(key, value)?;
+            }
+            map.end()
+        }
+    }
+    struct Params<'a, 'b, I> {
+        members: &'b [(Cow<'a, str>, &'a RawValue)],
+        meta: Meta<'a, 'b, I>,
+    }
+    impl<'s, I: Iterator<Item = &'s (&'s str, &'s str)> + Clone> Serialize for Params<'_, '_, I> {
+        fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            use serde::ser::SerializeMap;
+            let mut map = serializer.serialize_map(Some(self.members.len() + 1))?;
+            for (key, value) in self.members {
+                map.serialize_entry(key, value)?;
+            }
+            map.serialize_entry("_meta", &self.meta)?;
+            map.end()
+        }
+    }
+    serde_json::value::to_raw_value(&Params {
+        members: &members.0,
+        meta: Meta {
+            meta: &meta.0,
+            strings,
+        },
+    })
+    .map_err(|_| ParamsError::NotAnObject)
 }
 
 /// The result of `server/discover` (schema `DiscoverResult`). Only `supportedVersions` and

@@ -383,6 +383,8 @@ pub(crate) struct Session {
     probe: Option<(ProtocolVersion, bool)>,
     /// The `_meta` envelope of every request, once a stateless revision is spoken.
     envelope: Option<Arc<modern::Stamp>>,
+    /// The trace context the handshake's requests carry in `_meta` (the probe, `initialize`).
+    handshake_trace: Option<crate::mcp::TraceContext>,
     /// The latest time an input carried: the deadline of a request the session queues in
     /// answer to an input that carries no time (a corrected probe after a transport failure).
     last_now: Option<Instant>,
@@ -407,6 +409,7 @@ impl Session {
             initialize_id: None,
             probe: None,
             envelope: None,
+            handshake_trace: None,
             last_now: None,
             pending: IdMap::default(),
             progress_routes: IdMap::default(),
@@ -444,6 +447,12 @@ impl Session {
         }
     }
 
+    /// Puts `trace` in the `_meta` of the handshake's requests (the era probe and
+    /// `initialize`, each time either is sent); set before [`start`](Self::start).
+    pub(crate) fn set_handshake_trace(&mut self, trace: Option<crate::mcp::TraceContext>) {
+        self.handshake_trace = trace;
+    }
+
     fn start_initialize(&mut self, now: Instant) {
         self.probe = None;
         let params = InitializeRequestParams::new(
@@ -452,6 +461,10 @@ impl Session {
             self.config.client_info.clone(),
         );
         let params = serde_json::value::to_raw_value(&params).ok();
+        let params = match (&self.handshake_trace, params) {
+            (Some(trace), Some(params)) => trace.inject(Some(&params)).ok(),
+            (_, params) => params,
+        };
         let id = self.enqueue_request(
             Cow::Borrowed(methods::INITIALIZE),
             params,
@@ -471,7 +484,11 @@ impl Session {
     }
 
     fn send_probe(&mut self, version: ProtocolVersion, corrected: bool, now: Instant) {
-        let params = self.envelope_at(version).stamp(None).ok();
+        let traced = self
+            .handshake_trace
+            .as_ref()
+            .and_then(|trace| trace.inject(None).ok());
+        let params = self.envelope_at(version).stamp(traced.as_deref()).ok();
         let id = self.enqueue_request(
             Cow::Borrowed(methods::SERVER_DISCOVER),
             params,

@@ -301,6 +301,22 @@ impl PeerServer {
         })
     }
 
+    /// `tests/peers/py_trace_server.py` on mcp 2.x with the OpenTelemetry SDK that
+    /// `scripts/install-peers` pins beside it: its tool `trace_seen` tells the trace context
+    /// the SDK's server span was made from. The endpoint is `/mcp`.
+    pub fn python_trace() -> PeerServer {
+        let sdk = Sdk::V2;
+        assert!(
+            Peer::Python(sdk).is_installed(),
+            "the Python SDK {sdk:?} is not installed in {}: {INSTALL_HINT}",
+            peers_dir().display()
+        );
+        let script = repo_path("tests/peers/py_trace_server.py");
+        PeerServer::start("py-trace", "/mcp", |port| {
+            python_http_command(sdk, &script, port, &[])
+        })
+    }
+
     /// `tests/peers/ts2_server.mjs` (TypeScript SDK v2, `createMcpHandler`) with extra arguments
     /// (`--legacy reject`, `--response-mode sse|json`, `--keepalive-ms N`, `--ttl-ms N`,
     /// `--cache-scope public`). By default it serves protocol 2026-07-28 and, statelessly, the
