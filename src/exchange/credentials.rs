@@ -84,8 +84,9 @@ impl Exchange {
     /// With `true`, a request refused with 401 or 403 is not failed at once but handed to the
     /// driver as [`Output::Refused`], to be sent again with a new token: the server answered
     /// the credentials, so the request did not run. Each request is sent again at most
-    /// [`MAX_RESENDS`] times, at most once after a 401 (a 401 for a token obtained after a
-    /// 401 fails the request: nothing ran, and a third token would not be better), and never
+    /// [`MAX_RESENDS`] times, at most once after a 401 that refused a token (a 401 for a
+    /// token obtained after such a 401 fails the request: nothing ran, and a third token
+    /// would not be better; a 401 for a request sent with no token does not count), and never
     /// with the token it was refused with. Off by default: a static token's refusal is
     /// final. A request kept for sending again keeps its body until its reply's head.
     pub(crate) fn hold_refusals(&mut self, hold: bool) {
@@ -117,7 +118,10 @@ impl Exchange {
         }
         self.set_bearer(token);
         op.resends += 1;
-        op.resent_after_401 |= status == StatusCode::UNAUTHORIZED;
+        // A 401 for a request that carried no token is the server's challenge, not a verdict
+        // on a token: the first token sent after it may still be refused (a cached one in its
+        // last second by the server's clock) and renewed once.
+        op.resent_after_401 |= status == StatusCode::UNAUTHORIZED && op.sent_token.is_some();
         op.sent_token = self.bearer.clone();
         request.headers.remove(AUTHORIZATION);
         if let Some(value) = self.authorization() {

@@ -2941,6 +2941,43 @@ fn a_401_for_the_token_obtained_after_a_401_fails_as_refused_with_the_outcome_kn
     assert_eq!(h.sent().len(), 2, "sent twice in all");
 }
 
+#[test]
+fn a_401_without_a_token_does_not_use_up_the_one_renewal_after_a_401() {
+    // A process that starts with a stored token sends its first request with none; the
+    // cached token the challenge leads to may be refused (expired by the server's clock a
+    // second before ours), and the refreshed one must still be sent.
+    let mut h = holding();
+    h.exchange.set_bearer(None);
+    let stream = h.send_request(4, "tools/call");
+    assert_eq!(h.last_sent().header("authorization"), None);
+    h.head(stream, 401, &[("www-authenticate", CHALLENGE_401)]);
+    assert_eq!(h.refusals().len(), 1);
+    assert_eq!(h.refusals()[0].sent, None);
+    let cached = h.resend(4, "tok-CACHED-abcdefghij").unwrap();
+    h.head(cached, 401, &[("www-authenticate", CHALLENGE_401)]);
+    assert_eq!(h.refusals().len(), 2, "held again for a renewed token");
+    assert_eq!(
+        h.refusals()[1].sent,
+        Some(Secret::new("tok-CACHED-abcdefghij"))
+    );
+    let renewed = h.resend(4, "tok-RENEWED-abcdefghij").unwrap();
+    assert_eq!(
+        h.last_sent().header("authorization"),
+        Some("Bearer tok-RENEWED-abcdefghij")
+    );
+    h.head(renewed, 401, &[("www-authenticate", CHALLENGE_401)]);
+    assert_eq!(h.refusals().len(), 2, "a 401 for the renewed token is final");
+    let failure = h.failure(4);
+    assert_eq!(failure.delivery, Delivery::Refused);
+    assert!(
+        failure
+            .detail
+            .contains("sent again with a new token 2 times"),
+        "{failure}"
+    );
+    assert_eq!(h.sent().len(), 3, "sent three times in all");
+}
+
 impl Harness {
     fn nonces(&self) -> Vec<&str> {
         self.events
