@@ -2966,7 +2966,11 @@ fn a_401_without_a_token_does_not_use_up_the_one_renewal_after_a_401() {
         Some("Bearer tok-RENEWED-abcdefghij")
     );
     h.head(renewed, 401, &[("www-authenticate", CHALLENGE_401)]);
-    assert_eq!(h.refusals().len(), 2, "a 401 for the renewed token is final");
+    assert_eq!(
+        h.refusals().len(),
+        2,
+        "a 401 for the renewed token is final"
+    );
     let failure = h.failure(4);
     assert_eq!(failure.delivery, Delivery::Refused);
     assert!(

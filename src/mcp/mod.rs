@@ -99,7 +99,7 @@ pub use tools::{
     CallToolRequestParams, CallToolResult, ListToolsRequestParams, ListToolsResult, TaskMetadata,
     TaskSupport, Tool, ToolAnnotations, ToolExecution,
 };
-pub use trace::{BAGGAGE_KEY, TRACEPARENT_KEY, TRACESTATE_KEY, TraceContext, TraceContextError};
+pub use trace::{TraceContext, TraceContextError};
 #[cfg(feature = "session")]
 pub(crate) use trace::{check_meta, check_params, is_trace_key};
 pub use version::ProtocolVersion;

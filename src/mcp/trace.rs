@@ -17,11 +17,11 @@ use serde_json::value::RawValue;
 use super::JsonObject;
 
 /// The `_meta` key of the W3C `traceparent` (SEP-414).
-pub const TRACEPARENT_KEY: &str = "traceparent";
+pub(crate) const TRACEPARENT_KEY: &str = "traceparent";
 /// The `_meta` key of the W3C `tracestate` (SEP-414).
-pub const TRACESTATE_KEY: &str = "tracestate";
+pub(crate) const TRACESTATE_KEY: &str = "tracestate";
 /// The `_meta` key of the W3C `baggage` (SEP-414).
-pub const BAGGAGE_KEY: &str = "baggage";
+pub(crate) const BAGGAGE_KEY: &str = "baggage";
 
 /// Whether `key` is one of the three trace context keys of `_meta`.
 #[cfg(feature = "session")]
