@@ -787,6 +787,8 @@ impl Caller {
                 };
                 on_progress(progress);
             })),
+            task_support: None,
+            on_task: None,
             // The result is mapped from its content alone (`finish_call`).
             content_only: true,
         };
