@@ -455,8 +455,11 @@ impl Connection {
             && self.limits.tasks
             && self.session.server_offers_tool_tasks()
             && call.task_support;
+        // The call's deadline, in whole seconds rounded up (a binding's timeout less the
+        // moments connecting took is still its timeout: the same on every run).
         let task = augmented.then(|| TaskParam {
-            ttl: u64::try_from(call.timeout.as_millis()).unwrap_or(u64::MAX),
+            ttl: (call.timeout.as_secs() + u64::from(call.timeout.subsec_nanos() > 0))
+                .saturating_mul(1000),
         });
         let task_token = (augmented || (modern && self.limits.tasks)).then(|| token.clone());
         let original = serde_json::value::to_raw_value(&CallParams {

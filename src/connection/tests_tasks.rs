@@ -419,3 +419,26 @@ fn a_status_after_a_terminal_one_is_refused_by_the_polling_machine() {
     }
     assert_eq!(poll.count_poll().err(), Some(TaskError::TooManyPolls));
 }
+
+#[test]
+fn a_2026_task_needing_input_without_a_handler_fails_unknown_and_is_cancelled() {
+    let mut pair = modern_pair(modern_task_server(|_| {
+        json!({"taskId": "t-1", "status": "input_required",
+               "inputRequests": {"ok": {"method": "elicitation/create",
+                   "params": {"message": "sure?", "requestedSchema": {"type": "object"}}}}})
+    }));
+    pair.connection.limits.answers_input = false;
+    let op = task_call(&mut pair, None, Duration::from_secs(30));
+    let outcome = pair.finish(op);
+    assert_eq!(task_id_of(&outcome).as_deref(), Some("t-1"));
+    let failure = failed(outcome);
+    assert_eq!(failure.kind, FailureKind::ElicitationRequested);
+    assert!(failure.outcome_unknown());
+    assert!(
+        !pair
+            .outputs
+            .iter()
+            .any(|o| matches!(o, Output::Input { .. }))
+    );
+    assert_eq!(pair.calls_seen("tasks/cancel").len(), 1);
+}

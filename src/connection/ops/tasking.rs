@@ -152,6 +152,8 @@ impl Connection {
                          can finish, and this client has no input handler"
                     ),
                 );
+                // It would wait for input that never comes: it is told to stop.
+                self.cancel_task(op, now);
                 self.end_task(op, Err(with_task(error, &task_id)));
             }
             Step::Complete(result) => {
