@@ -329,11 +329,6 @@ impl TaskEvent {
         members
     }
 
-    /// The `tool.task` JSON event as a value.
-    pub fn to_json(&self) -> Value {
-        object(self.members())
-    }
-
     /// The `tool.task` event as one line of JSON, members in the documented order (`type`,
     /// `call_id`, `task_id`, `status`, `message`).
     pub fn to_json_line(&self) -> String {
