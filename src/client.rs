@@ -67,7 +67,8 @@ use driver::{Command, Driver, DriverAuth, Link, Operation, Shared};
 pub use era::EraCache;
 use era::Verdict;
 pub use options::{
-    CallOptions, CancelToken, ClientOptions, InputFuture, InputHandler, ProgressSink, WarningSink,
+    CallOptions, CancelToken, ClientOptions, InputFuture, InputHandler, ProgressSink, TaskSink,
+    WarningSink,
 };
 
 /// One MCP session with a server.
@@ -312,7 +313,11 @@ impl Client {
             max_input_rounds: options.max_input_rounds,
             answers_input: options.input_handler.is_some(),
             process_id: process_id(),
+            tasks: options.tasks,
         };
+        if options.tasks {
+            declare_tasks(&mut options.session.capabilities);
+        }
         let (mut connection, auth) = match http {
             Some((exchange, pool)) => {
                 let log = exchange.config().wire_log.clone();
@@ -537,11 +542,19 @@ impl Client {
             input_schema: options.input_schema.take(),
             raw: false,
             trace: None,
+            task_support: matches!(
+                options.task_support,
+                Some(crate::mcp::TaskSupport::Optional | crate::mcp::TaskSupport::Required)
+            ),
         };
         let outcome = self
             .operate(
                 Operation::CallTool(call),
-                options.on_progress.as_mut(),
+                Some(Sinks {
+                    progress: options.on_progress.as_mut(),
+                    task: options.on_task.as_mut(),
+                })
+                .filter(|sinks| sinks.progress.is_some() || sinks.task.is_some()),
                 options.cancel.take(),
                 own,
             )
@@ -634,7 +647,7 @@ impl Client {
     async fn operate(
         &self,
         operation: Operation,
-        on_progress: Option<&mut ProgressSink>,
+        on_progress: Option<Sinks<'_>>,
         cancel: Option<CancelToken>,
         own: Option<TraceContext>,
     ) -> Result<Outcome, Error> {
@@ -659,7 +672,7 @@ impl Client {
     async fn operate_in(
         &self,
         operation: Operation,
-        mut on_progress: Option<&mut ProgressSink>,
+        mut on_progress: Option<Sinks<'_>>,
         cancel: Option<CancelToken>,
         own: Option<TraceContext>,
         #[cfg(feature = "tracing")] span: tracing::Span,
@@ -704,11 +717,7 @@ impl Client {
             })
             .await;
             match wake {
-                Some(reply::Delivered::Progress(params)) => {
-                    if let Some(sink) = on_progress.as_mut() {
-                        sink(&params);
-                    }
-                }
+                Some(reply::Delivered::Progress(event)) => deliver(&mut on_progress, event),
                 Some(reply::Delivered::Answer(answer)) => break answer,
                 None => {
                     let _ = self
@@ -725,10 +734,8 @@ impl Client {
         };
         guard.armed = false;
         // Progress that arrived before the answer is delivered before the result.
-        if let Some(sink) = on_progress.as_mut() {
-            while let Some(params) = answer.try_progress() {
-                sink(&params);
-            }
+        while let Some(event) = answer.try_progress() {
+            deliver(&mut on_progress, event);
         }
         match outcome {
             Some(Ok(outcome)) => Ok(outcome),
@@ -796,6 +803,46 @@ fn mismatched() -> Error {
 }
 
 /// The error a host sees for an operation's.
+/// Declares tasks in `capabilities`: `tasks` (2025-11-25) and the
+/// `io.modelcontextprotocol/tasks` extension (2026-07-28), beside what is there.
+fn declare_tasks(capabilities: &mut crate::mcp::ClientCapabilities) {
+    if capabilities.tasks.is_none() {
+        capabilities.tasks = Some(serde_json::json!({}));
+    }
+    let extensions = capabilities
+        .extra
+        .entry("extensions")
+        .or_insert_with(|| serde_json::json!({}));
+    if let Some(extensions) = extensions.as_object_mut() {
+        extensions
+            .entry(crate::mcp::tasks::TASKS_EXTENSION)
+            .or_insert_with(|| serde_json::json!({}));
+    }
+}
+
+/// Where a call's progress and task status go.
+struct Sinks<'a> {
+    progress: Option<&'a mut ProgressSink>,
+    task: Option<&'a mut TaskSink>,
+}
+
+/// Hands an event of a call to its sink.
+fn deliver(sinks: &mut Option<Sinks<'_>>, event: reply::Event) {
+    let Some(sinks) = sinks.as_mut() else { return };
+    match event {
+        reply::Event::Progress(params) => {
+            if let Some(sink) = sinks.progress.as_mut() {
+                sink(&params);
+            }
+        }
+        reply::Event::Task(update) => {
+            if let Some(sink) = sinks.task.as_mut() {
+                sink(&update);
+            }
+        }
+    }
+}
+
 pub(crate) fn op_error(error: OpError) -> Error {
     match error {
         OpError::Refused(refused) => Error::refused(refused),

@@ -276,7 +276,7 @@ impl From<&FailureKind> for ErrorKind {
             FailureKind::HttpStatus { .. } => ErrorKind::Http,
             FailureKind::Unauthorized { .. } => ErrorKind::Unauthorized,
             FailureKind::SessionExpired => ErrorKind::SessionExpired,
-            FailureKind::Protocol => ErrorKind::Protocol,
+            FailureKind::Protocol | FailureKind::Task(_) => ErrorKind::Protocol,
             FailureKind::LimitExceeded | FailureKind::ReplyOverBudget { .. } => {
                 ErrorKind::LimitExceeded
             }

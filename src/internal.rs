@@ -29,6 +29,11 @@ mod reply;
 #[cfg(feature = "exchange")]
 pub use self::reply::{ClientDecoded, decode_reply_as_client};
 
+#[cfg(feature = "client")]
+mod task;
+#[cfg(feature = "client")]
+pub use self::task::fuzz_task_poll;
+
 #[cfg(feature = "session")]
 mod era;
 #[cfg(feature = "session")]

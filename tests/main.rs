@@ -6,6 +6,7 @@
 
 mod auth;
 mod binding_call;
+mod binding_tasks;
 mod cli_interrupt;
 mod cli_record_replay;
 mod cli_sse;
@@ -17,6 +18,7 @@ mod hostile;
 mod interop;
 mod interop_auth;
 mod interop_stdio;
+mod interop_tasks;
 mod layering;
 mod modern;
 mod overload;

@@ -9,7 +9,7 @@ use std::io::IsTerminal;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpwire::binding::call::{CallContext, Caller, EnvTokens, Progress, ToolResult};
+use mcpwire::binding::call::{CallContext, CallEvent, Caller, EnvTokens, Progress, ToolResult};
 use mcpwire::binding::config::{Server, load_config};
 use mcpwire::binding::discover::{Discovery, discover};
 use mcpwire::client::{CancelToken, Client, ClientOptions};
@@ -29,7 +29,7 @@ USAGE:
                  [--traceparent TP] [--tracestate TS] [--baggage B]
     mcpwire sse [FILE] [--chunk N] [--max-line-bytes N] [--max-event-bytes N]
     mcpwire record --upstream URL --out DIR [--listen ADDR] [--mode TEXT] [--command TEXT]
-                   [--notes TEXT] [--idle-ms N] [--once] [--drop-after N]
+                   [--notes TEXT] [--idle-ms N] [--once] [--drop-after N] [--cut-poll N]
     mcpwire replay --fixtures DIR [--listen ADDR] [--speed X] [--split recorded|bytes]
                    [--once] [--idle-ms N]
     mcpwire probe URL [--json] [--token-env VAR] [--timeout-seconds N]
@@ -95,6 +95,8 @@ COMMANDS:
             the date, --command or its own command line). Format: fixtures/README.md.
             --drop-after N cuts the first tools/call answered with an event stream after
             its N-th event (both connections closed), so the client's resumption is recorded.
+            --cut-poll N closes the connection of the N-th tasks/get when it arrives (never
+            sent upstream), so a task polled across a cut connection is recorded.
     replay  Serve a recorded fixture: prints its endpoint URL on stdout, answers each request
             that matches the next unused recorded one (method, path, the MCP headers, the
             JSON-RPC body with ids normalised) with the recorded bytes, chunks and gaps (gaps
@@ -536,11 +538,14 @@ fn call_command(args: &[String]) -> ExitCode {
             context.trace_context = args.trace_context;
             let live_line = io::stderr().is_terminal();
             let result = caller
-                .call(
+                .call_events(
                     &args.tool,
                     &context,
                     &args.arguments,
-                    move |progress| print_progress(&progress, live_line),
+                    move |event| match event {
+                        CallEvent::Progress(progress) => print_progress(&progress, live_line),
+                        event => print_event(&event),
+                    },
                     Some(cancel),
                 )
                 .await;
@@ -570,6 +575,13 @@ fn call_command(args: &[String]) -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// A `tool.task` event (or any other but progress): one line on stdout.
+fn print_event(event: &CallEvent) {
+    let mut out = io::stdout().lock();
+    let _ = writeln!(out, "{}", event.to_json_line());
+    let _ = out.flush();
 }
 
 fn print_progress(progress: &Progress, live_line: bool) {
@@ -863,7 +875,7 @@ fn record_command(args: &[String]) -> Result<(), Failure> {
 
     let (mut upstream, mut out, mut listen) = (None, None, "127.0.0.1:0".to_owned());
     let (mut mode, mut command, mut notes) = (String::new(), None, String::new());
-    let (mut idle, mut once, mut drop_after) = (None, false, None);
+    let (mut idle, mut once, mut drop_after, mut cut_poll) = (None, false, None, None);
     for (flag, value) in flag_pairs("record", args, &["--once"])? {
         match flag.as_str() {
             "--upstream" => upstream = Some(value),
@@ -874,6 +886,11 @@ fn record_command(args: &[String]) -> Result<(), Failure> {
             "--notes" => notes = value,
             "--idle-ms" => idle = Some(millis("--idle-ms", &value)?),
             "--once" => once = true,
+            "--cut-poll" => {
+                cut_poll = Some(value.parse::<usize>().ok().filter(|n| *n > 0).ok_or_else(
+                    || Failure::Usage(format!("--cut-poll takes a positive count, not `{value}`")),
+                )?);
+            }
             "--drop-after" => {
                 drop_after = Some(value.parse::<usize>().ok().filter(|n| *n > 0).ok_or_else(
                     || {
@@ -895,6 +912,7 @@ fn record_command(args: &[String]) -> Result<(), Failure> {
     let mut options =
         RecordOptions::new(&upstream, listen_addr(&listen)?).map_err(Failure::Usage)?;
     options.drop_after = drop_after;
+    options.cut_poll = cut_poll;
     let path = upstream
         .strip_prefix("http://")
         .and_then(|rest| rest.find('/').map(|i| &rest[i..]))

@@ -97,6 +97,8 @@ pub enum ToolResult {
         content: Vec<Value>,
         /// Structured content, when the tool returned it.
         structured_content: Option<Value>,
+        /// The id of the server's task the call ran as, if it ran as one.
+        task_id: Option<String>,
     },
     /// The tool ran and reported an error of its own (`isError: true`): the outcome is known
     /// (`unknown_outcome: false`, kind [`ErrorKind::ToolError`]), and its content is kept.
@@ -111,6 +113,8 @@ pub enum ToolResult {
         /// The error result's text (its first 1000 characters), or a stand-in when it has
         /// none.
         message: String,
+        /// The id of the server's task the call ran as, if it ran as one.
+        task_id: Option<String>,
     },
     /// The call failed: refused before sending, or the server, the connection or the result
     /// let it down.
@@ -127,6 +131,9 @@ pub enum ToolResult {
         /// For a [`RateLimited`](ErrorKind::RateLimited) call: how long the server asked to
         /// be left alone (its `Retry-After`), when it said.
         retry_after: Option<Duration>,
+        /// The id of the server's task the call became, when it became one: the task may go
+        /// on, and the server may know its outcome.
+        task_id: Option<String>,
     },
 }
 
@@ -138,6 +145,26 @@ impl ToolResult {
             message,
             unknown_outcome,
             retry_after: None,
+            task_id: None,
+        }
+    }
+
+    /// This result with the id of the server's task the call ran as.
+    fn with_task_id(mut self, id: Option<String>) -> Self {
+        match &mut self {
+            ToolResult::Success { task_id, .. }
+            | ToolResult::ToolError { task_id, .. }
+            | ToolResult::Failed { task_id, .. } => *task_id = id,
+        }
+        self
+    }
+
+    /// The id of the server's task the call ran as (or became, for a failure), if any.
+    pub fn task_id(&self) -> Option<&str> {
+        match self {
+            ToolResult::Success { task_id, .. }
+            | ToolResult::ToolError { task_id, .. }
+            | ToolResult::Failed { task_id, .. } => task_id.as_deref(),
         }
     }
 
@@ -252,6 +279,9 @@ impl ToolResult {
             }
             members.push(("error", error));
         }
+        if let Some(task_id) = self.task_id() {
+            members.push(("task_id", json!(task_id)));
+        }
         members
     }
 
@@ -262,11 +292,67 @@ impl ToolResult {
 
     /// The `tool.result` event as one line of JSON with its members in the documented order
     /// (`type`, `call_id`, `is_error`, `unknown_outcome`, `content`, `structured_content`,
-    /// `error`). `error` holds `kind` and `message` and, for a `rate_limited` call whose server
+    /// `error`, `task_id`). `error` holds `kind` and `message` and, for a `rate_limited` call whose server
     /// sent `Retry-After`, `retry_after_seconds`: the server's wait in whole seconds (an
     /// HTTP-date already turned into a wait), after which the host may call again.
     pub fn to_json_line(&self) -> String {
         ordered_line(&self.members())
+    }
+}
+
+/// A task's status during a call (`tool.task`): the call became the server's task
+/// `task_id`, or the task's status changed.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct TaskEvent {
+    /// The call.
+    pub call_id: String,
+    /// The server's task.
+    pub task_id: String,
+    /// Its status now.
+    pub status: crate::mcp::TaskStatus,
+    /// The server's status message, if any.
+    pub message: Option<String>,
+}
+
+impl TaskEvent {
+    fn members(&self) -> Vec<(&'static str, Value)> {
+        let mut members = vec![
+            ("type", json!("tool.task")),
+            ("call_id", json!(self.call_id)),
+            ("task_id", json!(self.task_id)),
+            ("status", json!(self.status.as_str())),
+        ];
+        if let Some(message) = &self.message {
+            members.push(("message", json!(message)));
+        }
+        members
+    }
+
+    /// The `tool.task` event as one line of JSON, members in the documented order (`type`,
+    /// `call_id`, `task_id`, `status`, `message`).
+    pub fn to_json_line(&self) -> String {
+        ordered_line(&self.members())
+    }
+}
+
+/// What a call reports before its result ([`Caller::call_events`]).
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum CallEvent {
+    /// A `tool.progress` event.
+    Progress(Progress),
+    /// A `tool.task` event.
+    Task(TaskEvent),
+}
+
+impl CallEvent {
+    /// The event as one line of JSON.
+    pub fn to_json_line(&self) -> String {
+        match self {
+            CallEvent::Progress(progress) => progress.to_json_line(),
+            CallEvent::Task(task) => task.to_json_line(),
+        }
     }
 }
 
@@ -635,7 +721,31 @@ impl Caller {
         name: &str,
         context: &CallContext,
         arguments: &Value,
-        on_progress: impl FnMut(Progress) + Send + 'static,
+        mut on_progress: impl FnMut(Progress) + Send + 'static,
+        cancel: Option<CancelToken>,
+    ) -> ToolResult {
+        let on_event = move |event| {
+            if let CallEvent::Progress(progress) = event {
+                on_progress(progress);
+            }
+        };
+        self.call_events(name, context, arguments, on_event, cancel)
+            .await
+    }
+
+    /// [`call`](Self::call), reporting every event: progress, and the status of the server's
+    /// task when the call runs as one (`tool.task`). A binding with `task_support` runs as a
+    /// task at 2025-11-25 when the server offers task-augmented calls; at 2026-07-28 the
+    /// server decides. Once the task's id is known, a broken stream or connection does not
+    /// end the call: the task is polled again (on a new connection) until it is terminal or
+    /// the binding's timeout passes; the timeout or `cancel` sends `tasks/cancel`. The
+    /// `tools/call` is sent once: polling is not re-sending.
+    pub async fn call_events(
+        &self,
+        name: &str,
+        context: &CallContext,
+        arguments: &Value,
+        on_progress: impl FnMut(CallEvent) + Send + 'static,
         cancel: Option<CancelToken>,
     ) -> ToolResult {
         #[cfg(feature = "tracing")]
@@ -670,7 +780,7 @@ impl Caller {
         name: &str,
         context: &CallContext,
         arguments: &Value,
-        on_progress: impl FnMut(Progress) + Send + 'static,
+        on_progress: impl FnMut(CallEvent) + Send + 'static,
         cancel: Option<CancelToken>,
     ) -> ToolResult {
         let call_id = context.call_id.as_str();
@@ -767,7 +877,10 @@ impl Caller {
             session_id: &context.session_id,
             tenant_id: &context.tenant_id,
         };
-        let mut on_progress = on_progress;
+        // Progress and task events go to the one callback, in the order they come.
+        let on_progress = Arc::new(std::sync::Mutex::new(on_progress));
+        let on_task = on_progress.clone();
+        let task_call_id = context.call_id.clone();
         let progress_call_id = context.call_id.clone();
         let options = CallOptions {
             timeout: timeout.saturating_sub(now() - started),
@@ -785,7 +898,21 @@ impl Caller {
                     total: p.total,
                     message: p.message.clone(),
                 };
-                on_progress(progress);
+                if let Ok(mut sink) = on_progress.lock() {
+                    sink(CallEvent::Progress(progress));
+                }
+            })),
+            task_support: binding.task_support.clone(),
+            on_task: Some(Box::new(move |update| {
+                let event = TaskEvent {
+                    call_id: task_call_id.clone(),
+                    task_id: update.task_id.clone(),
+                    status: update.status,
+                    message: update.status_message.clone(),
+                };
+                if let Ok(mut sink) = on_task.lock() {
+                    sink(CallEvent::Task(event));
+                }
             })),
             // The result is mapped from its content alone (`finish_call`).
             content_only: true,
@@ -897,6 +1024,9 @@ impl Caller {
             },
             era_cache: self.era_cache.clone(),
             list_cache: self.list_cache.clone(),
+            // A binding whose tool allows tasks declares them (and only such a binding: every
+            // other call goes on the wire as before), and follows a task to its end.
+            tasks: binding.task_support.is_some(),
             ..ClientOptions::default()
         };
         // The binding's one OAuth (kept by the caller): a kept client holds the same.
@@ -1370,14 +1500,28 @@ pub(crate) fn finish_call(
     output_schema: Option<&CompiledSchema>,
     max_output_bytes: u64,
 ) -> ToolResult {
-    match outcome {
+    let task_id = match &outcome {
+        Ok(result) => result
+            .meta
+            .as_ref()
+            .and_then(|meta| meta.get(crate::mcp::RELATED_TASK_KEY))
+            .and_then(|related| related.get("taskId"))
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        Err(error) => error
+            .failure()
+            .and_then(|failure| failure.task_id())
+            .map(str::to_owned),
+    };
+    let result = match outcome {
         Ok(result) => match map_result(&result, output_schema) {
             Ok(output) => tool_output(call_id, output),
             // The tool ran but what came back cannot be used: nobody knows what it did.
             Err(error) => ToolResult::failure(call_id, error.kind(), error.to_string(), true),
         },
         Err(error) => failed_call(call_id, &error, max_output_bytes),
-    }
+    };
+    result.with_task_id(task_id)
 }
 
 fn tool_output(call_id: &str, output: ToolOutput) -> ToolResult {
@@ -1399,12 +1543,14 @@ fn tool_output(call_id: &str, output: ToolOutput) -> ToolResult {
             } else {
                 message
             },
+            task_id: None,
         };
     }
     ToolResult::Success {
         call_id: call_id.to_owned(),
         content: output.content,
         structured_content: output.structured_content,
+        task_id: None,
     }
 }
 

@@ -239,7 +239,30 @@ async fn list_all(
         discovery.wire_log.clone(),
     )
     .await?;
-    let tools = client.list_tools_and_exclusions().await;
+    // At 2026-07-28 the server decides per call whether it makes a task (SEP-2663): a server
+    // that declares the tasks extension may make one of any call, so its tools are bound as
+    // allowing tasks (the binding then declares the extension).
+    let tasks = client.is_modern()
+        && client.server().is_some_and(|server| {
+            server
+                .capabilities
+                .extra
+                .get("extensions")
+                .and_then(|extensions| extensions.get(crate::mcp::tasks::TASKS_EXTENSION))
+                .is_some()
+        });
+    let tools = client
+        .list_tools_and_exclusions()
+        .await
+        .map(|(mut tools, excluded)| {
+            for tool in tools.iter_mut().filter(|_| tasks) {
+                let execution = tool.execution.get_or_insert_with(Default::default);
+                execution
+                    .task_support
+                    .get_or_insert(crate::mcp::TaskSupport::Optional);
+            }
+            (tools, excluded)
+        });
     client.close().await;
     tools
 }
@@ -315,6 +338,16 @@ fn binding_for(tool: &Tool, discovery: &Discovery) -> Binding {
         tenants: vec![discovery.tenant.clone()],
         timeout_seconds: DEFAULT_TIMEOUT_SECONDS,
         max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
+        task_support: tool
+            .execution
+            .as_ref()
+            .and_then(|execution| execution.task_support.clone())
+            .filter(|support| {
+                matches!(
+                    support,
+                    crate::mcp::TaskSupport::Optional | crate::mcp::TaskSupport::Required
+                )
+            }),
     }
 }
 

@@ -496,6 +496,11 @@ impl Driver {
                     entry.reply.progress(params);
                 }
             }
+            Output::TaskStatus { op, update } => {
+                if let Some(entry) = self.entries.get(&op) {
+                    entry.reply.task(update);
+                }
+            }
             Output::Input { op, requests } => self.on_input(op, requests),
             Output::ServerRequest(request) => self.on_server_request(request),
             Output::Refused(refusal) => {

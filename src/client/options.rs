@@ -83,6 +83,13 @@ pub struct ClientOptions {
     /// [`trace_context`](Self::trace_context) (a binding call's, which a kept client must not
     /// send with later calls).
     pub(crate) handshake_trace: Option<TraceContext>,
+    /// Speak tasks: declare them (`tasks` at 2025-11-25, the `io.modelcontextprotocol/tasks`
+    /// extension at 2026-07-28), call a tool whose [`CallOptions::task_support`] allows it as
+    /// a task at 2025-11-25, and follow every task a server makes of a call (polling
+    /// `tasks/get` at the server's interval, between 0.1 s and 10 s, within the call's
+    /// deadline; `tasks/cancel` when the call is cancelled or its deadline passes). Off by
+    /// default: a server then makes no task of a call.
+    pub tasks: bool,
 }
 
 impl std::fmt::Debug for ClientOptions {
@@ -96,6 +103,7 @@ impl std::fmt::Debug for ClientOptions {
             .field("max_input_rounds", &self.max_input_rounds)
             .field("auth", &self.auth)
             .field("trace_context", &self.trace_context)
+            .field("tasks", &self.tasks)
             .finish_non_exhaustive()
     }
 }
@@ -116,6 +124,7 @@ impl Default for ClientOptions {
             list_cache: ListCache::new(),
             trace_context: None,
             handshake_trace: None,
+            tasks: false,
         }
     }
 }
@@ -180,6 +189,9 @@ impl CancelToken {
 /// A progress callback.
 pub type ProgressSink = Box<dyn FnMut(&ProgressNotificationParams) + Send>;
 
+/// A callback told when a call becomes a task and each time its status changes.
+pub type TaskSink = Box<dyn FnMut(&crate::mcp::TaskUpdate) + Send>;
+
 /// Options for one tool call.
 #[non_exhaustive]
 pub struct CallOptions {
@@ -209,6 +221,13 @@ pub struct CallOptions {
     /// the call's `Mcp-Param-*` headers.
     /// Shared (an `Arc`), so that a caller making many calls with one schema copies none.
     pub input_schema: Option<Arc<serde_json::Value>>,
+    /// The tool's `execution.taskSupport` (from its listing): with
+    /// [`ClientOptions::tasks`], a tool that allows or requires tasks is called as one at
+    /// 2025-11-25 when the server offers task-augmented calls. At 2026-07-28 the server
+    /// decides.
+    pub task_support: Option<crate::mcp::TaskSupport>,
+    /// Told when the call becomes a task and each time the task's status changes.
+    pub on_task: Option<TaskSink>,
     /// Reads the result without its `_meta` and unknown members (the binding layer, which
     /// maps only the content).
     pub(crate) content_only: bool,
@@ -226,6 +245,8 @@ impl Default for CallOptions {
             cancel: None,
             on_progress: None,
             input_schema: None,
+            task_support: None,
+            on_task: None,
             content_only: false,
         }
     }

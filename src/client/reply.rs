@@ -9,7 +9,16 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 
-use crate::mcp::ProgressNotificationParams;
+use crate::mcp::{ProgressNotificationParams, TaskUpdate};
+
+/// What the driver reports on a request before its answer.
+#[derive(Debug)]
+pub(super) enum Event {
+    /// A progress notification.
+    Progress(ProgressNotificationParams),
+    /// The call became a task, or its task's status changed.
+    Task(TaskUpdate),
+}
 
 /// How many progress notifications may wait for a slow caller; past it the newest are
 /// dropped (later progress supersedes earlier anyway).
@@ -39,7 +48,7 @@ struct Slot<Q, A> {
 struct State<Q, A> {
     /// The request, until the driver takes it.
     request: Option<Q>,
-    progress: VecDeque<ProgressNotificationParams>,
+    progress: VecDeque<Event>,
     answer: Option<A>,
     /// The sender is gone: no answer will come unless one is there.
     closed: bool,
@@ -68,6 +77,15 @@ impl<Q, A> ReplySender<Q, A> {
 
     /// Leaves a progress notification for the caller, if it reads them and has room.
     pub(super) fn progress(&self, params: ProgressNotificationParams) {
+        self.event(Event::Progress(params));
+    }
+
+    /// Leaves a task's status for the caller, as [`progress`](Self::progress) does.
+    pub(super) fn task(&self, update: TaskUpdate) {
+        self.event(Event::Task(update));
+    }
+
+    fn event(&self, params: Event) {
         if !self.slot.progress {
             return;
         }
@@ -113,7 +131,7 @@ impl<Q, A> Drop for ReplySender<Q, A> {
 
 /// What a caller finds in its slot.
 pub(super) enum Delivered<A> {
-    Progress(ProgressNotificationParams),
+    Progress(Event),
     /// The answer, or `None` when the driver dropped the request without one.
     Answer(Option<A>),
 }
@@ -162,7 +180,7 @@ impl<Q, A> ReplyReceiver<Q, A> {
     }
 
     /// A progress notification still waiting, if any.
-    pub(super) fn try_progress(&mut self) -> Option<ProgressNotificationParams> {
+    pub(super) fn try_progress(&mut self) -> Option<Event> {
         self.slot.lock().progress.pop_front()
     }
 }
@@ -209,7 +227,9 @@ mod tests {
         assert_eq!(count.0.load(Ordering::SeqCst), 1);
         for expected in [1.0, 2.0] {
             match rx.poll_next(&cx) {
-                Poll::Ready(Delivered::Progress(p)) => assert_eq!(p.progress, expected),
+                Poll::Ready(Delivered::Progress(Event::Progress(p))) => {
+                    assert_eq!(p.progress, expected)
+                }
                 _ => panic!("progress {expected} first"),
             }
         }
@@ -239,7 +259,7 @@ mod tests {
             tx.progress(progress(n as f64));
         }
         let mut kept = 0;
-        while let Some(p) = rx.try_progress() {
+        while let Some(Event::Progress(p)) = rx.try_progress() {
             assert_eq!(p.progress, kept as f64);
             kept += 1;
         }

@@ -34,6 +34,7 @@
 
 mod headers;
 mod ops;
+pub(crate) mod task;
 #[cfg(test)]
 mod tests;
 
@@ -83,6 +84,9 @@ pub(crate) struct Limits {
     pub(crate) answers_input: bool,
     /// This process's id, for the progress tokens the connection makes.
     pub(crate) process_id: u32,
+    /// Whether the client speaks tasks (it declared them: `tasks` at 2025-11-25, the
+    /// `io.modelcontextprotocol/tasks` extension at 2026-07-28): a call may become one.
+    pub(crate) tasks: bool,
 }
 
 /// Why an operation produced no outcome.
@@ -172,6 +176,13 @@ pub(crate) enum Output {
         /// What the server asks.
         requests: Vec<crate::mcp::modern::InputRequest>,
     },
+    /// A call became a task, or its task's status changed.
+    TaskStatus {
+        /// The operation.
+        op: OpId,
+        /// The task now.
+        update: crate::mcp::TaskUpdate,
+    },
     /// A 2025-era request of the server's for input, to answer with
     /// [`Connection::answer_server_request`].
     ServerRequest(Request<'static>),
@@ -254,6 +265,9 @@ pub(crate) struct Connection {
     connected: bool,
     closing: bool,
     closed: bool,
+    /// [`close`](Connection::close) was asked for while a detached request (a task's
+    /// `tasks/cancel`) was in flight: it closes once that is over.
+    close_deferred: bool,
 }
 
 /// The most tokens remembered for redaction beyond the fixed secrets.
@@ -293,6 +307,7 @@ impl Connection {
             connected: false,
             closing: false,
             closed: false,
+            close_deferred: false,
         }
     }
 
@@ -440,11 +455,14 @@ impl Connection {
 
     /// When the connection must be woken up next.
     pub(crate) fn poll_timeout(&self) -> Option<Instant> {
-        let session = self.session.poll_timeout();
-        match self.exchange_ref().and_then(Exchange::poll_timeout) {
-            Some(link) => Some(session.map_or(link, |session| session.min(link))),
-            None => session,
-        }
+        [
+            self.session.poll_timeout(),
+            self.exchange_ref().and_then(Exchange::poll_timeout),
+            self.next_task_wake(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// The time has come for [`poll_timeout`](Self::poll_timeout)'s deadline.
@@ -453,6 +471,8 @@ impl Connection {
         if let Some(exchange) = self.exchange() {
             exchange.handle_timeout(now);
         }
+        self.flush(now);
+        self.wake_tasks(now);
         self.flush(now);
     }
 
@@ -514,6 +534,13 @@ impl Connection {
         if self.closing {
             return;
         }
+        // A task's `tasks/cancel` goes out before the session ends (it is bounded by its own
+        // short timeout).
+        if self.ops.values().any(ops::Op::is_detached) {
+            self.close_deferred = true;
+            return;
+        }
+        self.close_deferred = false;
         self.closing = true;
         self.session.close();
         self.flush(now);
@@ -601,6 +628,9 @@ impl Connection {
         let Some(state) = self.ops.remove(&op) else {
             return;
         };
+        if state.is_detached() {
+            return;
+        }
         if let Some(parent) = state.parent() {
             // A listing made for a call (after `-32020`): the call goes on, or fails with it.
             self.relisted.push((parent, outcome.map(drop)));
@@ -625,6 +655,10 @@ impl Connection {
         let Some(state) = self.ops.get(&op) else {
             return;
         };
+        if state.has_task() {
+            self.task_over(op, FailureKind::Cancelled, reason, now);
+            return self.flush(now);
+        }
         match state.request().cloned() {
             Some(id) => self.session.cancel(&id, reason),
             // Waiting for the host's input: nothing is in flight.
@@ -664,6 +698,9 @@ impl Connection {
                 }
             }
             if !busy {
+                if self.close_deferred && !self.ops.values().any(ops::Op::is_detached) {
+                    self.close(now);
+                }
                 return;
             }
         }
@@ -769,6 +806,9 @@ impl Connection {
                 }
             }
             session::Output::Notification(notification) => {
+                if notification.method == methods::TASKS_STATUS {
+                    self.on_task_notification(notification.params.as_deref(), now);
+                }
                 if notification.method == methods::TOOLS_LIST_CHANGED
                     && let Some(lists) = &self.lists
                 {

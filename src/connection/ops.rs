@@ -21,6 +21,9 @@ use crate::mcp::{
 };
 use crate::session::{Delivery, Failure, FailureKind, Payload, RequestError, RequestOptions};
 
+mod tasking;
+pub(super) use tasking::TaskParam;
+
 /// An operation in progress.
 pub(super) enum Op {
     List(ListOp),
@@ -37,6 +40,8 @@ pub(super) enum Single {
     },
     /// `subscriptions/listen`: the stream's end is the operation's.
     Listen,
+    /// A request nobody waits for (a `tasks/cancel` after its call ended): it ends unreported.
+    Detached,
 }
 
 impl Op {
@@ -54,6 +59,22 @@ impl Op {
             Op::Call(call) => call.request.as_ref(),
             Op::Single { request, .. } => request.as_ref(),
         }
+    }
+
+    /// Whether the operation is a call that became a task.
+    pub(super) fn has_task(&self) -> bool {
+        matches!(self, Op::Call(call) if call.task.is_some())
+    }
+
+    /// Whether nobody waits for the operation's end.
+    pub(super) fn is_detached(&self) -> bool {
+        matches!(
+            self,
+            Op::Single {
+                kind: Single::Detached,
+                ..
+            }
+        )
     }
 
     /// The call a listing is made for, if it is one.
@@ -111,6 +132,10 @@ pub(crate) struct CallTool {
     /// The W3C trace context the call's `_meta` carries (it replaces any trace member of
     /// `meta`).
     pub(crate) trace: Option<TraceContext>,
+    /// The tool allows or requires tasks (its `execution.taskSupport`, as the caller knows
+    /// it): at 2025-11-25 it is called as one when the server declares
+    /// `tasks.requests.tools.call` and the connection speaks tasks.
+    pub(crate) task_support: bool,
 }
 
 /// A call's arguments, a JSON object: the caller's own, moved in and written once into the
@@ -174,6 +199,13 @@ pub(super) struct CallOp {
     /// The call's trace context, for the listing a `-32020` makes (its rounds carry it in
     /// their params already).
     trace: Option<TraceContext>,
+    /// The call was sent with a `task` member (2025-11-25): its answer is read raw.
+    augmented: bool,
+    /// A copy of the progress token of a call that may become a task: progress about the
+    /// task comes under it after the call's own request is over.
+    task_token: Option<ProgressToken>,
+    /// The task the server made of the call.
+    task: Option<Box<tasking::TaskRun>>,
 }
 
 impl Connection {
@@ -419,9 +451,21 @@ impl Connection {
         // At a stateless revision the envelope is written here, with the rest, and the
         // session takes the params as they are while it still speaks that revision.
         let stamp = self.session.stamp().cloned().filter(|_| modern);
+        let augmented = !modern
+            && self.limits.tasks
+            && self.session.server_offers_tool_tasks()
+            && call.task_support;
+        // The call's deadline, in whole seconds rounded up (a binding's timeout less the
+        // moments connecting took is still its timeout: the same on every run).
+        let task = augmented.then(|| TaskParam {
+            ttl: (call.timeout.as_secs() + u64::from(call.timeout.subsec_nanos() > 0))
+                .saturating_mul(1000),
+        });
+        let task_token = (augmented || (modern && self.limits.tasks)).then(|| token.clone());
         let original = serde_json::value::to_raw_value(&CallParams {
             name: &call.name,
             arguments: call.arguments.as_ref(),
+            task: task.as_ref(),
             meta: CallMeta {
                 meta: call.meta.as_ref(),
                 member: call.member.as_ref().map(|(key, value)| (&**key, &**value)),
@@ -455,6 +499,9 @@ impl Connection {
             request: None,
             waiting: None,
             trace: call.trace,
+            augmented,
+            task_token,
+            task: None,
         };
         let op = self.new_op(Op::Call(state));
         self.send_call(op, now);
@@ -498,7 +545,7 @@ impl Connection {
             progress_token,
         };
         // A raw call's answer is given back as sent: nothing to decode.
-        let limits = match (call.raw, call.content_only) {
+        let limits = match (call.raw || call.augmented, call.content_only) {
             (true, _) => SendOptions::default(),
             (false, true) => SendOptions::decoding::<ContentOnly>(),
             (false, false) => SendOptions::decoding::<CallToolResult>(),
@@ -519,9 +566,13 @@ impl Connection {
 
     fn on_call_answer(&mut self, op: OpId, outcome: Result<Payload, Failure>, now: Instant) {
         let modern = self.is_modern();
+        let tasks = self.limits.tasks;
         let Some(call) = self.call_op(op) else { return };
         call.request = None;
-        let (content_only, raw_wanted) = (call.content_only, call.raw);
+        if call.task.is_some() {
+            return self.on_task_answer(op, outcome, now);
+        }
+        let (content_only, raw_wanted, augmented) = (call.content_only, call.raw, call.augmented);
         let payload = match outcome {
             Ok(payload) => payload,
             Err(failure) if modern => return self.on_call_refused(op, failure, now),
@@ -533,6 +584,14 @@ impl Connection {
         };
         let raw = match payload {
             Payload::Raw(raw) if modern => raw,
+            // 2025-11-25: a task-augmented call is answered with a task, or (a server that
+            // did not make one) with the result.
+            Payload::Raw(raw) if augmented && crate::mcp::tasks::is_created_2025(&raw) => {
+                return self.start_task(op, crate::mcp::tasks::read_created_2025(&raw), now);
+            }
+            Payload::Raw(raw) if augmented && !raw_wanted => {
+                return self.end(op, call_outcome(Payload::Raw(raw), content_only, false));
+            }
             // Decoded means complete: the typed reader takes no other result type.
             payload => return self.end(op, call_outcome(payload, content_only, raw_wanted)),
         };
@@ -545,6 +604,15 @@ impl Connection {
                 op,
                 call_outcome(Payload::Raw(raw), content_only, raw_wanted),
             );
+        }
+        if envelope.result_type() == ResultType::Task {
+            // Only to a client that declared the extension (SEP-2663): to any other, an
+            // invalid answer.
+            let created = match tasks {
+                true => crate::mcp::tasks::read_created_2026(&raw),
+                false => Err(crate::mcp::TaskError::Unrequested),
+            };
+            return self.start_task(op, created, now);
         }
         let max_rounds = self.limits.max_input_rounds;
         let answers_input = self.limits.answers_input;
@@ -597,6 +665,10 @@ impl Connection {
         let Some((asked, request_state)) = call.waiting.take() else {
             return;
         };
+        if call.task.is_some() {
+            self.answer_task_input(op, answers, now);
+            return self.flush(now);
+        }
         match answers.and_then(|answers| {
             serde_json::value::to_raw_value(&answers).map_err(|error| error.to_string())
         }) {
@@ -831,7 +903,9 @@ impl Connection {
             Some(Op::Call(_)) => self.on_call_answer(op, outcome, now),
             Some(Op::Single { kind, .. }) => {
                 let outcome = match kind {
-                    Single::Ping => outcome.map(|_| Outcome::Pong).map_err(OpError::from),
+                    Single::Ping | Single::Detached => {
+                        outcome.map(|_| Outcome::Pong).map_err(OpError::from)
+                    }
                     Single::Listen => match outcome {
                         Ok(Payload::Raw(raw)) => ResultEnvelope::read(&raw)
                             .map(|_| Outcome::Raw(None))
@@ -905,6 +979,7 @@ fn raw_call(
         input_schema: None,
         raw: true,
         trace,
+        task_support: false,
     })
 }
 
@@ -1021,6 +1096,9 @@ pub(super) struct CallParams<'a> {
     pub(super) name: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) arguments: Option<&'a CallArguments>,
+    /// A 2025-11-25 task-augmented call's `task` member.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) task: Option<&'a TaskParam>,
     #[serde(rename = "_meta")]
     pub(super) meta: CallMeta<'a>,
 }

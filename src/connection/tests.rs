@@ -86,6 +86,7 @@ fn limits() -> Limits {
         max_input_rounds: 3,
         answers_input: true,
         process_id: 7,
+        tasks: false,
     }
 }
 
@@ -738,6 +739,7 @@ fn a_call_ends_at_its_deadline_on_the_fake_clock_and_cancel_ends_it_at_once() {
         input_schema: None,
         raw: false,
         trace: None,
+        task_support: false,
     };
     let op = pair.connection.call_tool(call, pair.now);
     let failure = failed(pair.finish(op));
@@ -775,6 +777,7 @@ fn a_call_member_goes_after_the_callers_and_replaces_one_of_its_name() {
         let params = ops::CallParams {
             name: "t",
             arguments: arguments.as_ref(),
+            task: None,
             meta: ops::CallMeta {
                 meta: meta.as_ref(),
                 member,
@@ -862,6 +865,7 @@ fn traced_call(
         input_schema: None,
         raw: false,
         trace,
+        task_support: false,
     }
 }
 
@@ -1205,3 +1209,6 @@ fn a_2025_session_call_answered_503_fails_rate_limited_and_the_session_goes_on()
     );
     assert_eq!(pair.calls_seen("initialize").len(), 1, "no new handshake");
 }
+
+#[path = "tests_tasks.rs"]
+mod tasks;

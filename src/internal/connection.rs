@@ -139,6 +139,8 @@ impl Harness {
             max_input_rounds: 2,
             answers_input,
             process_id: 1,
+            // A 2026-07-28 call may become a task: polled, within the call's deadline.
+            tasks: true,
         };
         let secrets = vec![Secret::new(TOKEN)];
         let connection = if stdio {
@@ -200,6 +202,7 @@ impl Harness {
                 input_schema: None,
                 raw: false,
                 trace: None,
+                task_support: false,
             };
             let calling = self.now;
             let op = self.connection.call_tool(call, self.now);
@@ -274,6 +277,13 @@ impl Harness {
                         "progress after the operation ended"
                     );
                     assert!(!format!("{params:?}").contains(TOKEN), "{params:?}");
+                }
+                Output::TaskStatus { op, update } => {
+                    assert!(
+                        !self.done.iter().any(|(done, _)| *done == op),
+                        "a task status after the operation ended"
+                    );
+                    assert!(!format!("{update:?}").contains(TOKEN), "{update:?}");
                 }
                 Output::Input { op, requests } => {
                     let mut answers = JsonObject::new();

@@ -49,6 +49,12 @@ fn mcp_headers_corpus() {
     replay("mcp_headers", super::fuzz_mcp_headers);
 }
 
+#[cfg(feature = "client")]
+#[test]
+fn task_poll_corpus() {
+    replay("task_poll", super::fuzz_task_poll);
+}
+
 #[cfg(feature = "session")]
 #[test]
 fn mcp_era_corpus() {

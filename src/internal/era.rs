@@ -438,7 +438,8 @@ fn check_result_envelope(result: &RawValue) {
     let result_type = last(&members, "resultType");
     match result_type.map(json_string) {
         None => {}
-        Some(Some(kind)) if kind == "complete" || kind == "input_required" => {}
+        // `task`: the tasks extension's `CreateTaskResult` (SEP-2663).
+        Some(Some(kind)) if kind == "complete" || kind == "input_required" || kind == "task" => {}
         Some(Some(kind)) => {
             let once = ["resultType", "inputRequests", "requestState"]
                 .iter()
@@ -478,6 +479,11 @@ fn check_result_envelope(result: &RawValue) {
             "complete for resultType {result_type:?}"
         ),
         ResultType::InputRequired => check_input_required(&envelope),
+        ResultType::Task => assert_eq!(
+            result_type.and_then(json_string).as_deref(),
+            Some("task"),
+            "task for resultType {result_type:?}"
+        ),
         ResultType::Unknown(kind) => panic!("accepted an unknown resultType {kind:?}"),
     }
 }

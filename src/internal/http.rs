@@ -381,6 +381,7 @@ impl Harness {
             max_input_rounds: 8,
             answers_input: false,
             process_id: 1,
+            tasks: false,
         };
         Harness {
             connection: Connection::http(session, Exchange::new(config, 0x5EED), limits, secrets),
@@ -425,6 +426,7 @@ impl Harness {
             input_schema: None,
             raw: false,
             trace: None,
+            task_support: false,
         };
         let op = self.connection.call_tool(call, self.now);
         self.call = Some(op);

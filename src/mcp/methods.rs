@@ -108,6 +108,8 @@ pub(crate) const TASKS_RESULT: &str = "tasks/result";
 pub(crate) const TASKS_LIST: &str = "tasks/list";
 /// Request cancelling a task; since 2025-11-25.
 pub(crate) const TASKS_CANCEL: &str = "tasks/cancel";
+/// Request giving a task the input it waits for (the tasks extension, SEP-2663).
+pub(crate) const TASKS_UPDATE: &str = "tasks/update";
 /// Notification: a task's status changed; since 2025-11-25.
 pub(crate) const TASKS_STATUS: &str = "notifications/tasks/status";
 

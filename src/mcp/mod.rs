@@ -66,6 +66,7 @@ mod messages;
 pub(crate) mod methods;
 pub(crate) mod modern;
 mod notifications;
+pub(crate) mod tasks;
 mod tools;
 mod trace;
 mod version;
@@ -93,6 +94,7 @@ pub use notifications::{
     CancelledNotificationParams, LoggingLevel, LoggingMessageNotificationParams,
     ProgressNotificationParams,
 };
+pub use tasks::{TaskError, TaskStatus, TaskUpdate};
 #[cfg(feature = "client")]
 pub(crate) use tools::ContentOnly;
 pub use tools::{

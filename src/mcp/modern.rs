@@ -749,6 +749,9 @@ pub(crate) enum ResultType {
     Complete,
     /// The server needs input before it can finish: retry with `inputResponses`.
     InputRequired,
+    /// The server made a task of the request (the tasks extension, SEP-2663): the result is
+    /// a `CreateTaskResult`.
+    Task,
     /// A value this client does not know: the result is invalid.
     Unknown(String),
 }
@@ -759,6 +762,7 @@ impl ResultType {
         match value {
             None | Some("complete") => ResultType::Complete,
             Some("input_required") => ResultType::InputRequired,
+            Some("task") => ResultType::Task,
             Some(other) => ResultType::Unknown(other.to_owned()),
         }
     }
@@ -820,7 +824,7 @@ impl ResultEnvelope {
         let envelope: ResultEnvelope =
             serde_json::from_str(raw.get()).map_err(|e| ResultError::Malformed(e.to_string()))?;
         match envelope.result_type() {
-            ResultType::Complete => {}
+            ResultType::Complete | ResultType::Task => {}
             ResultType::Unknown(kind) => return Err(ResultError::UnknownType(kind)),
             ResultType::InputRequired => {
                 if let Some(requests) = &envelope.input_requests
@@ -859,6 +863,15 @@ impl ResultEnvelope {
     /// The input requests, each under the server's key, in order (empty when none). A key
     /// that appears twice is refused: the answers go back in one object under the same keys,
     /// where a repeated key would be ambiguous.
+    /// The requests of an `inputRequests` object on its own (a 2026-07-28 task's).
+    pub(crate) fn requests_in(raw: Box<RawValue>) -> Result<Vec<InputRequest>, ResultError> {
+        ResultEnvelope {
+            input_requests: Some(raw),
+            ..ResultEnvelope::default()
+        }
+        .input_requests()
+    }
+
     pub(crate) fn input_requests(&self) -> Result<Vec<InputRequest>, ResultError> {
         let Some(raw) = &self.input_requests else {
             return Ok(Vec::new());
@@ -1165,9 +1178,16 @@ mod tests {
         );
         assert!(requests[1].params.is_none());
         assert_eq!(needs.request_state.as_deref().unwrap().get(), "\"s\"");
+        // `task` is the tasks extension's (SEP-2663); anything else is unknown.
         assert_eq!(
-            ResultEnvelope::read(&raw(r#"{"resultType":"task"}"#)).unwrap_err(),
-            ResultError::UnknownType("task".to_owned())
+            ResultEnvelope::read(&raw(r#"{"resultType":"task"}"#))
+                .unwrap()
+                .result_type(),
+            ResultType::Task
+        );
+        assert_eq!(
+            ResultEnvelope::read(&raw(r#"{"resultType":"later"}"#)).unwrap_err(),
+            ResultError::UnknownType("later".to_owned())
         );
         assert_eq!(
             ResultEnvelope::read(&raw(r#"{"resultType":"input_required"}"#)).unwrap_err(),

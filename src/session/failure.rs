@@ -80,6 +80,9 @@ pub enum FailureKind {
         /// How long the server asked the client to wait (its `Retry-After`), when it said.
         retry_after: Option<std::time::Duration>,
     },
+    /// The server's task messages broke the protocol's rules (a bogus task id, a status after
+    /// a terminal one, a terminal task without its result, endless polling).
+    Task(crate::mcp::TaskError),
 }
 
 /// A request's failure: what went wrong, how far the request got, and a message for people.
@@ -98,6 +101,8 @@ pub struct Failure {
     data: Option<std::sync::Arc<str>>,
     /// The typed error behind it, if any (never one whose text holds a credential).
     cause: Option<Cause>,
+    /// The id of the server's task the request became, when it became one.
+    task_id: Option<std::sync::Arc<str>>,
 }
 
 /// A typed error behind a [`Failure`].
@@ -110,6 +115,7 @@ impl PartialEq for Failure {
             && self.delivery == other.delivery
             && self.detail == other.detail
             && self.data == other.data
+            && self.task_id == other.task_id
     }
 }
 
@@ -124,7 +130,20 @@ impl Failure {
             detail: detail.into(),
             data: None,
             cause: None,
+            task_id: None,
         }
+    }
+
+    /// This failure, about the server's task `task_id`.
+    pub(crate) fn with_task(mut self, task_id: &str) -> Self {
+        self.task_id = Some(std::sync::Arc::from(task_id));
+        self
+    }
+
+    /// The id of the server's task the call became, when it became one (the task may go on,
+    /// and the server may still know its outcome).
+    pub fn task_id(&self) -> Option<&str> {
+        self.task_id.as_deref()
     }
 
     /// This failure, caused by `cause` (its [`source`](std::error::Error::source)).

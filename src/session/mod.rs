@@ -708,6 +708,16 @@ impl Session {
         }
     }
 
+    /// Whether the server declared task-augmented `tools/call`
+    /// (`capabilities.tasks.requests.tools.call`, 2025-11-25).
+    pub(crate) fn server_offers_tool_tasks(&self) -> bool {
+        self.server
+            .as_ref()
+            .and_then(|server| server.capabilities.tasks.as_ref())
+            .and_then(|tasks| tasks.pointer("/requests/tools/call"))
+            .is_some_and(serde_json::Value::is_object)
+    }
+
     /// The server's answer to `initialize`, once received and accepted.
     #[cfg(test)]
     pub(crate) fn server(&self) -> Option<&InitializeResult> {

@@ -28,6 +28,7 @@
 //! | `tenants` | yes | a non-empty array of distinct non-empty strings |
 //! | `timeout_seconds` | no (default [`DEFAULT_TIMEOUT_SECONDS`]) | an integer from 1 to `MAX_TIMEOUT_SECONDS` |
 //! | `max_output_bytes` | no (default [`DEFAULT_MAX_OUTPUT_BYTES`]) | an integer from 1 to `MAX_OUTPUT_BYTES_LIMIT` |
+//! | `task_support` | no (default: absent, the tool forbids tasks) | `"optional"` or `"required"`: the tool's `execution.taskSupport`, which `mcp-tools` copies; a call then runs as a task at 2025-11-25 (see [`Caller::call`](super::call::Caller::call)) |
 //!
 //! Any other member is refused: `inspect_session` with its own message (SPEC.md: "A config that
 //! sets `inspect_session` on an MCP binding is rejected"), anything else as an unknown field.
@@ -198,6 +199,9 @@ pub struct Binding {
     pub timeout_seconds: u64,
     /// The largest result accepted, in bytes.
     pub max_output_bytes: u64,
+    /// The tool's `execution.taskSupport` when it allows or requires tasks (`optional`,
+    /// `required`); `None` when it forbids them.
+    pub task_support: Option<crate::mcp::TaskSupport>,
 }
 
 impl Binding {
@@ -216,6 +220,7 @@ impl Binding {
             tenants: Vec::new(),
             timeout_seconds: DEFAULT_TIMEOUT_SECONDS,
             max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
+            task_support: None,
         }
     }
 }
@@ -470,7 +475,8 @@ impl Binding {
     /// `description`, `input_schema`, then `url` or `command`, `args`, `env` (a stdio binding
     /// always shows `args` and `env`), `mcp_tool`, `token_env`, `header_env`, `tls`, `proxy`
     /// (each only when set), `tenants`,
-    /// `timeout_seconds`, `max_output_bytes` (always shown), and `output_schema` (when set).
+    /// `timeout_seconds`, `max_output_bytes` (always shown), `output_schema` and
+    /// `task_support` (when set).
     ///
     /// Members are inserted in that order, but this crate builds serde_json without its
     /// `preserve_order` feature, so a [`Value`] object keeps its keys sorted. To print the
@@ -539,6 +545,9 @@ impl Binding {
         member("max_output_bytes", Value::from(self.max_output_bytes));
         if let Some(output_schema) = &self.output_schema {
             member("output_schema", output_schema.clone());
+        }
+        if let Some(support) = &self.task_support {
+            member("task_support", Value::from(support.as_str()));
         }
     }
 }

@@ -18,7 +18,7 @@ use super::{
 };
 
 /// Every member a binding may have.
-const KNOWN_FIELDS: [&str; 17] = [
+const KNOWN_FIELDS: [&str; 18] = [
     "name",
     "description",
     "input_schema",
@@ -36,6 +36,7 @@ const KNOWN_FIELDS: [&str; 17] = [
     "tenants",
     "timeout_seconds",
     "max_output_bytes",
+    "task_support",
 ];
 
 /// Reads one binding at position `index`, checking every field.
@@ -241,6 +242,17 @@ pub(super) fn parse_binding(value: &Value, index: usize) -> Result<Binding, Conf
     let max_output_bytes = fields
         .integer("max_output_bytes", MAX_OUTPUT_BYTES_LIMIT)?
         .unwrap_or(DEFAULT_MAX_OUTPUT_BYTES);
+    let task_support = match fields.string("task_support")?.as_deref() {
+        None => None,
+        Some("optional") => Some(crate::mcp::TaskSupport::Optional),
+        Some("required") => Some(crate::mcp::TaskSupport::Required),
+        Some(_) => {
+            return Err(fields.error(
+                "task_support",
+                "must be \"optional\" or \"required\" (leave it out for a tool that forbids tasks)",
+            ));
+        }
+    };
 
     Ok(Binding {
         name: name.to_owned(),
@@ -252,6 +264,7 @@ pub(super) fn parse_binding(value: &Value, index: usize) -> Result<Binding, Conf
         tenants,
         timeout_seconds,
         max_output_bytes,
+        task_support,
     })
 }
 

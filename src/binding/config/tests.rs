@@ -581,6 +581,7 @@ fn spec_example_loads_and_prints_back() {
             tenants: vec!["local".to_owned()],
             timeout_seconds: 300,
             max_output_bytes: 1_048_576,
+            task_support: None,
         }]
     );
     let expected: Value = serde_json::from_str(SPEC_EXAMPLE).expect("JSON");
@@ -1357,5 +1358,34 @@ fn auth_refusals_name_the_binding_and_the_member() {
         assert_eq!(error.field.as_deref(), Some(field), "{error}");
         assert!(error.message.contains(message), "{error}");
         assert!(!error.to_string().contains("s3cr3t"), "{error}");
+    }
+}
+
+#[test]
+fn task_support_is_optional_or_required_and_prints_back() {
+    let base = |extra: &str| {
+        format!(
+            r#"[{{"name": "t", "description": "", "input_schema": {{"type": "object"}},
+                "url": "https://h/mcp", "mcp_tool": "t", "tenants": ["a"]{extra}}}]"#
+        )
+    };
+    for value in ["optional", "required"] {
+        let bindings = load_config(&base(&format!(r#", "task_support": "{value}""#)))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            bindings[0].task_support.as_ref().map(|s| s.as_str()),
+            Some(value)
+        );
+        assert_eq!(bindings[0].to_json()["task_support"], json!(value));
+    }
+    let none = load_config(&base("")).unwrap_or_else(|e| panic!("{e}"));
+    assert!(none[0].task_support.is_none());
+    assert!(none[0].to_json().get("task_support").is_none());
+    for bad in [
+        r#", "task_support": "forbidden""#,
+        r#", "task_support": true"#,
+    ] {
+        let error = load_config(&base(bad)).expect_err(bad);
+        assert!(error.to_string().contains("task_support"), "{error}");
     }
 }
