@@ -117,15 +117,15 @@
 //! ## Examples
 //!
 //! Programs in `examples/`, each on the public API. Given no server, each starts the embedded
-//! demo server ([`demo`]) itself, so `cargo run --example NAME` needs nothing else; the test
+//! demo server (`mcpwire::demo`, feature `demo`) itself, so `cargo run --example NAME` needs nothing else; the test
 //! command runs all four.
 //!
 //! | example | shows |
 //! | --- | --- |
 //! | `http_call [URL [TOOL [ARGS]]]` | [`client::Client`] over Streamable HTTP: connect, list the tools, a call with live progress and a deadline, then a deadline too short for the work (a timeout with an unknown outcome, the session still usable) |
 //! | `cancel [URL]` | a [`client::CancelToken`] pulled while a call runs: `notifications/cancelled` on the wire, [`ErrorKind::Cancelled`] at once, the session still usable |
-//! | `stdio [PROGRAM ARGS...]` | a server run as a child process over stdio (by default the example itself, serving the demo tools with [`demo::serve_stdio`]), its stderr as logging |
-//! | `host [URL]` | what a host does with [`binding`]: discover bindings, keep them in its config, load and validate it, call tools for tenants through a [`binding::call::Caller`] (progress events, structured output checked against its schema, concurrent calls, calls refused before sending) with the bearer token from a host-side [`binding::call::TokenSource`] |
+//! | `stdio [PROGRAM ARGS...]` | a server run as a child process over stdio (by default the example itself, serving the demo tools with `demo::serve_stdio`), its stderr as logging |
+//! | `host [URL]` | what a host does with `mcpwire::binding` (feature `bindings`): discover bindings, keep them in its config, load and validate it, call tools for tenants through a `binding::call::Caller` (progress events, structured output checked against its schema, concurrent calls, calls refused before sending) with the bearer token from a host-side `binding::call::TokenSource` |
 #![deny(missing_docs)]
 #![warn(unreachable_pub)]
 // Builds without the client (the parser, exchange, auth, demo and fixture slices) compile the
