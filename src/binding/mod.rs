@@ -8,4 +8,6 @@ pub mod call;
 pub mod config;
 pub mod discover;
 pub(crate) mod mapping;
+mod oauth;
+mod result;
 pub(crate) mod schema;

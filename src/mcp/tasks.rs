@@ -21,6 +21,25 @@ use serde_json::value::RawValue;
 /// The extension's identifier (SEP-2663), declared in `capabilities.extensions`.
 pub(crate) const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 
+impl super::ClientCapabilities {
+    /// Declares tasks beside what is there: `tasks` (2025-11-25) and the
+    /// `io.modelcontextprotocol/tasks` extension in `extensions` (2026-07-28).
+    pub(crate) fn declare_tasks(&mut self) {
+        if self.tasks.is_none() {
+            self.tasks = Some(serde_json::json!({}));
+        }
+        let extensions = self
+            .extra
+            .entry("extensions")
+            .or_insert_with(|| serde_json::json!({}));
+        if let Some(extensions) = extensions.as_object_mut() {
+            extensions
+                .entry(TASKS_EXTENSION)
+                .or_insert_with(|| serde_json::json!({}));
+        }
+    }
+}
+
 /// The longest task id accepted, in bytes: far above any real one (UUIDs, 36), and a bound on
 /// what a hostile server makes the client echo back on every poll.
 pub(crate) const MAX_TASK_ID_BYTES: usize = 256;
