@@ -12,8 +12,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcpwire::binding::call::{Caller, ToolResult};
-use mcpwire::client::{CallOptions, ClientOptions};
-use mcpwire::mcp::{CallToolResult, TaskStatus, TaskSupport, TaskUpdate};
+use mcpwire::client::{CallOptions, ClientOptions, InputFuture, InputHandler};
+use mcpwire::mcp::{
+    CallToolResult, ClientCapabilities, InputRequest, JsonObject, TaskStatus, TaskSupport,
+    TaskUpdate,
+};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -52,16 +55,22 @@ pub(crate) fn task_options() -> ClientOptions {
     options
 }
 
+/// A client with tasks on (and `handler` answering input, if given) connected to `url`.
+async fn connect_tasks(url: &str, handler: Option<Arc<dyn InputHandler>>) -> mcpwire::Client {
+    let config = mcpwire::HttpConfig::new(url).expect("config");
+    let mut options = task_options();
+    options.input_handler = handler;
+    mcpwire::Client::connect_http(&pool(), config, options)
+        .await
+        .expect("connect")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
 async fn everything_runs_simulate_research_query_as_a_task_polled_to_its_report() {
     peers::require(Peer::Everything);
     let server = PeerServer::everything("streamableHttp");
-    let pool = pool();
-    let config = mcpwire::HttpConfig::new(&server.url).expect("config");
-    let client = mcpwire::Client::connect_http(&pool, config, task_options())
-        .await
-        .expect("connect");
+    let client = connect_tasks(&server.url, None).await;
     let tools = client.list_tools().await.expect("tools/list");
     let tool = tools
         .iter()
@@ -104,6 +113,84 @@ async fn everything_runs_simulate_research_query_as_a_task_polled_to_its_report(
     client.close().await;
 }
 
+/// Answers each elicitation by choosing the first `oneOf` choice of the request's
+/// `interpretation` property, and remembers the choices it made.
+#[derive(Default)]
+struct FirstChoice(Mutex<Vec<String>>);
+
+impl InputHandler for FirstChoice {
+    fn capabilities(&self) -> ClientCapabilities {
+        ClientCapabilities {
+            elicitation: Some(JsonObject::new()),
+            ..ClientCapabilities::default()
+        }
+    }
+
+    fn answer(&self, request: InputRequest) -> InputFuture {
+        let params: Value = request
+            .params
+            .as_ref()
+            .and_then(|raw| serde_json::from_str(raw.get()).ok())
+            .unwrap_or(Value::Null);
+        let choice = params["requestedSchema"]["properties"]["interpretation"]["oneOf"][0]["const"]
+            .as_str()
+            .map(str::to_owned);
+        if let (Some(choice), Ok(mut chosen)) = (&choice, self.0.lock()) {
+            chosen.push(choice.clone());
+        }
+        let method = request.method;
+        Box::pin(async move {
+            match (method.as_str(), choice) {
+                ("elicitation/create", Some(choice)) => {
+                    Ok(json!({"action": "accept", "content": {"interpretation": choice}}))
+                }
+                _ => Err(format!("unexpected input request {method}: {params}").into()),
+            }
+        })
+    }
+}
+
+/// 2025-11-25 `input_required`: server-everything's task asks for a clarification through an
+/// elicitation it queues for the `tasks/result` stream; the client's `InputHandler` answers it
+/// there and the task completes with the chosen interpretation in its report.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
+async fn everything_task_input_is_answered_on_the_tasks_result_stream() {
+    peers::require(Peer::Everything);
+    let server = PeerServer::everything("streamableHttp");
+    let handler = Arc::new(FirstChoice::default());
+    let client = connect_tasks(&server.url, Some(handler.clone())).await;
+    let statuses = Statuses::default();
+    let mut call = CallOptions::new();
+    call.timeout = Duration::from_secs(30);
+    call.task_support = Some(TaskSupport::Required);
+    call.on_task = Some(statuses.sink());
+    let result = client
+        .call_tool(
+            "simulate-research-query",
+            args(json!({"topic": "python", "ambiguous": true})),
+            call,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{} (unknown: {}): {e}", e.kind(), e.outcome_unknown()));
+    assert!(!result.is_error());
+    let chosen = handler.0.lock().map(|c| c.clone()).unwrap_or_default();
+    assert_eq!(chosen.len(), 1, "one elicitation answered: {chosen:?}");
+    let text = only_text(&result);
+    assert!(
+        text.contains(&format!("- **Clarification**: {}", chosen[0])),
+        "{text}"
+    );
+    // The statuses the polls saw: working, then input_required. The report came on the
+    // tasks/result stream that carried the elicitation; that answer has no status, and no
+    // tasks/get follows it, so no `completed` is reported.
+    assert_eq!(
+        statuses.statuses(),
+        [TaskStatus::Working, TaskStatus::InputRequired]
+    );
+    client.close().await;
+}
+
 // --- rmcp 3.11 (fixtures/servers/rmcp-server --tasks) ---------------------------------------
 
 /// The rmcp server with its task tools, suggesting polls every 100 ms.
@@ -140,11 +227,7 @@ fn task_call(statuses: &Statuses) -> CallOptions {
 async fn rmcp_runs_task_steps_as_a_task_at_2026_07_28() {
     peers::require(Peer::Rmcp);
     let server = rmcp_tasks();
-    let pool = pool();
-    let config = mcpwire::HttpConfig::new(&server.url).expect("config");
-    let client = mcpwire::Client::connect_http(&pool, config, task_options())
-        .await
-        .expect("connect");
+    let client = connect_tasks(&server.url, None).await;
     assert!(client.is_modern(), "rmcp 3.11 answers the era probe");
     let tools = client.list_tools().await.expect("tools/list");
     assert!(tools.iter().any(|t| t.name == "task_steps"), "{tools:?}");
@@ -370,14 +453,8 @@ async fn rmcp_binding_call_refuses_a_task_that_needs_input_and_cancels_it() {
 async fn rmcp_task_input_is_answered_with_tasks_update_at_2026_07_28() {
     peers::require(Peer::Rmcp);
     let server = rmcp_tasks();
-    let pool = pool();
-    let config = mcpwire::HttpConfig::new(&server.url).expect("config");
     let handler = Arc::new(Accept(AtomicUsize::new(0)));
-    let mut options = task_options();
-    options.input_handler = Some(handler.clone());
-    let client = mcpwire::Client::connect_http(&pool, config, options)
-        .await
-        .expect("connect");
+    let client = connect_tasks(&server.url, Some(handler.clone())).await;
     let statuses = Statuses::default();
     let result = client
         .call_tool(
