@@ -88,13 +88,25 @@ async fn call_events(
     cancel: Option<CancelToken>,
     on_task: impl Fn() + Send + 'static,
 ) -> (ToolResult, Vec<Value>) {
+    call_tool_events(caller, "t", &json!({"q": "x"}), cancel, on_task).await
+}
+
+/// Calls binding `tool` with `arguments` collecting every event's JSON line; `on_task` is told
+/// of each task event.
+pub(crate) async fn call_tool_events(
+    caller: &Caller,
+    tool: &str,
+    arguments: &Value,
+    cancel: Option<CancelToken>,
+    on_task: impl Fn() + Send + 'static,
+) -> (ToolResult, Vec<Value>) {
     let events = Arc::new(Mutex::new(Vec::new()));
     let seen = events.clone();
     let result = caller
         .call_events(
-            "t",
+            tool,
             &context("call-1"),
-            &json!({"q": "x"}),
+            arguments,
             move |event| {
                 if matches!(event, CallEvent::Task(_)) {
                     on_task();

@@ -175,7 +175,7 @@ async fn a_broken_stream_resends_a_listing_once_and_never_a_call() {
 }
 
 /// Accepts every elicitation and counts the requests it answered.
-struct Accept(AtomicUsize);
+pub(crate) struct Accept(pub(crate) AtomicUsize);
 
 impl InputHandler for Accept {
     fn capabilities(&self) -> ClientCapabilities {

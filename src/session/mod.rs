@@ -457,7 +457,7 @@ impl Session {
         self.probe = None;
         let params = InitializeRequestParams::new(
             self.config.offered_version,
-            self.config.capabilities.clone(),
+            legacy_capabilities(&self.config.capabilities),
             self.config.client_info.clone(),
         );
         let params = serde_json::value::to_raw_value(&params).ok();
@@ -1299,6 +1299,28 @@ impl Session {
         };
         (!present).then_some(needed)
     }
+}
+
+/// The capabilities `initialize` declares: the client's, without the 2026-07-28 tasks
+/// extension (`io.modelcontextprotocol/tasks`, SEP-2663). A 2025-era session reads only the
+/// core tasks of 2025-11-25 (`tasks`), so it must not promise the extension's answers
+/// (`resultType: "task"`), which a server such as rmcp 3.11 gives in a 2025-11-25 session of
+/// a client that declared it.
+fn legacy_capabilities(capabilities: &ClientCapabilities) -> ClientCapabilities {
+    let mut capabilities = capabilities.clone();
+    let emptied = match capabilities.extra.get_mut("extensions") {
+        Some(serde_json::Value::Object(extensions)) => {
+            extensions
+                .remove(crate::mcp::tasks::TASKS_EXTENSION)
+                .is_some()
+                && extensions.is_empty()
+        }
+        _ => false,
+    };
+    if emptied {
+        capabilities.extra.remove("extensions");
+    }
+    capabilities
 }
 
 /// A discover result in the shape of an initialize result, which is what the rest of the

@@ -136,6 +136,41 @@ fn handshake_offers_latest_and_accepts_a_downgrade() {
     assert_eq!(h.session.server().unwrap().server_info.name, "s");
 }
 
+/// `initialize` (2025-era) declares core tasks but not the 2026-07-28 tasks extension, whose
+/// answers a 2025-era session does not read; other extensions are declared as given.
+#[test]
+fn initialize_declares_core_tasks_without_the_tasks_extension() {
+    for (extensions, expected) in [
+        (json!({"io.modelcontextprotocol/tasks": {}}), None),
+        (
+            json!({"io.modelcontextprotocol/tasks": {}, "x.example/other": {"a": 1}}),
+            Some(json!({"x.example/other": {"a": 1}})),
+        ),
+    ] {
+        let mut extra = crate::mcp::JsonObject::new();
+        extra.insert("extensions".to_owned(), extensions.clone());
+        let capabilities = crate::mcp::ClientCapabilities {
+            tasks: Some(json!({})),
+            extra,
+            ..crate::mcp::ClientCapabilities::default()
+        };
+        let mut h = Harness::with_config(Config {
+            era: EraPolicy::Legacy,
+            capabilities,
+            ..Config::default()
+        });
+        h.session.start(h.now);
+        h.pump();
+        let declared = &h.sent[0]["params"]["capabilities"];
+        assert_eq!(declared["tasks"], json!({}), "{extensions}");
+        assert_eq!(
+            declared.get("extensions").cloned(),
+            expected,
+            "{extensions}"
+        );
+    }
+}
+
 #[test]
 fn an_unaccepted_version_closes_the_session_with_a_known_outcome() {
     let mut h = Harness::new();

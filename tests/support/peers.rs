@@ -340,7 +340,7 @@ impl PeerServer {
     }
 
     /// `fixtures/servers/rmcp-server` (rmcp 3, `StreamableHttpService`) with extra arguments
-    /// (`--stateless`, `--json-response`, `--page-size N`, `--sse-retry-ms N`). It serves
+    /// (`--stateless`, `--json-response`, `--page-size N`, `--sse-retry-ms N`, `--tasks`). It serves
     /// 2026-07-28 statelessly and the 2025 revisions with an MCP session (unless
     /// `--stateless`) at `/mcp`.
     pub fn rmcp(args: &[&str]) -> PeerServer {
