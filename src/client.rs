@@ -62,13 +62,17 @@ use crate::transport::stdio::{StdioConfig, StdioLink};
 /// A listed tool left out at a stateless revision, and why (for discovery's diagnostics).
 pub(crate) use crate::connection::Excluded as ExcludedTool;
 pub use crate::connection::ListCache;
+pub use crate::connection::{
+    ElicitAction, SamplingAnswer, SamplingContent, SamplingMessage, StopReason, ToolChoice,
+    ToolResultContent, ToolSampling, ToolUse, UrlElicitation,
+};
 pub use crate::mcp::InputRequest;
 use driver::{Command, Driver, DriverAuth, Link, Operation, Shared};
 pub use era::EraCache;
 use era::Verdict;
 pub use options::{
-    CallOptions, CancelToken, ClientOptions, InputFuture, InputHandler, ProgressSink, TaskSink,
-    WarningSink,
+    CallOptions, CancelToken, ClientOptions, ElicitFuture, InputFuture, InputHandler, ProgressSink,
+    SamplingFuture, TaskSink, WarningSink,
 };
 
 /// One MCP session with a server.

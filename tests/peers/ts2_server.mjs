@@ -43,6 +43,11 @@
 //                                  (else an isError result says so). Without the elicitation
 //                                  capability in the request: 400 -32021. 2025: an isError result
 //                                  (the SDK cannot send elicitation/create on the stateless path)
+//   link_account {url}             2026-07-28: `input_required` with a URL-mode elicitation (key
+//                                  "link", no elicitationId), then "link: ACTION"
+//   plan_weather {city}            2026-07-28: `input_required` with sampling/createMessage offering a
+//                                  get_weather tool, toolChoice required (key "plan"), then
+//                                  "stop REASON; uses: NAME INPUT, ..." from the answer
 //   rounds {count?=2}              2026-07-28: `count` rounds of `input_required` that carry only a
 //                                  requestState ("round k of count"), then "done after count rounds";
 //                                  2025: the SDK runs the rounds itself, one plain result
@@ -209,6 +214,50 @@ function registerTools(server) {
     const content = acceptedContent(ctx.mcpReq.inputResponses, 'confirm', confirmSchema);
     if (content === undefined) return { ...text('the elicitation answer does not match {confirmed: boolean}'), isError: true };
     return text(`${content.confirmed ? 'confirmed' : 'not confirmed'}: ${action}`);
+  });
+
+  server.registerTool('link_account', {
+    description: 'Asks the client to open `url` (2026-07-28: input_required with a URL-mode ' +
+      'elicitation, key "link"), then says what the user chose.',
+    inputSchema: z.object({ url: z.string() })
+  }, async ({ url }, ctx) => {
+    const answer = inputResponse(ctx.mcpReq.inputResponses, 'link');
+    if (answer.kind === 'missing') {
+      return inputRequired({
+        inputRequests: { link: inputRequired.elicitUrl({ message: 'Link your account to go on.', url }) }
+      });
+    }
+    if (answer.kind !== 'elicit') return { ...text(`not an elicitation answer: ${answer.kind}`), isError: true };
+    return text(`link: ${answer.action}`);
+  });
+
+  server.registerTool('plan_weather', {
+    description: 'Asks the client\'s model for a plan with a get_weather tool (2026-07-28: ' +
+      'input_required with sampling/createMessage offering tools, toolChoice required, key "plan"), ' +
+      'then describes the tool uses it got.',
+    inputSchema: z.object({ city: z.string() })
+  }, async ({ city }, ctx) => {
+    const answer = inputResponse(ctx.mcpReq.inputResponses, 'plan');
+    if (answer.kind === 'missing') {
+      return inputRequired({
+        inputRequests: {
+          plan: inputRequired.createMessage({
+            messages: [{ role: 'user', content: { type: 'text', text: `What is the weather in ${city}?` } }],
+            tools: [{
+              name: 'get_weather',
+              description: 'Current weather for a city',
+              inputSchema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] }
+            }],
+            toolChoice: { mode: 'required' },
+            maxTokens: 200
+          })
+        }
+      });
+    }
+    if (answer.kind !== 'sampling') return { ...text(`not a sampling answer: ${answer.kind}`), isError: true };
+    const blocks = Array.isArray(answer.result.content) ? answer.result.content : [answer.result.content];
+    const uses = blocks.filter(b => b?.type === 'tool_use').map(b => `${b.name} ${JSON.stringify(b.input)}`);
+    return text(`stop ${answer.result.stopReason}; uses: ${uses.join(', ')}`);
   });
 
   server.registerTool('rounds', {
