@@ -34,6 +34,7 @@ mod driver;
 mod era;
 mod options;
 mod reply;
+mod skills;
 #[cfg(feature = "tracing")]
 mod span;
 
@@ -63,6 +64,9 @@ use crate::transport::stdio::{StdioConfig, StdioLink};
 pub(crate) use crate::connection::Excluded as ExcludedTool;
 pub use crate::connection::ListCache;
 pub use crate::connection::{
+    DirectoryEntry, RejectedSkill, SKILLS_EXTENSION, Skill, SkillFile, SkillList, SkillsCapability,
+};
+pub use crate::connection::{
     ElicitAction, SamplingAnswer, SamplingContent, SamplingMessage, StopReason, ToolChoice,
     ToolResultContent, ToolSampling, ToolUse, UrlElicitation,
 };
@@ -91,6 +95,10 @@ pub struct Client {
     session_id: Option<String>,
     /// The trace context of requests that bring none ([`ClientOptions::trace_context`]).
     trace_context: Option<TraceContext>,
+    /// The client declared the Skills extension ([`ClientOptions::skills`]).
+    skills: bool,
+    /// The most pages a listing follows ([`ClientOptions::max_list_pages`]).
+    max_list_pages: usize,
 }
 
 impl std::fmt::Debug for Client {
@@ -322,6 +330,12 @@ impl Client {
         if options.tasks {
             declare_tasks(&mut options.session.capabilities);
         }
+        if options.skills {
+            declare_extension(
+                &mut options.session.capabilities,
+                crate::connection::SKILLS_EXTENSION,
+            );
+        }
         let (mut connection, auth) = match http {
             Some((exchange, pool)) => {
                 let log = exchange.config().wire_log.clone();
@@ -408,6 +422,8 @@ impl Client {
             shared,
             session_id: connected.session_id,
             trace_context: options.trace_context.clone(),
+            skills: options.skills,
+            max_list_pages: options.max_list_pages,
         })
     }
 
@@ -813,13 +829,19 @@ fn declare_tasks(capabilities: &mut crate::mcp::ClientCapabilities) {
     if capabilities.tasks.is_none() {
         capabilities.tasks = Some(serde_json::json!({}));
     }
+    declare_extension(capabilities, crate::mcp::tasks::TASKS_EXTENSION);
+}
+
+/// Declares extension `id` (with no settings) under `capabilities.extensions`, unless the
+/// capabilities already declare it.
+fn declare_extension(capabilities: &mut crate::mcp::ClientCapabilities, id: &str) {
     let extensions = capabilities
         .extra
         .entry("extensions")
         .or_insert_with(|| serde_json::json!({}));
     if let Some(extensions) = extensions.as_object_mut() {
         extensions
-            .entry(crate::mcp::tasks::TASKS_EXTENSION)
+            .entry(id)
             .or_insert_with(|| serde_json::json!({}));
     }
 }

@@ -93,6 +93,10 @@ pub struct ClientOptions {
     /// deadline; `tasks/cancel` when the call is cancelled or its deadline passes). Off by
     /// default: a server then makes no task of a call.
     pub tasks: bool,
+    /// Speak the Skills extension (`io.modelcontextprotocol/skills`, SEP-2640): declare it
+    /// under `capabilities.extensions`, and allow [`Client::list_skills`](crate::Client::list_skills)
+    /// and the other skills methods against a server that declares it too. Off by default.
+    pub skills: bool,
 }
 
 impl std::fmt::Debug for ClientOptions {
@@ -107,6 +111,7 @@ impl std::fmt::Debug for ClientOptions {
             .field("auth", &self.auth)
             .field("trace_context", &self.trace_context)
             .field("tasks", &self.tasks)
+            .field("skills", &self.skills)
             .finish_non_exhaustive()
     }
 }
@@ -128,6 +133,7 @@ impl Default for ClientOptions {
             trace_context: None,
             handshake_trace: None,
             tasks: false,
+            skills: false,
         }
     }
 }

@@ -35,6 +35,7 @@
 mod headers;
 pub(crate) mod input;
 mod ops;
+pub(crate) mod skills;
 pub(crate) mod task;
 #[cfg(test)]
 mod tests;
@@ -70,6 +71,9 @@ pub use input::{
 };
 pub use ops::ListCache;
 pub(crate) use ops::{CallArguments, CallTool, ListCacheRef};
+pub use skills::{
+    DirectoryEntry, RejectedSkill, SKILLS_EXTENSION, Skill, SkillFile, SkillList, SkillsCapability,
+};
 
 /// Names an operation started on a [`Connection`]; its progress and its end carry it.
 pub(crate) type OpId = u64;

@@ -53,6 +53,9 @@
 //                                  2025: the SDK runs the rounds itself, one plain result
 //   tools_changed {}               publishes notifications/tools/list_changed to open
 //                                  subscriptions/listen streams (2026-07-28)
+//
+// Skills (io.modelcontextprotocol/skills, with directoryRead; both eras): skill://git-workflow
+// (SKILL.md, references/GUIDE.md) and skill://acme/refunds (SKILL.md), one per skills/list page.
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import { readFileSync } from 'node:fs';
@@ -119,6 +122,7 @@ function load(pkg) {
 }
 const { McpServer, createMcpHandler, inputRequired, acceptedContent, inputResponse } = load('@modelcontextprotocol/server');
 const { toNodeHandler, localhostHostValidation, localhostOriginValidation } = load('@modelcontextprotocol/node');
+const { SkillCatalog, memorySkillFiles } = load('@modelcontextprotocol/server/ext/skills');
 const { z } = load('zod');
 // The package's exports do not list its package.json: read it from the folder.
 const sdkVersion = JSON.parse(
@@ -134,6 +138,16 @@ const confirmState = action => `{"tool": "confirm", "action": ${JSON.stringify(a
 const confirmSchema = z.object({ confirmed: z.boolean().meta({ title: 'Go ahead?' }) });
 
 let handler; // set below; the tools_changed tool publishes through it
+
+// The Skills extension (SEP-2640, the SDK's ext/skills): two skills from memory, one page each
+// (pageSize 1, so a client follows cursors), with directoryRead.
+const skillFiles = {
+  'git-workflow/SKILL.md': '---\nname: git-workflow\ndescription: Follow the team\'s Git conventions\n---\n' +
+    'Branch from main; see references/GUIDE.md.\n',
+  'git-workflow/references/GUIDE.md': '# Guide\n\nOne commit per change.\n',
+  'acme/refunds/SKILL.md': '---\nname: refunds\ndescription: Process refund requests\nlicense: MIT\n---\nAsk for the order id.\n'
+};
+const skills = await SkillCatalog.load(memorySkillFiles(skillFiles), { pageSize: 1 });
 
 function registerTools(server) {
   server.registerTool('echo', {
@@ -299,6 +313,7 @@ function buildServer() {
     }
   );
   registerTools(server);
+  skills.attach(server);
   return server;
 }
 
