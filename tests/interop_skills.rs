@@ -56,8 +56,8 @@ fn names(list: &SkillList) -> Vec<&str> {
     list.skills.iter().map(|s| s.name()).collect()
 }
 
+/// Runs the whole exchange at one era (the caller has checked its peer).
 async fn exercise(era: EraPolicy, version: ProtocolVersion) {
-    peers::require(Peer::Ts2);
     let server = PeerServer::ts2(&[]);
     let sent = Sent::default();
     let client = connect(&server.url, era.clone(), true, &sent).await;
@@ -166,11 +166,13 @@ async fn exercise(era: EraPolicy, version: ProtocolVersion) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
 async fn ts2_skills_at_2026_07_28() {
+    peers::require(Peer::Ts2);
     exercise(EraPolicy::Auto, ProtocolVersion::V2026_07_28).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
 async fn ts2_skills_at_2025_11_25() {
+    peers::require(Peer::Ts2);
     exercise(EraPolicy::Legacy, ProtocolVersion::V2025_11_25).await;
 }
