@@ -210,9 +210,11 @@ impl UrlElicitation {
 
     /// Whether a label of the host is punycode (`xn--`): the spec asks clients to warn of it.
     pub fn has_punycode(&self) -> bool {
-        self.host
-            .split('.')
-            .any(|label| label.len() >= 4 && label[..4].eq_ignore_ascii_case("xn--"))
+        self.host.split('.').any(|label| {
+            label
+                .get(..4)
+                .is_some_and(|p| p.eq_ignore_ascii_case("xn--"))
+        })
     }
 
     /// The server's id for the elicitation (2025-11-25; optional at 2026-07-28). A

@@ -98,6 +98,28 @@ fn punycode_hosts_are_flagged() {
         true,
     ));
     assert!(elicitation.has_punycode());
+    // Hosts that are not ASCII never reach it: the URL check refuses them.
+    assert!(elicit(url_params("https://bücher.example/"), &url_caps(), true).is_err());
+}
+
+#[test]
+fn hostile_params_are_refused_without_a_panic() {
+    let values = [
+        json!(null),
+        json!(7),
+        json!("x"),
+        json!([]),
+        json!({"mode": null}),
+        json!({"mode": "url", "message": "m", "url": "https://[::1", "elicitationId": "e"}),
+        json!({"mode": "url", "message": "m", "url": "https://a.example:99999/", "elicitationId": "e"}),
+        json!({"mode": "url", "message": "m", "url": "https://a.example/#frag#more", "elicitationId": "e"}),
+        json!({"mode": "url", "message": "m", "url": "https://a.example/%zz", "elicitationId": "e"}),
+        json!({"mode": "url", "message": "m".repeat(20_000), "url": "https://a.example/", "elicitationId": "e"}),
+    ];
+    for value in values {
+        assert!(elicit(value.clone(), &url_caps(), true).is_err(), "{value}");
+        let _ = sampling(value, &tool_caps());
+    }
 }
 
 #[test]
