@@ -35,6 +35,7 @@ mod driver;
 mod era;
 mod options;
 mod reply;
+mod skills;
 #[cfg(feature = "tracing")]
 mod span;
 
@@ -56,13 +57,20 @@ use crate::mcp::{
 /// A listed tool left out at a stateless revision, and why (for discovery's diagnostics).
 pub(crate) use crate::connection::Excluded as ExcludedTool;
 pub use crate::connection::ListCache;
+pub use crate::connection::{
+    DirectoryEntry, RejectedSkill, SKILLS_EXTENSION, Skill, SkillFile, SkillList, SkillsCapability,
+};
+pub use crate::connection::{
+    ElicitAction, SamplingAnswer, SamplingContent, SamplingMessage, StopReason, ToolChoice,
+    ToolResultContent, ToolSampling, ToolUse, UrlElicitation,
+};
 pub use crate::mcp::InputRequest;
 use connect::Ahead;
 use driver::{Command, Operation, Shared};
 pub use era::EraCache;
 pub use options::{
-    CallOptions, CancelToken, ClientOptions, InputFuture, InputHandler, ProgressSink, TaskSink,
-    WarningSink,
+    CallOptions, CancelToken, ClientOptions, ElicitFuture, InputFuture, InputHandler, ProgressSink,
+    SamplingFuture, TaskSink, WarningSink,
 };
 
 /// One MCP session with a server.
@@ -81,6 +89,10 @@ pub struct Client {
     session_id: Option<String>,
     /// The trace context of requests that bring none ([`ClientOptions::trace_context`]).
     trace_context: Option<TraceContext>,
+    /// The client declared the Skills extension ([`ClientOptions::skills`]).
+    skills: bool,
+    /// The most pages a listing follows ([`ClientOptions::max_list_pages`]).
+    max_list_pages: usize,
 }
 
 impl std::fmt::Debug for Client {

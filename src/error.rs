@@ -407,6 +407,27 @@ impl Error {
         self.failure.as_ref().is_some_and(Failure::outcome_unknown)
     }
 
+    /// For a [`ServerError`](ErrorKind::ServerError) with code `-32042`
+    /// (`URLElicitationRequiredError`, 2025-11-25): the URL elicitations the server needs
+    /// completed before the request can be made again, checked as
+    /// [`InputHandler::elicit_url`](crate::InputHandler::elicit_url)'s are. The request did not
+    /// run (the server refused it before), so a host may present them and, once the user is
+    /// done, make the request again. `None` for any other error; an error when the server's
+    /// list breaks the rules.
+    pub fn url_elicitations(&self) -> Option<Result<Vec<crate::client::UrlElicitation>, String>> {
+        let failure = self.failure.as_ref()?;
+        match failure.kind {
+            FailureKind::ServerError { code }
+                if code == crate::mcp::error_code::URL_ELICITATION_REQUIRED =>
+            {
+                Some(crate::connection::input::required_elicitations(
+                    failure.data().unwrap_or("null"),
+                ))
+            }
+            _ => None,
+        }
+    }
+
     /// For a [`RateLimited`](ErrorKind::RateLimited) error: how long the server asked the
     /// client to wait before trying again (its `Retry-After`, an HTTP-date turned into a
     /// wait); `None` when it did not say, and for every other error.

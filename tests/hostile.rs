@@ -358,26 +358,32 @@ async fn hostile_drip_one_byte_every_50_ms_ends_at_the_binding_timeout() {
 
 // === Server requests during the call ============================================================
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn hostile_sampling_request_mid_call_is_answered_and_the_call_goes_on() {
-    let (result, elapsed, server) = call_server(|req| {
-        let sampling = json!({"jsonrpc": "2.0", "id": "s-1", "method": "sampling/createMessage",
-            "params": {"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
-                       "maxTokens": 5}});
-        let done = rpc_result(
-            req,
-            json!({"content": [{"type": "text", "text": "done anyway"}]}),
-        );
+/// A binding call whose server sends `request` on the call's stream, then, 300 ms later, a
+/// text result.
+async fn server_request_then_text(
+    request: Value,
+    text: &'static str,
+) -> (ToolResult, Duration, FaultServer) {
+    call_server(move |req| {
+        let done = rpc_result(req, json!({"content": [{"type": "text", "text": text}]}));
         Reply::sse_steps(
             200,
             vec![
-                Step::text(&sse_event(&sampling)),
+                Step::text(&sse_event(&request)),
                 Step::delay_ms(300),
                 Step::text(&sse_event(&done)),
             ],
         )
     })
-    .await;
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_sampling_request_mid_call_is_answered_and_the_call_goes_on() {
+    let sampling = json!({"jsonrpc": "2.0", "id": "s-1", "method": "sampling/createMessage",
+        "params": {"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
+                   "maxTokens": 5}});
+    let (result, elapsed, server) = server_request_then_text(sampling, "done anyway").await;
     assert_succeeded(&result);
     assert_eq!(
         result.content(),
@@ -405,10 +411,20 @@ async fn hostile_sampling_request_mid_call_is_answered_and_the_call_goes_on() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_elicitation_request_mid_call_fails_it_with_an_unknown_outcome() {
-    let (result, elapsed, server) = call_server(|_| {
-        let elicit = json!({"jsonrpc": "2.0", "id": "e-1", "method": "elicitation/create",
-            "params": {"message": "Delete everything?",
-                       "requestedSchema": {"type": "object", "properties": {}}}});
+    let elicit = json!({"jsonrpc": "2.0", "id": "e-1", "method": "elicitation/create",
+        "params": {"message": "Delete everything?",
+                   "requestedSchema": {"type": "object", "properties": {}}}});
+    elicitation_ends_the_call(elicit).await;
+}
+
+/// A binding call whose server sends `elicit` (id `e-1` or `u-1`) on the call's stream and
+/// hangs: the call ends at once with its outcome unknown, is cancelled on the wire, and the
+/// server's request is answered too (with an error: this client does not elicit). Returns
+/// the six requests the server saw: initialize, initialized, the call, the cancel, the
+/// answer, DELETE.
+async fn elicitation_ends_the_call(elicit: Value) -> Vec<Recorded> {
+    let id = elicit["id"].clone();
+    let (result, elapsed, server) = call_server(move |_| {
         Reply::sse_steps(200, vec![Step::text(&sse_event(&elicit)), Step::Hang])
     })
     .await;
@@ -421,15 +437,75 @@ async fn hostile_elicitation_request_mid_call_fails_it_with_an_unknown_outcome()
     );
     let (cancelled, call) = cancelled_and_call(&server).await;
     assert_eq!(cancelled["params"]["requestId"], call["id"]);
-    // The server's request is answered too (with an error: this client does not elicit).
-    // Six requests: initialize, initialized, the call, the cancel, the answer, DELETE.
     let requests = server.wait_for_requests(6, WAIT).await;
     let answer = requests
         .iter()
         .filter_map(Recorded::json)
-        .find(|m| m["id"] == "e-1" && m.get("method").is_none())
+        .find(|m| m["id"] == id && m.get("method").is_none())
         .expect("the elicitation request was answered");
     assert!(answer["error"]["code"].is_i64(), "{answer}");
+    requests
+}
+
+/// The binding layer declares no input capability and answers no server input (SPEC.md): a
+/// URL-mode elicitation mid-call ends the call as any elicitation does, with its outcome
+/// unknown; no handler ever sees its URL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_url_elicitation_mid_call_fails_it_with_an_unknown_outcome() {
+    let elicit = json!({"jsonrpc": "2.0", "id": "u-1", "method": "elicitation/create",
+        "params": {"mode": "url", "elicitationId": "e-1", "message": "Connect your account",
+                   "url": "https://mcp.example.com/connect?elicitationId=e-1"}});
+    let requests = elicitation_ends_the_call(elicit).await;
+    let call = posts_of(&requests, "tools/call")[0].json().unwrap();
+    assert!(
+        call["params"]["_meta"]
+            .get("io.modelcontextprotocol/clientCapabilities")
+            .is_none()
+            && posts_of(&requests, "initialize")[0].json().unwrap()["params"]["capabilities"]
+                .get("elicitation")
+                .is_none(),
+        "no elicitation declared"
+    );
+}
+
+/// A sampling request with tools mid-call gets -32601 like any other, and the call goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_sampling_with_tools_mid_call_is_answered_and_the_call_goes_on() {
+    let sampling = json!({"jsonrpc": "2.0", "id": "s-2", "method": "sampling/createMessage",
+        "params": {"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
+                   "tools": [{"name": "rm", "inputSchema": {"type": "object"}}],
+                   "toolChoice": {"mode": "required"}, "maxTokens": 5}});
+    let (result, _, server) = server_request_then_text(sampling, "went on").await;
+    assert_succeeded(&result);
+    let answer = server
+        .requests()
+        .iter()
+        .filter_map(Recorded::json)
+        .find(|m| m["id"] == "s-2" && m.get("method").is_none())
+        .expect("answered");
+    assert_eq!(answer["error"]["code"], -32601, "{answer}");
+}
+
+/// A `-32042` (URL elicitation required, 2025-11-25) answer to `req` that lists one URL
+/// elicitation with id `elicitation_id`.
+pub(crate) fn url_elicitation_required(req: &Recorded, elicitation_id: &str) -> Reply {
+    Reply::json(
+        200,
+        json!({"jsonrpc": "2.0", "id": req.jsonrpc_id(), "error": {"code": -32042,
+            "message": "This request requires more information.",
+            "data": {"elicitations": [{"mode": "url", "elicitationId": elicitation_id,
+                "url": format!("https://mcp.example.com/connect?elicitationId={elicitation_id}"),
+                "message": "Authorization is required."}]}}}),
+    )
+}
+
+/// `-32042` (URL elicitation required, 2025-11-25) is the server's refusal before the tool
+/// ran: the binding call fails with its outcome known, and is not sent again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_url_elicitation_required_error_is_a_known_refusal() {
+    let (result, elapsed, server) = call_server(|req| url_elicitation_required(req, "e-2")).await;
+    assert_failed_at_once(&result, elapsed, "server_error", false, "-32042");
+    assert_eq!(posts_of(&server.requests(), "tools/call").len(), 1);
 }
 
 // === Connecting =================================================================================

@@ -870,11 +870,13 @@ async fn everything_legacy_sse_close_ends_the_stream() {
 // --- ts2_server.mjs on the official TypeScript SDK v2 ------------------------------------------
 
 /// Every tool `ts2_server.mjs` has.
-const TS2_TOOLS: [&str; 8] = [
+const TS2_TOOLS: [&str; 10] = [
     "add",
     "confirm",
     "echo",
     "fail",
+    "link_account",
+    "plan_weather",
     "region_echo",
     "rounds",
     "slow_progress",

@@ -237,6 +237,12 @@ impl Client {
         if options.tasks {
             options.session.capabilities.declare_tasks();
         }
+        if options.skills {
+            options
+                .session
+                .capabilities
+                .declare_extension(crate::connection::SKILLS_EXTENSION);
+        }
         let (mut connection, auth) = match http {
             Some((exchange, pool)) => {
                 let log = exchange.config().wire_log.clone();
@@ -323,6 +329,8 @@ impl Client {
             shared,
             session_id: connected.session_id,
             trace_context: options.trace_context.clone(),
+            skills: options.skills,
+            max_list_pages: options.max_list_pages,
         })
     }
 }

@@ -13,7 +13,9 @@ use super::auth;
 use super::era::{EraCache, Verdict};
 use super::options::InputHandler;
 use super::reply;
-use crate::connection::{CallTool, Connected, Connection, OpError, OpId, Outcome, Output};
+use crate::connection::{
+    CallTool, Connected, Connection, InputKind, OpError, OpId, Outcome, Output,
+};
 use crate::exchange::{Refusal, StreamId};
 use crate::idmap::IdMap;
 use crate::jsonrpc::{Id, Notification, Request};
@@ -77,7 +79,7 @@ pub(super) enum Command {
     /// The input handler's answer to a 2025-era server request.
     Answer {
         id: Id,
-        answer: Result<serde_json::Value, String>,
+        answer: Result<serde_json::Value, NoAnswer>,
     },
     /// The input handler's answers to an `input_required` round.
     Input {
@@ -344,9 +346,13 @@ impl Driver {
                     self.connection.cancel(op, &reason, now);
                 }
             }
-            Command::Answer { id, answer } => {
-                self.connection.answer_server_request(&id, answer, now);
-            }
+            Command::Answer { id, answer } => match answer {
+                Ok(answer) => self.connection.answer_server_request(&id, Ok(answer), now),
+                Err(NoAnswer::Declined) => self.connection.decline_server_request(&id, now),
+                Err(NoAnswer::Failed(why)) => {
+                    self.connection.answer_server_request(&id, Err(why), now)
+                }
+            },
             Command::Input { op, answers } => {
                 self.prepare_bearer();
                 self.connection.answer_input(op, answers, now);
@@ -501,8 +507,17 @@ impl Driver {
                     entry.reply.task(update);
                 }
             }
-            Output::Input { op, requests } => self.on_input(op, requests),
-            Output::ServerRequest(request) => self.on_server_request(request),
+            Output::Input {
+                op,
+                requests,
+                kinds,
+            } => self.on_input(op, requests, kinds),
+            Output::ServerRequest(request, kind) => self.on_server_request(request, kind),
+            Output::ElicitationComplete(id) => {
+                if let Some(handler) = &self.input_handler {
+                    handler.elicitation_complete(&id);
+                }
+            }
             Output::Refused(refusal) => {
                 // RFC 9449 section 9: a nonce for the proof, not a refused token: sent again
                 // once with the same token and a new proof.
@@ -557,7 +572,7 @@ impl Driver {
 
     /// An `input_required` round: the handler answers each request in turn (it may wait on a
     /// person), in a task whose answers come back as a command.
-    fn on_input(&mut self, op: OpId, requests: Vec<InputRequest>) {
+    fn on_input(&mut self, op: OpId, requests: Vec<InputRequest>, kinds: Vec<InputKind>) {
         let Some(handler) = self.input_handler.clone() else {
             self.connection.answer_input(
                 op,
@@ -570,9 +585,9 @@ impl Driver {
         tokio::spawn(async move {
             let mut answered = JsonObject::new();
             let mut outcome = Ok(());
-            for request in requests {
+            for (request, kind) in requests.into_iter().zip(kinds) {
                 let key = request.key.clone();
-                match handler.answer(request).await {
+                match answer_one(&*handler, request, kind).await {
                     Ok(answer) => {
                         answered.insert(key, answer);
                     }
@@ -593,7 +608,7 @@ impl Driver {
     }
 
     /// A 2025-era server request for input: the handler answers it in a task of its own.
-    fn on_server_request(&mut self, request: Request<'static>) {
+    fn on_server_request(&mut self, request: Request<'static>, kind: InputKind) {
         let id = request.id.clone();
         let Some(handler) = self.input_handler.clone() else {
             // Not forwarded without a handler (the machine answers those itself).
@@ -608,8 +623,54 @@ impl Driver {
             params: request.params.map(|p| p.into_owned()),
         };
         tokio::spawn(async move {
-            let answer = handler.answer(input).await.map_err(|e| e.to_string());
+            let answer = answer_one(&*handler, input, kind).await;
             let _ = answers.send(Command::Answer { id, answer }).await;
         });
+    }
+}
+
+/// Why the handler gave no answer to a request for input.
+#[derive(Debug)]
+pub(super) enum NoAnswer {
+    /// The user declined a sampling request (`-1` at 2025-era revisions).
+    Declined,
+    /// The handler failed, or its answer broke the request's rules.
+    Failed(String),
+}
+
+impl std::fmt::Display for NoAnswer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NoAnswer::Declined => f.write_str("the user declined the sampling request"),
+            NoAnswer::Failed(why) => f.write_str(why),
+        }
+    }
+}
+
+/// Asks the handler the method its kind calls for, and checks a sampling answer against
+/// its request.
+async fn answer_one(
+    handler: &dyn InputHandler,
+    request: InputRequest,
+    kind: InputKind,
+) -> Result<serde_json::Value, NoAnswer> {
+    let failed =
+        |error: Box<dyn std::error::Error + Send + Sync>| NoAnswer::Failed(error.to_string());
+    match kind {
+        InputKind::Plain => handler.answer(request).await.map_err(failed),
+        InputKind::Url(elicitation) => handler
+            .elicit_url(elicitation)
+            .await
+            .map(|action| action.to_result())
+            .map_err(failed),
+        InputKind::ToolSampling(sampling) => {
+            let rules = sampling.clone();
+            match handler.sample_with_tools(*sampling).await.map_err(failed)? {
+                Some(answer) => rules.answer_json(&answer).map_err(|why| {
+                    NoAnswer::Failed(format!("the sampling answer is refused: {why}"))
+                }),
+                None => Err(NoAnswer::Declined),
+            }
+        }
     }
 }

@@ -26,6 +26,9 @@ use tokio::sync::{Notify, mpsc};
 
 use super::auth;
 use super::{EraCache, ListCache};
+#[cfg(doc)]
+use crate::connection::SamplingContent;
+use crate::connection::{ElicitAction, SamplingAnswer, ToolSampling, UrlElicitation};
 use crate::jsonrpc::Notification;
 use crate::mcp::modern::InputRequest;
 use crate::mcp::{
@@ -90,6 +93,10 @@ pub struct ClientOptions {
     /// deadline; `tasks/cancel` when the call is cancelled or its deadline passes). Off by
     /// default: a server then makes no task of a call.
     pub tasks: bool,
+    /// Speak the Skills extension (`io.modelcontextprotocol/skills`, SEP-2640): declare it
+    /// under `capabilities.extensions`, and allow [`Client::list_skills`](crate::Client::list_skills)
+    /// and the other skills methods against a server that declares it too. Off by default.
+    pub skills: bool,
 }
 
 impl std::fmt::Debug for ClientOptions {
@@ -104,6 +111,7 @@ impl std::fmt::Debug for ClientOptions {
             .field("auth", &self.auth)
             .field("trace_context", &self.trace_context)
             .field("tasks", &self.tasks)
+            .field("skills", &self.skills)
             .finish_non_exhaustive()
     }
 }
@@ -125,6 +133,7 @@ impl Default for ClientOptions {
             trace_context: None,
             handshake_trace: None,
             tasks: false,
+            skills: false,
         }
     }
 }
@@ -140,17 +149,70 @@ pub type InputFuture = Pin<
     >,
 >;
 
+/// What [`InputHandler::elicit_url`] answers: the user's choice, or why there is none.
+pub type ElicitFuture = Pin<
+    Box<dyn Future<Output = Result<ElicitAction, Box<dyn std::error::Error + Send + Sync>>> + Send>,
+>;
+
+/// What [`InputHandler::sample_with_tools`] answers: the assistant's message, `None` when the
+/// user declined, or why there is none.
+pub type SamplingFuture = Pin<
+    Box<
+        dyn Future<
+                Output = Result<Option<SamplingAnswer>, Box<dyn std::error::Error + Send + Sync>>,
+            > + Send,
+    >,
+>;
+
 /// What a host plugs in to answer a server's requests for input during a call
 /// (`elicitation/create`, `sampling/createMessage`, `roots/list`; 2026-07-28
 /// `basic/patterns/input-required.mdx`). One trait for all three; the client declares exactly
 /// [`capabilities`](InputHandler::capabilities), so a server asks only for what the handler
 /// serves.
+///
+/// Each request is checked against those capabilities before the handler sees it, in both
+/// eras: one in a mode or with a feature the handler did not declare, or one that breaks the
+/// spec's rules, is refused (`-32602` to a 2025-era server; at 2026-07-28 the call fails as a
+/// protocol error). What passes goes to one method:
+///
+/// | request | method |
+/// | --- | --- |
+/// | a form elicitation, sampling without tools, `roots/list` | [`answer`](InputHandler::answer), as sent |
+/// | a URL-mode elicitation (declare `elicitation.url`) | [`elicit_url`](InputHandler::elicit_url), typed and checked |
+/// | sampling with tools (declare `sampling.tools`) | [`sample_with_tools`](InputHandler::sample_with_tools), typed and checked |
+///
+/// The two typed methods decline by default, so a handler written before them is unchanged.
 pub trait InputHandler: Send + Sync {
     /// What the handler can answer, declared in every request's `_meta` (and in `initialize`).
     fn capabilities(&self) -> ClientCapabilities;
     /// Answers one request with the result for its method (an `ElicitResult`,
     /// `CreateMessageResult` or `ListRootsResult` as JSON). An error fails the call.
     fn answer(&self, request: InputRequest) -> InputFuture;
+    /// Answers a URL-mode elicitation (SEP-1036): ask the user's consent to open
+    /// [`url`](UrlElicitation::url) (never open or fetch it without), and answer with their
+    /// choice. Accepting means consent, not that the interaction is over: at 2025-11-25 the
+    /// server may say so later ([`elicitation_complete`](InputHandler::elicitation_complete)).
+    /// By default: [`ElicitAction::Decline`].
+    fn elicit_url(&self, request: UrlElicitation) -> ElicitFuture {
+        let _ = request;
+        Box::pin(async { Ok(ElicitAction::Decline) })
+    }
+    /// Answers a sampling request that offers tools (SEP-1577) with the model's message,
+    /// which may use the request's tools ([`SamplingContent::ToolUse`]). The answer is checked
+    /// against the request (its tools, its [`ToolChoice`](crate::client::ToolChoice)) before it is
+    /// sent; one that breaks the rules is an error. `None`: the user declined (`-1` to a
+    /// 2025-era server; at 2026-07-28 the call fails). By default: `None`.
+    fn sample_with_tools(&self, request: ToolSampling) -> SamplingFuture {
+        let _ = request;
+        Box::pin(async { Ok(None) })
+    }
+    /// The server says the URL elicitation with this id, which
+    /// [`elicit_url`](InputHandler::elicit_url) was given, is complete
+    /// (`notifications/elicitation/complete`, 2025-11-25). Told once per id; ids the handler
+    /// was never given are not passed on. By default: nothing.
+    fn elicitation_complete(&self, elicitation_id: &str) {
+        let _ = elicitation_id;
+    }
 }
 
 /// A handle that cancels a call from anywhere (another task, a signal handler).

@@ -33,7 +33,9 @@
 //! ```
 
 mod headers;
+pub(crate) mod input;
 mod ops;
+pub(crate) mod skills;
 pub(crate) mod task;
 #[cfg(test)]
 mod tests;
@@ -62,8 +64,16 @@ use crate::session::{
 };
 
 pub(crate) use headers::HeaderBook;
+pub(crate) use input::InputKind;
+pub use input::{
+    ElicitAction, SamplingAnswer, SamplingContent, SamplingMessage, StopReason, ToolChoice,
+    ToolResultContent, ToolSampling, ToolUse, UrlElicitation,
+};
 pub use ops::ListCache;
 pub(crate) use ops::{CallArguments, CallTool, ListCacheRef};
+pub use skills::{
+    DirectoryEntry, RejectedSkill, SKILLS_EXTENSION, Skill, SkillFile, SkillList, SkillsCapability,
+};
 
 /// Names an operation started on a [`Connection`]; its progress and its end carry it.
 pub(crate) type OpId = u64;
@@ -175,6 +185,8 @@ pub(crate) enum Output {
         op: OpId,
         /// What the server asks.
         requests: Vec<crate::mcp::modern::InputRequest>,
+        /// What kind of input each of `requests` is, checked (in the same order).
+        kinds: Vec<InputKind>,
     },
     /// A call became a task, or its task's status changed.
     TaskStatus {
@@ -185,7 +197,10 @@ pub(crate) enum Output {
     },
     /// A 2025-era request of the server's for input, to answer with
     /// [`Connection::answer_server_request`].
-    ServerRequest(Request<'static>),
+    ServerRequest(Request<'static>, InputKind),
+    /// The server says a URL elicitation it asked for (and the host saw) is complete
+    /// (`notifications/elicitation/complete`, 2025-11-25), by its `elicitationId`.
+    ElicitationComplete(String),
     /// The server refused a request's credentials before running it: answer with
     /// [`Connection::resend`] (a new token) or [`Connection::reject`].
     Refused(Refusal),
@@ -268,7 +283,16 @@ pub(crate) struct Connection {
     /// [`close`](Connection::close) was asked for while a detached request (a task's
     /// `tasks/cancel`) was in flight: it closes once that is over.
     close_deferred: bool,
+    /// What the client declared it answers: a server's request for input is checked against
+    /// it before the host sees it.
+    declared: crate::mcp::ClientCapabilities,
+    /// The ids of the URL elicitations handed to the host and not yet complete, oldest first
+    /// (at most [`MAX_OPEN_ELICITATIONS`]): a completion naming any other id is ignored.
+    open_elicitations: VecDeque<String>,
 }
+
+/// The most URL elicitations remembered for their completion notifications.
+const MAX_OPEN_ELICITATIONS: usize = 64;
 
 /// The most tokens remembered for redaction beyond the fixed secrets.
 const MAX_SENT_TOKENS: usize = 32;
@@ -293,6 +317,8 @@ impl Connection {
         let fixed_secrets = secrets.len();
         Connection {
             relisted: Vec::new(),
+            declared: config.capabilities.clone(),
+            open_elicitations: VecDeque::new(),
             session: Session::new(config),
             link,
             limits,
@@ -423,6 +449,68 @@ impl Connection {
         self.flush(now);
     }
 
+    /// Checks the requests of an `input_required` round (2026-07-28, where `elicitationId` is
+    /// optional) against what the client declared: their kinds, in order, or why one is
+    /// refused.
+    pub(crate) fn classify_inputs(
+        &mut self,
+        requests: &[crate::mcp::modern::InputRequest],
+    ) -> Result<Vec<InputKind>, input::Refusal> {
+        let kinds = requests
+            .iter()
+            .map(|r| {
+                input::classify(&r.method, r.params.as_deref(), &self.declared, false).map_err(
+                    |refusal| input::Refusal(format!("inputRequests {:?}: {refusal}", r.key)),
+                )
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        for kind in &kinds {
+            self.note_elicitation(kind);
+        }
+        Ok(kinds)
+    }
+
+    /// Remembers the id of a URL elicitation handed to the host, for its completion.
+    fn note_elicitation(&mut self, kind: &InputKind) {
+        let InputKind::Url(elicitation) = kind else {
+            return;
+        };
+        let Some(id) = elicitation.elicitation_id() else {
+            return;
+        };
+        if self.open_elicitations.iter().any(|open| open == id) {
+            return;
+        }
+        if self.open_elicitations.len() >= MAX_OPEN_ELICITATIONS {
+            self.open_elicitations.pop_front();
+        }
+        self.open_elicitations.push_back(id.to_owned());
+    }
+
+    /// `notifications/elicitation/complete`: told to the host once, for an id it was handed;
+    /// unknown and already-completed ids are ignored (`client/elicitation.mdx`).
+    fn on_elicitation_complete(&mut self, params: Option<&RawValue>) {
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Complete {
+            elicitation_id: String,
+        }
+        let Some(complete) =
+            params.and_then(|raw| serde_json::from_str::<Complete>(raw.get()).ok())
+        else {
+            return;
+        };
+        if let Some(at) = self
+            .open_elicitations
+            .iter()
+            .position(|open| *open == complete.elicitation_id)
+        {
+            self.open_elicitations.remove(at);
+            self.outputs
+                .push_back(Output::ElicitationComplete(complete.elicitation_id));
+        }
+    }
+
     /// The host's answer to a 2025-era server request (its result), or why it has none
     /// (answered as an internal error).
     pub(crate) fn answer_server_request(
@@ -443,6 +531,14 @@ impl Connection {
                 )
             });
         self.session.answer_server_request(id, answer);
+        self.flush(now);
+    }
+
+    /// The user declined a 2025-era sampling request: answered with `-1`, as
+    /// `client/sampling.mdx` ("Error Handling") says.
+    pub(crate) fn decline_server_request(&mut self, id: &Id, now: Instant) {
+        let error = ErrorObject::new(-1, "User rejected sampling request");
+        self.session.answer_server_request(id, Err(error));
         self.flush(now);
     }
 
@@ -806,6 +902,9 @@ impl Connection {
                 }
             }
             session::Output::Notification(notification) => {
+                if notification.method == methods::ELICITATION_COMPLETE {
+                    self.on_elicitation_complete(notification.params.as_deref());
+                }
                 if notification.method == methods::TASKS_STATUS {
                     self.on_task_notification(notification.params.as_deref(), now);
                 }
@@ -817,7 +916,29 @@ impl Connection {
                 self.outputs.push_back(Output::Notification(notification));
             }
             session::Output::ServerRequest(request) => {
-                self.outputs.push_back(Output::ServerRequest(request));
+                // A 2025-era revision: URL elicitations carry their id from 2025-11-25 on.
+                let require_id = self
+                    .session
+                    .protocol_version()
+                    .is_some_and(ProtocolVersion::has_url_elicitation);
+                match input::classify(
+                    &request.method,
+                    request.params.as_deref(),
+                    &self.declared,
+                    require_id,
+                ) {
+                    Ok(kind) => {
+                        self.note_elicitation(&kind);
+                        self.outputs.push_back(Output::ServerRequest(request, kind));
+                    }
+                    Err(refusal) => {
+                        let error = ErrorObject::new(
+                            crate::jsonrpc::INVALID_PARAMS,
+                            format!("the client refuses the request: {refusal}"),
+                        );
+                        self.session.answer_server_request(&request.id, Err(error));
+                    }
+                }
             }
         }
     }

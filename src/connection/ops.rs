@@ -648,9 +648,25 @@ impl Connection {
             );
             return self.end(op, Err(error));
         }
+        let kinds = match self.classify_inputs(&requests) {
+            Ok(kinds) => kinds,
+            Err(refusal) => {
+                let error = answered(
+                    FailureKind::Protocol,
+                    format!(
+                        "the server asks for input against the client's capabilities: {refusal}"
+                    ),
+                );
+                return self.end(op, Err(error));
+            }
+        };
+        let Some(call) = self.call_op(op) else { return };
         call.waiting = Some((asked, request_state));
-        self.outputs
-            .push_back(super::Output::Input { op, requests });
+        self.outputs.push_back(super::Output::Input {
+            op,
+            requests,
+            kinds,
+        });
     }
 
     /// The host's answers to an `input_required` round (each under its request's key), or

@@ -142,15 +142,24 @@ impl Pair {
         trace: Option<crate::mcp::TraceContext>,
         server: Server,
     ) -> Pair {
+        let session = session::Config {
+            era,
+            ..session::Config::default()
+        };
+        Pair::with_session(session, trace, server)
+    }
+
+    /// A pair whose session has `session` for its configuration.
+    fn with_session(
+        session: session::Config,
+        trace: Option<crate::mcp::TraceContext>,
+        server: Server,
+    ) -> Pair {
         let Ok(mut config) = HttpConfig::new("http://127.0.0.1:9/mcp") else {
             unreachable!("a valid URL");
         };
         config.bearer_token = Some(Secret::new(TOKEN));
         let secrets = config.secrets();
-        let session = session::Config {
-            era,
-            ..session::Config::default()
-        };
         let connection = Connection::http(session, Exchange::new(config, 1), limits(), secrets);
         let mut pair = Pair {
             connection,
@@ -505,6 +514,7 @@ fn an_input_required_round_asks_the_host_and_echoes_the_request_state() {
         Output::Input {
             op: asked,
             requests,
+            ..
         } if *asked == op => Some(requests),
         _ => None,
     });
@@ -1212,3 +1222,6 @@ fn a_2025_session_call_answered_503_fails_rate_limited_and_the_session_goes_on()
 
 #[path = "tests_tasks.rs"]
 mod tasks;
+
+#[path = "tests_input.rs"]
+mod input_rounds;

@@ -285,19 +285,20 @@ impl Harness {
                     );
                     assert!(!format!("{update:?}").contains(TOKEN), "{update:?}");
                 }
-                Output::Input { op, requests } => {
+                Output::Input { op, requests, .. } => {
                     let mut answers = JsonObject::new();
                     for request in requests {
                         answers.insert(request.key, serde_json::json!({"action": "accept"}));
                     }
                     self.connection.answer_input(op, Ok(answers), self.now);
                 }
-                Output::ServerRequest(request) => {
+                Output::ServerRequest(request, _) => {
                     let answer = Ok(serde_json::json!({}));
                     self.connection
                         .answer_server_request(&request.id, answer, self.now);
                 }
                 Output::Warning(text) => assert!(!text.contains(TOKEN), "{text}"),
+                Output::ElicitationComplete(id) => assert!(!id.contains(TOKEN), "{id}"),
                 // Handed to the host as the server sent them, as logging is.
                 Output::Notification(_) => {}
                 Output::Done { op, outcome } => {

@@ -28,13 +28,19 @@ impl super::ClientCapabilities {
         if self.tasks.is_none() {
             self.tasks = Some(serde_json::json!({}));
         }
+        self.declare_extension(TASKS_EXTENSION);
+    }
+
+    /// Declares extension `id` (with no settings) under `extensions`, unless the
+    /// capabilities already declare it.
+    pub(crate) fn declare_extension(&mut self, id: &str) {
         let extensions = self
             .extra
             .entry("extensions")
             .or_insert_with(|| serde_json::json!({}));
         if let Some(extensions) = extensions.as_object_mut() {
             extensions
-                .entry(TASKS_EXTENSION)
+                .entry(id)
                 .or_insert_with(|| serde_json::json!({}));
         }
     }

@@ -168,7 +168,7 @@ impl ProtocolVersion {
         self.at_least(Self::V2025_06_18)
     }
 
-    #[cfg(test)]
+    #[cfg(any(test, feature = "client"))]
     /// Whether the revision defines URL-mode elicitation and error `-32042` (2025-11-25).
     pub(crate) const fn has_url_elicitation(self) -> bool {
         // 2026-07-28 retired -32042 with server-to-client requests.

@@ -1203,7 +1203,9 @@ impl Session {
             | methods::TOOLS_LIST_CHANGED
             | methods::RESOURCES_LIST_CHANGED
             | methods::RESOURCES_UPDATED
-            | methods::PROMPTS_LIST_CHANGED => {
+            | methods::PROMPTS_LIST_CHANGED
+            // The connection tells the host's input handler of the ids it was given.
+            | methods::ELICITATION_COMPLETE => {
                 self.outputs
                     .push_back(Output::Notification(notification.into_owned()));
             }

@@ -43,11 +43,19 @@
 //                                  (else an isError result says so). Without the elicitation
 //                                  capability in the request: 400 -32021. 2025: an isError result
 //                                  (the SDK cannot send elicitation/create on the stateless path)
+//   link_account {url}             2026-07-28: `input_required` with a URL-mode elicitation (key
+//                                  "link", no elicitationId), then "link: ACTION"
+//   plan_weather {city}            2026-07-28: `input_required` with sampling/createMessage offering a
+//                                  get_weather tool, toolChoice required (key "plan"), then
+//                                  "stop REASON; uses: NAME INPUT, ..." from the answer
 //   rounds {count?=2}              2026-07-28: `count` rounds of `input_required` that carry only a
 //                                  requestState ("round k of count"), then "done after count rounds";
 //                                  2025: the SDK runs the rounds itself, one plain result
 //   tools_changed {}               publishes notifications/tools/list_changed to open
 //                                  subscriptions/listen streams (2026-07-28)
+//
+// Skills (io.modelcontextprotocol/skills, with directoryRead; both eras): skill://git-workflow
+// (SKILL.md, references/GUIDE.md) and skill://acme/refunds (SKILL.md), one per skills/list page.
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import { readFileSync } from 'node:fs';
@@ -114,6 +122,7 @@ function load(pkg) {
 }
 const { McpServer, createMcpHandler, inputRequired, acceptedContent, inputResponse } = load('@modelcontextprotocol/server');
 const { toNodeHandler, localhostHostValidation, localhostOriginValidation } = load('@modelcontextprotocol/node');
+const { SkillCatalog, memorySkillFiles } = load('@modelcontextprotocol/server/ext/skills');
 const { z } = load('zod');
 // The package's exports do not list its package.json: read it from the folder.
 const sdkVersion = JSON.parse(
@@ -129,6 +138,16 @@ const confirmState = action => `{"tool": "confirm", "action": ${JSON.stringify(a
 const confirmSchema = z.object({ confirmed: z.boolean().meta({ title: 'Go ahead?' }) });
 
 let handler; // set below; the tools_changed tool publishes through it
+
+// The Skills extension (SEP-2640, the SDK's ext/skills): two skills from memory, one page each
+// (pageSize 1, so a client follows cursors), with directoryRead.
+const skillFiles = {
+  'git-workflow/SKILL.md': '---\nname: git-workflow\ndescription: Follow the team\'s Git conventions\n---\n' +
+    'Branch from main; see references/GUIDE.md.\n',
+  'git-workflow/references/GUIDE.md': '# Guide\n\nOne commit per change.\n',
+  'acme/refunds/SKILL.md': '---\nname: refunds\ndescription: Process refund requests\nlicense: MIT\n---\nAsk for the order id.\n'
+};
+const skills = await SkillCatalog.load(memorySkillFiles(skillFiles), { pageSize: 1 });
 
 function registerTools(server) {
   server.registerTool('echo', {
@@ -211,6 +230,50 @@ function registerTools(server) {
     return text(`${content.confirmed ? 'confirmed' : 'not confirmed'}: ${action}`);
   });
 
+  server.registerTool('link_account', {
+    description: 'Asks the client to open `url` (2026-07-28: input_required with a URL-mode ' +
+      'elicitation, key "link"), then says what the user chose.',
+    inputSchema: z.object({ url: z.string() })
+  }, async ({ url }, ctx) => {
+    const answer = inputResponse(ctx.mcpReq.inputResponses, 'link');
+    if (answer.kind === 'missing') {
+      return inputRequired({
+        inputRequests: { link: inputRequired.elicitUrl({ message: 'Link your account to go on.', url }) }
+      });
+    }
+    if (answer.kind !== 'elicit') return { ...text(`not an elicitation answer: ${answer.kind}`), isError: true };
+    return text(`link: ${answer.action}`);
+  });
+
+  server.registerTool('plan_weather', {
+    description: 'Asks the client\'s model for a plan with a get_weather tool (2026-07-28: ' +
+      'input_required with sampling/createMessage offering tools, toolChoice required, key "plan"), ' +
+      'then describes the tool uses it got.',
+    inputSchema: z.object({ city: z.string() })
+  }, async ({ city }, ctx) => {
+    const answer = inputResponse(ctx.mcpReq.inputResponses, 'plan');
+    if (answer.kind === 'missing') {
+      return inputRequired({
+        inputRequests: {
+          plan: inputRequired.createMessage({
+            messages: [{ role: 'user', content: { type: 'text', text: `What is the weather in ${city}?` } }],
+            tools: [{
+              name: 'get_weather',
+              description: 'Current weather for a city',
+              inputSchema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] }
+            }],
+            toolChoice: { mode: 'required' },
+            maxTokens: 200
+          })
+        }
+      });
+    }
+    if (answer.kind !== 'sampling') return { ...text(`not a sampling answer: ${answer.kind}`), isError: true };
+    const blocks = Array.isArray(answer.result.content) ? answer.result.content : [answer.result.content];
+    const uses = blocks.filter(b => b?.type === 'tool_use').map(b => `${b.name} ${JSON.stringify(b.input)}`);
+    return text(`stop ${answer.result.stopReason}; uses: ${uses.join(', ')}`);
+  });
+
   server.registerTool('rounds', {
     description: 'Answers input_required with only a requestState `count` times, then completes.',
     inputSchema: z.object({ count: z.number().int().min(0).max(100).default(2) })
@@ -250,6 +313,7 @@ function buildServer() {
     }
   );
   registerTools(server);
+  skills.attach(server);
   return server;
 }
 

@@ -108,6 +108,31 @@ impl Connection {
     /// Carries out what the task's polling machine says.
     fn task_step(&mut self, op: OpId, step: Step, now: Instant) {
         let answers_input = self.limits.answers_input;
+        let kinds = match &step {
+            Step::Input(requests) if answers_input => match self.classify_inputs(requests) {
+                Ok(kinds) => kinds,
+                Err(refusal) => {
+                    let task_id = match self.ops.get(&op) {
+                        Some(Op::Call(call)) => call
+                            .task
+                            .as_deref()
+                            .map(|run| run.poll.task_id().to_owned())
+                            .unwrap_or_default(),
+                        _ => return,
+                    };
+                    let error = answered(
+                        FailureKind::Protocol,
+                        format!(
+                            "the server's task {task_id:?} asks for input against the client's \
+                             capabilities: {refusal}"
+                        ),
+                    );
+                    self.cancel_task(op, now);
+                    return self.end_task(op, Err(with_task(error, &task_id)));
+                }
+            },
+            _ => Vec::new(),
+        };
         let Some(Op::Call(call)) = self.ops.get_mut(&op) else {
             return;
         };
@@ -137,7 +162,11 @@ impl Connection {
                 run.asking = Some(Asking::Update(
                     requests.iter().map(|r| r.key.clone()).collect(),
                 ));
-                self.outputs.push_back(Output::Input { op, requests });
+                self.outputs.push_back(Output::Input {
+                    op,
+                    requests,
+                    kinds,
+                });
             }
             Step::Input(requests) => {
                 let asked = requests
