@@ -482,7 +482,7 @@ async fn rmcp_task_input_is_answered_with_tasks_update_at_2026_07_28() {
 // --- a cut connection -------------------------------------------------------------------------
 
 /// A TCP relay in front of a server that, once a task has been made (a `"resultType":"task"`
-/// answer went through), closes the connection carrying the next `tasks/get` before passing it
+/// or `CreateTaskResult` answer went through), closes the connection carrying the next `tasks/get` before passing it
 /// on: the client must poll again on a new connection. Counts what went through.
 #[derive(Default)]
 struct CutRelay {
@@ -555,7 +555,12 @@ impl CutRelay {
                         Ok(0) | Err(_) => return,
                         Ok(n) => n,
                     };
-                    if String::from_utf8_lossy(&buf[..n]).contains(r#""resultType":"task""#) {
+                    // A task made: the 2026-07-28 extension's answer, or 2025-11-25's
+                    // `CreateTaskResult`.
+                    let chunk = String::from_utf8_lossy(&buf[..n]);
+                    if chunk.contains(r#""resultType":"task""#)
+                        || chunk.contains(r#""task":{"taskId""#)
+                    {
                         relay.task_seen.store(true, Ordering::SeqCst);
                     }
                     if client_write.write_all(&buf[..n]).await.is_err() {
@@ -621,4 +626,62 @@ async fn rmcp_binding_call_survives_a_connection_cut_while_the_task_works() {
         "{events:?}"
     );
     assert_eq!(tasks_started(&server), 1, "{}", server.log_tail(20));
+}
+
+/// The `host:port` of a peer server's URL.
+fn authority(url: &str) -> String {
+    url.strip_prefix("http://")
+        .and_then(|rest| rest.split('/').next())
+        .expect("host:port")
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real peer servers: run scripts/install-peers, then cargo test -- --ignored"]
+async fn everything_binding_call_survives_a_connection_cut_while_the_task_works() {
+    peers::require(Peer::Everything);
+    let server = PeerServer::everything("streamableHttp");
+    let relay = Arc::new(CutRelay::default());
+    let addr = relay.start(authority(&server.url)).await;
+    let url = format!("http://{addr}/mcp");
+    // As `mcp-tools` binds it: server-everything's tool requires task execution.
+    let research = binding(
+        &url,
+        json!({
+            "name": "research",
+            "mcp_tool": "simulate-research-query",
+            "input_schema": {"type": "object", "properties": {"topic": {"type": "string"}}},
+            "task_support": "required",
+            "timeout_seconds": 30,
+        }),
+    );
+    let caller = caller(vec![research]);
+    let (result, events) = tokio::time::timeout(
+        Duration::from_secs(40),
+        call_events(&caller, "research", json!({"topic": "durable calls"})),
+    )
+    .await
+    .expect("the call ends within its binding's timeout");
+    assert_succeeded(&result);
+    let text = result.content()[0]["text"].as_str().unwrap_or_default();
+    assert!(
+        text.starts_with("# Research Report: durable calls"),
+        "{result:?}"
+    );
+    assert!(result.task_id().is_some(), "{result:?}");
+    assert_eq!(relay.cuts.load(Ordering::SeqCst), 1, "the relay cut a poll");
+    assert_eq!(
+        relay.tool_calls.load(Ordering::SeqCst),
+        1,
+        "polling is not re-sending"
+    );
+    assert!(
+        relay.connections.load(Ordering::SeqCst) >= 2,
+        "polled again on a new connection"
+    );
+    assert_eq!(
+        event_statuses(&events).last().map(String::as_str),
+        Some("completed"),
+        "{events:?}"
+    );
 }
