@@ -494,6 +494,21 @@ struct CutRelay {
 }
 
 impl CutRelay {
+    /// One poll was cut, the `tools/call` went out once (polling is not re-sending), and the
+    /// client polled again on a new connection.
+    fn assert_one_poll_cut_and_polled_again(&self) {
+        assert_eq!(self.cuts.load(Ordering::SeqCst), 1, "the relay cut a poll");
+        assert_eq!(
+            self.tool_calls.load(Ordering::SeqCst),
+            1,
+            "polling is not re-sending"
+        );
+        assert!(
+            self.connections.load(Ordering::SeqCst) >= 2,
+            "polled again on a new connection"
+        );
+    }
+
     /// Listens on a free loopback port, relaying to `upstream` (host:port); returns the
     /// relay's address.
     async fn start(self: &Arc<Self>, upstream: String) -> String {
@@ -582,14 +597,9 @@ impl CutRelay {
 async fn rmcp_binding_call_survives_a_connection_cut_while_the_task_works() {
     peers::require(Peer::Rmcp);
     let server = rmcp_tasks();
-    let upstream = server
-        .url
-        .strip_prefix("http://")
-        .and_then(|rest| rest.split('/').next())
-        .expect("host:port")
-        .to_owned();
+    let upstream = server.url.clone();
     let relay = Arc::new(CutRelay::default());
-    let addr = relay.start(upstream).await;
+    let addr = relay.start(authority(&upstream)).await;
     let url = format!("http://{addr}/mcp");
     let caller = caller(vec![steps_binding(&url)]);
     // Ten steps of 100 ms: the task works for a second, polled every 100 ms.
@@ -609,16 +619,7 @@ async fn rmcp_binding_call_survives_a_connection_cut_while_the_task_works() {
         [json!({"type": "text", "text": "cut: completed 10 steps"})]
     );
     assert!(result.task_id().is_some(), "{result:?}");
-    assert_eq!(relay.cuts.load(Ordering::SeqCst), 1, "the relay cut a poll");
-    assert_eq!(
-        relay.tool_calls.load(Ordering::SeqCst),
-        1,
-        "polling is not re-sending"
-    );
-    assert!(
-        relay.connections.load(Ordering::SeqCst) >= 2,
-        "polled again on a new connection"
-    );
+    relay.assert_one_poll_cut_and_polled_again();
     assert!(relay.task_gets.load(Ordering::SeqCst) >= 2);
     assert_eq!(
         event_statuses(&events),
@@ -669,16 +670,7 @@ async fn everything_binding_call_survives_a_connection_cut_while_the_task_works(
         "{result:?}"
     );
     assert!(result.task_id().is_some(), "{result:?}");
-    assert_eq!(relay.cuts.load(Ordering::SeqCst), 1, "the relay cut a poll");
-    assert_eq!(
-        relay.tool_calls.load(Ordering::SeqCst),
-        1,
-        "polling is not re-sending"
-    );
-    assert!(
-        relay.connections.load(Ordering::SeqCst) >= 2,
-        "polled again on a new connection"
-    );
+    relay.assert_one_poll_cut_and_polled_again();
     assert_eq!(
         event_statuses(&events).last().map(String::as_str),
         Some("completed"),
