@@ -30,6 +30,11 @@ mod reply;
 pub use self::reply::{ClientDecoded, decode_reply_as_client};
 
 #[cfg(feature = "client")]
+mod server_input;
+#[cfg(feature = "client")]
+pub use self::server_input::fuzz_server_input;
+
+#[cfg(feature = "client")]
 mod task;
 #[cfg(feature = "client")]
 pub use self::task::fuzz_task_poll;

@@ -55,6 +55,12 @@ fn task_poll_corpus() {
     replay("task_poll", super::fuzz_task_poll);
 }
 
+#[cfg(feature = "client")]
+#[test]
+fn server_input_corpus() {
+    replay("server_input", super::fuzz_server_input);
+}
+
 #[cfg(feature = "session")]
 #[test]
 fn mcp_era_corpus() {
