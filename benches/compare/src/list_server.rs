@@ -166,7 +166,7 @@ fn respond(method: &str, body: &[u8], tools: &str, n: u64) -> Vec<u8> {
 /// only the 2025 rules; echoing a 2026-07-28 offer back would claim a revision it does not
 /// speak (rmcp 3.11's default lifecycle offers 2026-07-28 in its `initialize` and then checks
 /// what it got).
-fn initialize_version(offered: Option<&str>) -> &'static str {
+pub(crate) fn initialize_version(offered: Option<&str>) -> &'static str {
     const SPOKEN: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
     SPOKEN
         .into_iter()
