@@ -308,7 +308,14 @@ fn main() {
         .expect("a tokio runtime");
     let meter = bench_common::Meter::start();
     if let Err(e) = runtime.block_on(run(url, workload, n, modern, wait)) {
-        eprintln!("bench-floor {workload} {n}: {e}");
+        // The whole chain: hyper's own message ("client error (SendRequest)") names no cause.
+        let mut message = e.to_string();
+        let mut source = e.source();
+        while let Some(cause) = source {
+            message.push_str(&format!(": {cause}"));
+            source = cause.source();
+        }
+        eprintln!("bench-floor {workload} {n}: {message}");
         std::process::exit(1);
     }
     meter.finish();

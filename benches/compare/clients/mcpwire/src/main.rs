@@ -56,8 +56,17 @@ fn only_text(result: CallToolResult) -> Result<String, Failure> {
 /// The era the `Client` workloads speak: `EraPolicy::Legacy` for `2025`, probing for `2026`.
 static MODERN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
+/// Requests a session may have in flight: the default (1024), raised to N by `inflight`, as a
+/// host that wants N calls in flight on one `Client` sets it (`SessionConfig::
+/// max_pending_requests`; beyond it a call fails at once with `TooManyPending`).
+static MAX_PENDING: AtomicUsize = AtomicUsize::new(0);
+
 async fn connect(pool: &HttpPool, url: &str) -> Result<Client, Failure> {
     let mut options = ClientOptions::default();
+    options.session.max_pending_requests = options
+        .session
+        .max_pending_requests
+        .max(MAX_PENDING.load(Ordering::Relaxed));
     let modern = MODERN.load(Ordering::Relaxed);
     if !modern {
         options.session.era = EraPolicy::Legacy;
@@ -143,6 +152,7 @@ async fn run(url: &str, workload: &str, n: usize, rest: &[String]) -> Result<(),
         "inflight" => {
             // N calls at once, each to a tool that waits WAIT_MS (the driver's wait server).
             let wait: u64 = rest.get(1).and_then(|w| w.parse().ok()).unwrap_or(1000);
+            MAX_PENDING.store(n, Ordering::Relaxed);
             let client = Arc::new(connect(&pool, &url).await?);
             let mut tasks = tokio::task::JoinSet::new();
             for _ in 0..n {

@@ -86,7 +86,8 @@ async fn connect<H: ClientHandler>(
     let transport = match http {
         Http::Shared(client) => StreamableHttpClientTransport::with_client(
             client.clone(),
-            StreamableHttpClientTransportConfig::with_uri(url),
+            StreamableHttpClientTransportConfig::with_uri(url)
+                .max_concurrent_requests(MAX_CONCURRENT.load(Ordering::Relaxed)),
         ),
         Http::Default => StreamableHttpClientTransport::from_uri(url),
     };
@@ -113,6 +114,11 @@ async fn connect<H: ClientHandler>(
     }
     Ok(service)
 }
+
+/// The transport's `max_concurrent_requests` (shared client): rmcp's default of 16, raised to
+/// N by `inflight`, as a host that wants N calls in flight at once sets it (at 16, 10,000
+/// calls of a tool that waits 1 s would take 625 s).
+static MAX_CONCURRENT: AtomicUsize = AtomicUsize::new(16);
 
 /// The lifecycle of every session: `Discover` at 2026-07-28, or the default `Initialize`.
 static MODERN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
@@ -181,6 +187,7 @@ async fn run(url: &str, workload: &str, n: usize, http: Http, wait: u64) -> Resu
         }
         "inflight" => {
             // N calls at once to the wait server's `wait` tool, answered after WAIT_MS.
+            MAX_CONCURRENT.store(n.max(16), Ordering::Relaxed);
             let client = connect(&http, &url, ()).await?;
             let mut tasks = tokio::task::JoinSet::new();
             for _ in 0..n {
