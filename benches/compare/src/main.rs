@@ -426,6 +426,16 @@ fn main() {
     if options.serve {
         println!("{url}");
         eprintln!("the list workload's server: {}", list_server.url());
+        // The suite's wait server too, to profile an `inflight` client by hand.
+        let wait = runtime
+            .block_on(wait_server::WaitServer::start())
+            .expect("the wait server");
+        eprintln!(
+            "the inflight workloads' wait server: {} and {} (CA file {})",
+            wait.url(),
+            wait.tls_url(),
+            wait_server::ca_file().display()
+        );
         loop {
             std::thread::park();
         }
