@@ -250,7 +250,7 @@ fn args(row: &Row, url: &str, n: usize) -> Vec<String> {
 }
 
 /// The instructions callgrind counted in one run of `program` (the whole process).
-fn instructions(program: &Path, args: &[String]) -> Result<u64, String> {
+pub(crate) fn instructions(program: &Path, args: &[String]) -> Result<u64, String> {
     let out = std::env::temp_dir().join(format!("compare-callgrind-{}.out", std::process::id()));
     let status = Command::new("valgrind")
         .arg("--tool=callgrind")

@@ -1,7 +1,8 @@
 //! The server of the `list` workload. The demo server lists its seven tools two to a page, so a
 //! 100-tool `tools/list` needs a server of its own; this one is the least a Streamable HTTP
 //! server can be for it. `initialize` gets a JSON reply with an `Mcp-Session-Id` and the
-//! offered protocol version echoed; notifications and responses get 202; `tools/list` gets one
+//! offered protocol version echoed when it is a 2025-era one (else 2025-11-25: this server has
+//! only the 2025 rules); notifications and responses get 202; `tools/list` gets one
 //! page of [`TOOLS`] tools (the 100 tools of `benches/parsers`' `tools_list` input, generated
 //! the same way, 121 KiB), and `ping` an empty result, both in `application/json`; `DELETE` gets
 //! 200 and `GET` 405 (no standalone stream). HTTP/1.1 with keep-alive and `Content-Length`
@@ -128,9 +129,9 @@ fn respond(method: &str, body: &[u8], tools: &str, n: u64) -> Vec<u8> {
                         "initialize" => (
                             format!("Mcp-Session-Id: {n:032x}\r\n"),
                             json!({
-                                "protocolVersion": message["params"]["protocolVersion"]
-                                    .as_str()
-                                    .unwrap_or("2025-11-25"),
+                                "protocolVersion": initialize_version(
+                                    message["params"]["protocolVersion"].as_str()
+                                ),
                                 "capabilities": {"tools": {}},
                                 "serverInfo": {"name": "compare-list", "version": "0.0.0"},
                             })
@@ -158,6 +159,19 @@ fn respond(method: &str, body: &[u8], tools: &str, n: u64) -> Vec<u8> {
         ),
     };
     http(status, &extra, body)
+}
+
+/// The revision an `initialize` is answered with: the one offered when it is a revision that
+/// has `initialize` (the 2025 era and before), else the latest of those. This server speaks
+/// only the 2025 rules; echoing a 2026-07-28 offer back would claim a revision it does not
+/// speak (rmcp 3.11's default lifecycle offers 2026-07-28 in its `initialize` and then checks
+/// what it got).
+pub(crate) fn initialize_version(offered: Option<&str>) -> &'static str {
+    const SPOKEN: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+    SPOKEN
+        .into_iter()
+        .find(|v| Some(*v) == offered)
+        .unwrap_or(SPOKEN[0])
 }
 
 fn http(status: &str, extra: &str, body: Option<String>) -> Vec<u8> {

@@ -8,6 +8,7 @@
 //! compare --serve               # only the server, to profile a client by hand
 //! compare binding [--runs 7] [--instructions]   # the binding layer, both eras, rmcp (binding.rs)
 //! compare soak --calls 100000   # 100,000 calls through one Caller per era (soak.rs)
+//! compare suite [--runs 5]      # every contender (TypeScript, Python, floor too), charts (suite.rs)
 //! compare --baseline mcpwire@8842c1d=/tmp/.../bench-mcpwire   # one more mcpwire (baseline.sh)
 //! ```
 //!
@@ -37,6 +38,9 @@ mod binding;
 mod fault;
 mod list_server;
 mod soak;
+mod suite;
+mod svg;
+mod wait_server;
 use list_server::ListServer;
 
 /// Which server a workload runs against.
@@ -311,6 +315,7 @@ fn options() -> Options {
                      \x20      compare --serve   (only start the server, print its URL, wait)\n\
                      \x20      compare binding ...   (the binding layer in both eras, beside rmcp)\n\
                      \x20      compare soak ...      (100,000 calls through one Caller per era)\n\
+                     \x20      compare suite ...     (every contender, both eras, targets, SVG charts)\n\
                      workloads: {}",
                     WORKLOADS
                         .iter()
@@ -370,6 +375,7 @@ fn main() {
     match std::env::args().nth(1).as_deref() {
         Some("binding") => return binding::main(),
         Some("soak") => return soak::main(),
+        Some("suite") => return suite::main(),
         _ => {}
     }
     let options = options();
@@ -420,6 +426,16 @@ fn main() {
     if options.serve {
         println!("{url}");
         eprintln!("the list workload's server: {}", list_server.url());
+        // The suite's wait server too, to profile an `inflight` client by hand.
+        let wait = runtime
+            .block_on(wait_server::WaitServer::start())
+            .expect("the wait server");
+        eprintln!(
+            "the inflight workloads' wait server: {} and {} (CA file {})",
+            wait.url(),
+            wait.tls_url(),
+            wait_server::ca_file().display()
+        );
         loop {
             std::thread::park();
         }

@@ -6,6 +6,11 @@
 //! * `caller-concurrent N ERA [LIMIT]`: N `echo` calls at once; with LIMIT, at most LIMIT of
 //!   them in flight (a host-side semaphore: what a cap on POSTs per origin, as rmcp has with
 //!   `max_concurrent_requests` = 16, would do).
+//! * `caller-inflight N ERA [WAIT_MS]`: N calls at once to the driver's wait server's `wait`
+//!   tool, which answers after WAIT_MS (default 1000): the burst a host with N calls in flight
+//!   makes, through the pool's origin limit (HTTP/1.1) or one HTTP/2 connection.
+//! * `caller-big N ERA`: one `big_text` call of N bytes; `caller-progress N ERA`: one
+//!   `progress_burst` call of N steps, every progress event counted.
 //! * `soak N ERA CONCURRENCY`: N calls, CONCURRENCY at a time, mixing successes, tool errors,
 //!   timeouts (the binding's 1 s `timeout_seconds` on a 3 s `progress_report`), cancellations
 //!   (a `CancelToken` fired 2 ms into a 500 ms call) and dropped streams (an `echo` whose
@@ -27,10 +32,10 @@ use std::time::Duration;
 use mcpwire::binding::call::{CallContext, Caller, EnvTokens, ToolResult};
 use mcpwire::binding::config::load_config;
 use mcpwire::client::CancelToken;
-use mcpwire::transport::http::{HttpPool, ProxyConfig, TlsOptions};
+use mcpwire::transport::http::{HttpPool, ProxyConfig};
 use serde_json::{Value, json};
 
-use bench_mcpwire::Failure;
+use bench_mcpwire::{Failure, timed};
 
 /// The `echo` message the soak's fault proxy cuts off (`../../src/fault.rs`).
 pub const DROP_MARKER: &str = "DROP-THIS-STREAM";
@@ -40,6 +45,14 @@ fn bindings(url: &str) -> Value {
         json!({
             "name": name, "description": "", "input_schema": schema, "url": url,
             "proxy": "none", "mcp_tool": tool, "tenants": ["bench"], "timeout_seconds": timeout,
+            // The 10 MiB result of `caller-big` (the default is 1 MiB).
+            "max_output_bytes": 16 << 20,
+        })
+    };
+    let count = |member: &str| {
+        json!({
+            "type": "object", "properties": {member: {"type": "integer"}},
+            "required": [member], "additionalProperties": false,
         })
     };
     let text = |member: &str| {
@@ -58,11 +71,14 @@ fn bindings(url: &str) -> Value {
         binding("fail", "fail", text("message"), 30),
         binding("slow", "progress_report", steps.clone(), 1),
         binding("cancel", "progress_report", steps, 30),
+        binding("big", "big_text", count("bytes"), 60),
+        binding("burst", "progress_burst", count("steps"), 60),
+        binding("wait", "wait", count("ms"), 120),
     ])
 }
 
 fn caller(url: &str, era: &str) -> Result<Arc<Caller>, Failure> {
-    let pool = HttpPool::new(&TlsOptions::default())?;
+    let pool = HttpPool::new(&bench_mcpwire::tls())?;
     let bindings = load_config(&bindings(url).to_string())?;
     let caller =
         Caller::with_default_proxy(pool, bindings, Arc::new(EnvTokens), ProxyConfig::none())?;
@@ -87,15 +103,14 @@ fn echo_text(result: &ToolResult) -> Option<&str> {
 }
 
 async fn echo(caller: &Caller, call: usize) -> Result<(), Failure> {
-    let result = caller
-        .call(
-            "echo",
-            &context(call),
-            &json!({"message": "hello"}),
-            |_| {},
-            None,
-        )
-        .await;
+    let result = timed(caller.call(
+        "echo",
+        &context(call),
+        &json!({"message": "hello"}),
+        |_| {},
+        None,
+    ))
+    .await;
     match echo_text(&result) {
         Some("Echo: hello") => Ok(()),
         _ => Err(format!("echo gave {}", result.to_json_line()).into()),
@@ -124,6 +139,52 @@ pub async fn run(url: &str, workload: &str, n: usize, rest: &[String]) -> Result
             }
             while let Some(done) = tasks.join_next().await {
                 done??;
+            }
+        }
+        "caller-inflight" => {
+            // N calls at once to the wait server's `wait` tool, answered after WAIT_MS.
+            let wait: u64 = rest.get(1).and_then(|w| w.parse().ok()).unwrap_or(1000);
+            let mut tasks = tokio::task::JoinSet::new();
+            for call in 0..n {
+                let caller = caller.clone();
+                tasks.spawn(async move {
+                    let args = json!({ "ms": wait });
+                    let result =
+                        timed(caller.call("wait", &context(call), &args, |_| {}, None)).await;
+                    match echo_text(&result) {
+                        Some(text) if text == format!("waited {wait} ms") => Ok(()),
+                        _ => Err::<(), Failure>(
+                            format!("wait gave {}", result.to_json_line()).into(),
+                        ),
+                    }
+                });
+            }
+            while let Some(done) = tasks.join_next().await {
+                done??;
+            }
+        }
+        "caller-big" => {
+            let args = json!({ "bytes": n });
+            let result = timed(caller.call("big", &context(0), &args, |_| {}, None)).await;
+            match echo_text(&result) {
+                Some(text) if text.len() == n && text.starts_with("abc") => {}
+                _ => return Err(format!("big_text gave {:.200}", result.to_json_line()).into()),
+            }
+        }
+        "caller-progress" => {
+            let seen = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+            let counter = seen.clone();
+            let on_progress = move |_| {
+                counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            };
+            let args = json!({ "steps": n });
+            let result = timed(caller.call("burst", &context(0), &args, on_progress, None)).await;
+            let seen = seen.load(std::sync::atomic::Ordering::Relaxed);
+            let done = format!("done after {n} steps");
+            if echo_text(&result) != Some(done.as_str()) || seen != n {
+                return Err(
+                    format!("{seen} progress events, then {}", result.to_json_line()).into(),
+                );
             }
         }
         "soak" => {

@@ -10,7 +10,7 @@ mod binding;
 fn main() {
     bench_mcpwire::main_for(
         "bench-caller",
-        "URL caller|caller-concurrent|soak N 2025|2026 [CONCURRENCY|LIMIT]",
+        "URL caller|caller-concurrent|caller-inflight|caller-big|caller-progress|soak N 2025|2026 [CONCURRENCY|LIMIT|WAIT_MS]",
         |url, workload, n, rest| Box::pin(binding::run(url, workload, n, rest)),
     );
 }

@@ -10,7 +10,6 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::time::Instant;
 
 pub type Failure = Box<dyn std::error::Error + Send + Sync>;
 
@@ -23,9 +22,8 @@ pub type Workload = for<'a> fn(
 ) -> Pin<Box<dyn Future<Output = Result<(), Failure>> + 'a>>;
 
 /// Parses `PROGRAM URL WORKLOAD N [MORE...]`, runs the workload on a current-thread runtime,
-/// and prints `wall_us=...` (the workload alone, without process start-up), `cpu_us=...`
-/// (user + system CPU of the process during the workload, from `getrusage`) and `hwm_kib=...`
-/// (peak RSS, `VmHWM`); a failure exits with status 1.
+/// and prints the figures of `bench_common::Meter` (the workload alone, without process
+/// start-up); a failure exits with status 1.
 pub fn main_for(program: &str, usage: &str, run: Workload) {
     let args: Vec<String> = std::env::args().collect();
     let [_, url, workload, n, rest @ ..] = &args[..] else {
@@ -40,43 +38,20 @@ pub fn main_for(program: &str, usage: &str, run: Workload) {
         .enable_all()
         .build()
         .expect("a tokio runtime");
-    let cpu = cpu_us();
-    let started = Instant::now();
+    let meter = bench_common::Meter::start();
     if let Err(e) = runtime.block_on(run(url, workload, n, rest)) {
         eprintln!("{program} {workload} {n}: {e}");
         std::process::exit(1);
     }
-    let wall = started.elapsed();
-    println!(
-        "wall_us={} cpu_us={} hwm_kib={}",
-        wall.as_micros(),
-        cpu_us() - cpu,
-        peak_rss_kib()
-    );
+    meter.finish();
 }
 
-/// User + system CPU time of this process (every thread) so far, in microseconds.
-pub fn cpu_us() -> u64 {
-    // SAFETY: an all-zero rusage is a valid value for getrusage to overwrite.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: the pointer is to a live local.
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
-    let us = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64;
-    us(usage.ru_utime) + us(usage.ru_stime)
-}
+pub use bench_common::timed;
 
-/// This process's peak resident set (`VmHWM`), in KiB. Not `ru_maxrss` from the parent's
-/// `wait4`: Linux folds the parent's peak into the child's at `exec` when the child was started
-/// with `vfork`/`CLONE_VM` (as `std::process::Command` does), so that figure is never below the
-/// driver's own.
-pub fn peak_rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find_map(|line| line.strip_prefix("VmHWM:"))
-                .and_then(|kib| kib.trim().trim_end_matches("kB").trim().parse().ok())
-        })
-        .unwrap_or(0)
+/// TLS settings for the client programs: the default roots, and the CA file named by
+/// `BENCH_CA_FILE` when set (the driver's HTTP/2 server has a test certificate).
+pub fn tls() -> mcpwire::transport::http::TlsOptions {
+    let mut tls = mcpwire::transport::http::TlsOptions::default();
+    tls.extra_ca_file = std::env::var_os("BENCH_CA_FILE").map(Into::into);
+    tls
 }

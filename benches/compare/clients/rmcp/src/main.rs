@@ -16,9 +16,9 @@
 //! `serve_with_lifecycle(transport, ClientLifecycleMode::Discover { preferred_versions:
 //! [2026-07-28] })`: one `server/discover`, then every request a stateless 2026-07-28 POST with
 //! the `_meta` envelope. Every result is checked (and the negotiated revision); a wrong one exits
-//! with status 1. Prints `wall_us=...` (the workload alone, without process start-up),
-//! `cpu_us=...` (user + system CPU of the process during the workload, `getrusage`) and
-//! `hwm_kib=...` (peak RSS, `VmHWM`).
+//! with status 1. `inflight` (N calls at once to the driver's wait server's `wait` tool, which
+//! answers after WAIT_MS, the argument after the era, default 1000) is `../mcpwire`'s. Prints
+//! the figures of `bench_common::Meter` (`../../common`).
 
 // A benchmark reads the clock.
 #![allow(clippy::disallowed_methods)]
@@ -26,6 +26,8 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+
+use bench_common::timed;
 
 use rmcp::model::ProtocolVersion;
 use rmcp::model::{
@@ -84,7 +86,8 @@ async fn connect<H: ClientHandler>(
     let transport = match http {
         Http::Shared(client) => StreamableHttpClientTransport::with_client(
             client.clone(),
-            StreamableHttpClientTransportConfig::with_uri(url),
+            StreamableHttpClientTransportConfig::with_uri(url)
+                .max_concurrent_requests(MAX_CONCURRENT.load(Ordering::Relaxed)),
         ),
         Http::Default => StreamableHttpClientTransport::from_uri(url),
     };
@@ -112,19 +115,38 @@ async fn connect<H: ClientHandler>(
     Ok(service)
 }
 
+/// The transport's `max_concurrent_requests` (shared client): rmcp's default of 16, raised to
+/// N by `inflight`, as a host that wants N calls in flight at once sets it (at 16, 10,000
+/// calls of a tool that waits 1 s would take 625 s).
+static MAX_CONCURRENT: AtomicUsize = AtomicUsize::new(16);
+
 /// The lifecycle of every session: `Discover` at 2026-07-28, or the default `Initialize`.
 static MODERN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 async fn echo(peer: &rmcp::Peer<RoleClient>) -> Result<(), Failure> {
-    let result = peer
-        .call_tool(
+    let result = timed(
+        peer.call_tool(
             CallToolRequestParams::new("echo")
                 .with_arguments(arguments(serde_json::json!({"message": "hello"}))),
-        )
-        .await?;
+        ),
+    )
+    .await?;
     let text = only_text(result)?;
     if text != "Echo: hello" {
         return Err(format!("echo said {text:?}").into());
+    }
+    Ok(())
+}
+
+/// One call of the wait server's `wait` tool (`../../src/wait_server.rs`).
+async fn wait_call(peer: &rmcp::Peer<RoleClient>, ms: u64) -> Result<(), Failure> {
+    let result = timed(peer.call_tool(
+        CallToolRequestParams::new("wait").with_arguments(arguments(serde_json::json!({"ms": ms}))),
+    ))
+    .await?;
+    let text = only_text(result)?;
+    if text != format!("waited {ms} ms") {
+        return Err(format!("wait said {text:?}").into());
     }
     Ok(())
 }
@@ -136,7 +158,7 @@ async fn fresh_echo(http: Http, url: Arc<str>) -> Result<(), Failure> {
     Ok(())
 }
 
-async fn run(url: &str, workload: &str, n: usize, http: Http) -> Result<(), Failure> {
+async fn run(url: &str, workload: &str, n: usize, http: Http, wait: u64) -> Result<(), Failure> {
     let url: Arc<str> = url.into();
     match workload {
         "fresh" => {
@@ -163,6 +185,20 @@ async fn run(url: &str, workload: &str, n: usize, http: Http) -> Result<(), Fail
             }
             client.cancel().await?;
         }
+        "inflight" => {
+            // N calls at once to the wait server's `wait` tool, answered after WAIT_MS.
+            MAX_CONCURRENT.store(n.max(16), Ordering::Relaxed);
+            let client = connect(&http, &url, ()).await?;
+            let mut tasks = tokio::task::JoinSet::new();
+            for _ in 0..n {
+                let peer = client.peer().clone();
+                tasks.spawn(async move { wait_call(&peer, wait).await });
+            }
+            while let Some(done) = tasks.join_next().await {
+                done??;
+            }
+            client.cancel().await?;
+        }
         "concurrent-fresh" => {
             let mut tasks = tokio::task::JoinSet::new();
             for _ in 0..n {
@@ -174,12 +210,13 @@ async fn run(url: &str, workload: &str, n: usize, http: Http) -> Result<(), Fail
         }
         "big" => {
             let client = connect(&http, &url, ()).await?;
-            let result = client
-                .call_tool(
+            let result = timed(
+                client.call_tool(
                     CallToolRequestParams::new("big_text")
                         .with_arguments(arguments(serde_json::json!({"bytes": n}))),
-                )
-                .await?;
+                ),
+            )
+            .await?;
             let text = only_text(result)?;
             if text.len() != n || !text.starts_with("abc") {
                 return Err(format!("big_text gave {} bytes", text.len()).into());
@@ -196,7 +233,7 @@ async fn run(url: &str, workload: &str, n: usize, http: Http) -> Result<(), Fail
             params.meta = Some(RequestMetaObject::with_progress_token(ProgressToken(
                 NumberOrString::String("progress-1".into()),
             )));
-            let text = only_text(client.call_tool(params).await?)?;
+            let text = only_text(timed(client.call_tool(params)).await?)?;
             // Notifications are handled by the service loop, maybe after the result is
             // delivered: wait (counted in the time) until all of them have been seen.
             let deadline = Instant::now() + Duration::from_secs(10);
@@ -213,7 +250,7 @@ async fn run(url: &str, workload: &str, n: usize, http: Http) -> Result<(), Fail
             let client = connect(&http, &url, ()).await?;
             for _ in 0..n {
                 // One page: the server sends no nextCursor (and no ttlMs, so nothing is cached).
-                let tools = client.list_all_tools().await?;
+                let tools = timed(client.list_all_tools()).await?;
                 if tools.len() != TOOLS {
                     return Err(format!("tools/list gave {} tools", tools.len()).into());
                 }
@@ -231,7 +268,7 @@ async fn run(url: &str, workload: &str, n: usize, http: Http) -> Result<(), Fail
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let [_, url, workload, n, http, era @ ..] = &args[..] else {
-        eprintln!("usage: bench-rmcp URL WORKLOAD N shared|default [2025|2026]");
+        eprintln!("usage: bench-rmcp URL WORKLOAD N shared|default [2025|2026] [WAIT_MS]");
         std::process::exit(2);
     };
     let n: usize = n.parse().unwrap_or_else(|_| {
@@ -242,6 +279,7 @@ fn main() {
         .enable_all()
         .build()
         .expect("a tokio runtime");
+    let wait: u64 = era.get(1).and_then(|w| w.parse().ok()).unwrap_or(1000);
     match era.first().map(String::as_str) {
         None | Some("2025") => {}
         Some("2026") => MODERN.store(true, Ordering::Relaxed),
@@ -250,52 +288,34 @@ fn main() {
             std::process::exit(2)
         }
     }
-    let cpu = cpu_us();
-    let started = Instant::now();
+    let meter = bench_common::Meter::start();
     let http = match http.as_str() {
         // Built inside the timed part, as mcpwire's HttpPool is.
-        "shared" => Http::Shared(reqwest::Client::new()),
+        "shared" => Http::Shared(shared_client().unwrap_or_else(|e| {
+            eprintln!("bench-rmcp: {e}");
+            std::process::exit(2)
+        })),
         "default" => Http::Default,
         other => {
             eprintln!("unknown HTTP mode {other}: shared or default");
             std::process::exit(2)
         }
     };
-    if let Err(e) = runtime.block_on(run(url, workload, n, http)) {
+    if let Err(e) = runtime.block_on(run(url, workload, n, http, wait)) {
         eprintln!("bench-rmcp {workload} {n}: {e}");
         std::process::exit(1);
     }
-    let wall = started.elapsed();
-    println!(
-        "wall_us={} cpu_us={} hwm_kib={}",
-        wall.as_micros(),
-        cpu_us() - cpu,
-        peak_rss_kib()
-    );
+    meter.finish();
 }
 
-/// User + system CPU time of this process (every thread) so far, in microseconds.
-fn cpu_us() -> u64 {
-    // SAFETY: an all-zero rusage is a valid value for getrusage to overwrite.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: the pointer is to a live local.
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
-    let us = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64;
-    us(usage.ru_utime) + us(usage.ru_stime)
-}
-
-/// This process's peak resident set (`VmHWM`), in KiB. Not `ru_maxrss` from the parent's
-/// `wait4`: Linux folds the parent's peak into the child's at `exec` when the child was started
-/// with `vfork`/`CLONE_VM` (as `std::process::Command` does), so that figure is never below the
-/// driver's own.
-fn peak_rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find_map(|line| line.strip_prefix("VmHWM:"))
-                .and_then(|kib| kib.trim().trim_end_matches("kB").trim().parse().ok())
-        })
-        .unwrap_or(0)
+/// The shared `reqwest::Client`: `reqwest::Client::new()`, trusting the CA file named by
+/// `BENCH_CA_FILE` too when set (the driver's HTTP/2 server has a test certificate).
+fn shared_client() -> Result<reqwest::Client, Failure> {
+    let Some(file) = std::env::var_os("BENCH_CA_FILE") else {
+        return Ok(reqwest::Client::new());
+    };
+    let pem = std::fs::read(file)?;
+    Ok(reqwest::Client::builder()
+        .add_root_certificate(reqwest::Certificate::from_pem(&pem)?)
+        .build()?)
 }
