@@ -268,6 +268,9 @@ pub(crate) struct Connection {
     /// [`close`](Connection::close) was asked for while a detached request (a task's
     /// `tasks/cancel`) was in flight: it closes once that is over.
     close_deferred: bool,
+    /// A call has run as a task: until then no operation has a task to wake, and the turns
+    /// (each asks [`poll_timeout`](Connection::poll_timeout)) need not look through them.
+    tasked: bool,
 }
 
 /// The most tokens remembered for redaction beyond the fixed secrets.
@@ -292,6 +295,7 @@ impl Connection {
     fn with(config: session::Config, link: Link, limits: Limits, secrets: Vec<Secret>) -> Self {
         let fixed_secrets = secrets.len();
         Connection {
+            tasked: false,
             relisted: Vec::new(),
             session: Session::new(config),
             link,
