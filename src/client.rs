@@ -391,7 +391,7 @@ impl Client {
             .map_err(|_| Error::closed())?;
         // If this future is dropped before the answer, the guard cancels the operation.
         let mut guard = CancelOnDrop {
-            commands: self.commands.clone(),
+            commands: &self.commands,
             key,
             armed: true,
         };
@@ -463,13 +463,14 @@ impl Drop for Client {
 }
 
 /// Cancels an operation whose caller went away.
-struct CancelOnDrop {
-    commands: mpsc::Sender<Command>,
+struct CancelOnDrop<'a> {
+    /// The client's own sender, borrowed: the guard lives no longer than the call.
+    commands: &'a mpsc::Sender<Command>,
     key: u64,
     armed: bool,
 }
 
-impl Drop for CancelOnDrop {
+impl Drop for CancelOnDrop<'_> {
     fn drop(&mut self) {
         if self.armed {
             let _ = self.commands.try_send(Command::Cancel {

@@ -286,7 +286,10 @@ impl Auth {
     /// is then).
     pub(crate) async fn refresh_ahead(&self, pool: &HttpPool, log: Option<&WireLog>) {
         if let Source::OAuth(oauth) = &self.source {
-            oauth.refresh_ahead(pool, log).await;
+            // Boxed: the flow's future is large (2.4 kB), and held inline it would take that
+            // room in every operation's future, with OAuth or without, to be moved on each
+            // call.
+            Box::pin(oauth.refresh_ahead(pool, log)).await;
         }
     }
 

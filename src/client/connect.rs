@@ -271,7 +271,9 @@ impl Client {
             connection.set_list_cache(setup.lists.clone());
         }
         let (commands, command_rx) = mpsc::channel(64);
-        let mut driver = Driver::new(
+        // Boxed: the driver (the machine, the link) is moved once here, and its task's
+        // future, spawned and moved by tokio, holds a pointer to it rather than two copies.
+        let mut driver = Box::new(Driver::new(
             connection,
             link,
             auth,
@@ -281,7 +283,7 @@ impl Client {
             commands.clone(),
             command_rx,
             shared.clone(),
-        );
+        ));
         driver.eras = setup.map(|setup| (setup.eras, setup.url));
         // The driver's events belong to the span the connection was made in (a binding
         // call's).

@@ -197,7 +197,7 @@ impl Driver {
         }
     }
 
-    pub(super) async fn run(mut self) {
+    pub(super) async fn run(mut self: Box<Self>) {
         // One timer for the loop, moved when the next deadline moves: a timer made for each
         // turn would be put into tokio's wheel and taken out again every time.
         let sleep = tokio::time::sleep_until(now().into());

@@ -289,6 +289,9 @@ pub(crate) struct Connection {
     /// The ids of the URL elicitations handed to the host and not yet complete, oldest first
     /// (at most [`MAX_OPEN_ELICITATIONS`]): a completion naming any other id is ignored.
     open_elicitations: VecDeque<String>,
+    /// A call has run as a task: until then no operation has a task to wake, and the turns
+    /// (each asks [`poll_timeout`](Connection::poll_timeout)) need not look through them.
+    tasked: bool,
 }
 
 /// The most URL elicitations remembered for their completion notifications.
@@ -316,6 +319,7 @@ impl Connection {
     fn with(config: session::Config, link: Link, limits: Limits, secrets: Vec<Secret>) -> Self {
         let fixed_secrets = secrets.len();
         Connection {
+            tasked: false,
             relisted: Vec::new(),
             declared: config.capabilities.clone(),
             open_elicitations: VecDeque::new(),

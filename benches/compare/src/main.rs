@@ -380,7 +380,10 @@ fn main() {
     }
     let options = options();
     let dir = driver_dir();
-    require(&dir, &["bench-mcpwire", "bench-rmcp"]);
+    // The server alone needs no client program (instructions.sh uses it so).
+    if !options.serve {
+        require(&dir, &["bench-mcpwire", "bench-rmcp"]);
+    }
     // Baselines first, then this tree's mcpwire (renamed mcpwire@HEAD beside a baseline), then
     // rmcp. The labels live as long as the driver.
     let mut contenders: Vec<&Contender> = Vec::new();

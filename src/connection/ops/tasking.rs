@@ -82,6 +82,7 @@ impl Connection {
             "the server made a task of the call: polling it"
         );
         let update = poll.update();
+        self.tasked = true;
         call.task = Some(Box::new(TaskRun {
             poll,
             wake: None,
@@ -480,6 +481,9 @@ impl Connection {
 
     /// The earliest poll any task waits for.
     pub(in crate::connection) fn next_task_wake(&self) -> Option<Instant> {
+        if !self.tasked {
+            return None;
+        }
         self.ops
             .values()
             .filter_map(|op| match op {
@@ -491,6 +495,9 @@ impl Connection {
 
     /// Sends the polls that are due; a task whose call's deadline passed is cancelled.
     pub(in crate::connection) fn wake_tasks(&mut self, now: Instant) {
+        if !self.tasked {
+            return;
+        }
         let mut due: Vec<(OpId, bool)> = self
             .ops
             .iter()
