@@ -122,10 +122,11 @@ fn declared() -> ClientCapabilities {
 }
 
 fn check_url(url: &str) {
-    assert!(
-        url.starts_with("https://") || url.starts_with("http://"),
-        "{url}"
-    );
+    // A scheme is case-insensitive (RFC 3986 section 3.1): `Https://` is https.
+    let scheme = url
+        .split_once("://")
+        .map(|(scheme, _)| scheme.to_ascii_lowercase());
+    assert!(matches!(scheme.as_deref(), Some("https" | "http")), "{url}");
     assert!(
         !url.chars().any(|c| c.is_whitespace() || c.is_control()),
         "{url:?}"
