@@ -2,7 +2,96 @@
 //! fuzz crate and `tests/` call these so that every target's checks live in the library.
 
 #[cfg(feature = "sse")]
-pub use self::sse_harness::*;
+pub(crate) use self::sse_harness::*;
+
+/// The fuzz targets, one per `fuzz/fuzz_targets/*.rs` (named alike, in snake case); [`fuzz`]
+/// runs one on an input. One entry point keeps the harness out of the crate's surface: each
+/// target's checks are documented on its function here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Target {
+    /// `fuzz_sse_decode`.
+    #[cfg(feature = "sse")]
+    SseDecode,
+    /// `fuzz_jsonrpc_decode`.
+    #[cfg(feature = "jsonrpc")]
+    JsonrpcDecode,
+    /// `fuzz_mcp_headers`.
+    #[cfg(feature = "mcp")]
+    McpHeaders,
+    /// `fuzz_mcp_era`.
+    #[cfg(feature = "session")]
+    McpEra,
+    /// `fuzz_session`.
+    #[cfg(feature = "session")]
+    Session,
+    /// `fuzz_auth_challenge`.
+    #[cfg(feature = "auth")]
+    AuthChallenge,
+    /// `fuzz_auth_documents`.
+    #[cfg(feature = "auth")]
+    AuthDocuments,
+    /// `fuzz_auth_dpop`.
+    #[cfg(feature = "auth")]
+    AuthDpop,
+    /// `fuzz_auth_token_exchange`.
+    #[cfg(feature = "auth")]
+    AuthTokenExchange,
+    /// `fuzz_server_input`.
+    #[cfg(feature = "client")]
+    ServerInput,
+    /// `fuzz_task_poll`.
+    #[cfg(feature = "client")]
+    TaskPoll,
+    /// `fuzz_binding_config`.
+    #[cfg(feature = "bindings")]
+    BindingConfig,
+    /// `fuzz_call_result`.
+    #[cfg(feature = "bindings")]
+    CallResult,
+    /// `fuzz_connection`.
+    #[cfg(feature = "bindings")]
+    Connection,
+    /// `fuzz_http_response`.
+    #[cfg(feature = "bindings")]
+    HttpResponse,
+}
+
+/// Runs the fuzz target `target` on `data`: returns, or panics on a finding.
+pub fn fuzz(target: Target, data: &[u8]) {
+    match target {
+        #[cfg(feature = "sse")]
+        Target::SseDecode => fuzz_sse_decode(data),
+        #[cfg(feature = "jsonrpc")]
+        Target::JsonrpcDecode => fuzz_jsonrpc_decode(data),
+        #[cfg(feature = "mcp")]
+        Target::McpHeaders => fuzz_mcp_headers(data),
+        #[cfg(feature = "session")]
+        Target::McpEra => fuzz_mcp_era(data),
+        #[cfg(feature = "session")]
+        Target::Session => fuzz_session(data),
+        #[cfg(feature = "auth")]
+        Target::AuthChallenge => fuzz_auth_challenge(data),
+        #[cfg(feature = "auth")]
+        Target::AuthDocuments => fuzz_auth_documents(data),
+        #[cfg(feature = "auth")]
+        Target::AuthDpop => fuzz_auth_dpop(data),
+        #[cfg(feature = "auth")]
+        Target::AuthTokenExchange => fuzz_auth_token_exchange(data),
+        #[cfg(feature = "client")]
+        Target::ServerInput => fuzz_server_input(data),
+        #[cfg(feature = "client")]
+        Target::TaskPoll => fuzz_task_poll(data),
+        #[cfg(feature = "bindings")]
+        Target::BindingConfig => fuzz_binding_config(data),
+        #[cfg(feature = "bindings")]
+        Target::CallResult => fuzz_call_result(data),
+        #[cfg(feature = "bindings")]
+        Target::Connection => fuzz_connection(data),
+        #[cfg(feature = "bindings")]
+        Target::HttpResponse => fuzz_http_response(data),
+    }
+}
 
 #[cfg(test)]
 mod corpus;
@@ -10,19 +99,19 @@ mod corpus;
 #[cfg(feature = "bindings")]
 mod binding;
 #[cfg(feature = "bindings")]
-pub use self::binding::{fuzz_binding_config, fuzz_call_result};
+use self::binding::{fuzz_binding_config, fuzz_call_result};
 
 #[cfg(feature = "auth")]
 mod auth;
 #[cfg(feature = "auth")]
-pub use self::auth::{
+use self::auth::{
     fuzz_auth_challenge, fuzz_auth_documents, fuzz_auth_dpop, fuzz_auth_token_exchange,
 };
 
 #[cfg(feature = "mcp")]
 mod headers;
 #[cfg(feature = "mcp")]
-pub use self::headers::fuzz_mcp_headers;
+use self::headers::fuzz_mcp_headers;
 
 #[cfg(feature = "exchange")]
 mod reply;
@@ -32,32 +121,32 @@ pub use self::reply::{ClientDecoded, decode_reply_as_client};
 #[cfg(feature = "client")]
 mod server_input;
 #[cfg(feature = "client")]
-pub use self::server_input::fuzz_server_input;
+use self::server_input::fuzz_server_input;
 
 #[cfg(feature = "client")]
 mod task;
 #[cfg(feature = "client")]
-pub use self::task::fuzz_task_poll;
+use self::task::fuzz_task_poll;
 
 #[cfg(feature = "session")]
 mod era;
 #[cfg(feature = "session")]
-pub use self::era::fuzz_mcp_era;
+use self::era::fuzz_mcp_era;
 
 #[cfg(feature = "session")]
 mod session;
 #[cfg(feature = "session")]
-pub use self::session::fuzz_session;
+use self::session::fuzz_session;
 
 #[cfg(feature = "bindings")]
 mod connection;
 #[cfg(feature = "bindings")]
-pub use self::connection::fuzz_connection;
+use self::connection::fuzz_connection;
 
 #[cfg(feature = "bindings")]
 mod http;
 #[cfg(feature = "bindings")]
-pub use self::http::fuzz_http_response;
+use self::http::fuzz_http_response;
 
 #[cfg(feature = "sse")]
 mod sse_harness {
@@ -250,7 +339,7 @@ mod sse_harness {
     /// split in two and (for short inputs) byte-at-a-time input, each through `push`, `decode`
     /// and both alternating; the memory bound after every push; agreement with
     /// [`sse_reference`] when no limit was hit, and a prefix of its events when one was.
-    pub fn fuzz_sse_decode(data: &[u8]) {
+    pub(crate) fn fuzz_sse_decode(data: &[u8]) {
         let Some((&[line_knob, event_knob, seed], stream)) = data.split_first_chunk::<3>() else {
             return;
         };
@@ -307,6 +396,6 @@ mod sse_harness {
 /// The `jsonrpc_decode` fuzz target: decoding never panics, and whatever decodes re-encodes to
 /// one line that decodes to the same message and encodes to the same bytes again.
 #[cfg(feature = "jsonrpc")]
-pub fn fuzz_jsonrpc_decode(data: &[u8]) {
+pub(crate) fn fuzz_jsonrpc_decode(data: &[u8]) {
     crate::jsonrpc::fuzz_roundtrip(data);
 }

@@ -1,4 +1,4 @@
-//! `WWW-Authenticate` parsing; see `mcpwire::internal::fuzz_auth_challenge`.
+//! `WWW-Authenticate` parsing; see `mcpwire::internal::Target::AuthChallenge`.
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| mcpwire::internal::fuzz_auth_challenge(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| mcpwire::internal::fuzz(mcpwire::internal::Target::AuthChallenge, data));

@@ -1,5 +1,5 @@
 //! OAuth metadata, token and registration answers, scopes, queries and URLs; see
-//! `mcpwire::internal::fuzz_auth_documents`.
+//! `mcpwire::internal::Target::AuthDocuments`.
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| mcpwire::internal::fuzz_auth_documents(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| mcpwire::internal::fuzz(mcpwire::internal::Target::AuthDocuments, data));

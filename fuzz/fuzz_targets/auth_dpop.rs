@@ -1,5 +1,5 @@
 //! The DPoP parsers (`DPoP-Nonce`, the `DPoP` challenge, `use_dpop_nonce`); see
-//! `mcpwire::internal::fuzz_auth_dpop`.
+//! `mcpwire::internal::Target::AuthDpop`.
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| mcpwire::internal::fuzz_auth_dpop(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| mcpwire::internal::fuzz(mcpwire::internal::Target::AuthDpop, data));

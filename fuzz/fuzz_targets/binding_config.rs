@@ -1,4 +1,4 @@
-//! Config text into binding loading and validation; see `mcpwire::internal::fuzz_binding_config`.
+//! Config text into binding loading and validation; see `mcpwire::internal::Target::BindingConfig`.
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| mcpwire::internal::fuzz_binding_config(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| mcpwire::internal::fuzz(mcpwire::internal::Target::BindingConfig, data));

@@ -1,4 +1,4 @@
-//! Arbitrary bytes into the JSON-RPC codec; see `mcpwire::internal::fuzz_jsonrpc_decode`.
+//! Arbitrary bytes into the JSON-RPC codec; see `mcpwire::internal::Target::JsonrpcDecode`.
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| mcpwire::internal::fuzz_jsonrpc_decode(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| mcpwire::internal::fuzz(mcpwire::internal::Target::JsonrpcDecode, data));

@@ -1,5 +1,5 @@
 //! Server requests for input and the Skills extension's results; see
-//! `mcpwire::internal::fuzz_server_input`.
+//! `mcpwire::internal::Target::ServerInput`.
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| mcpwire::internal::fuzz_server_input(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| mcpwire::internal::fuzz(mcpwire::internal::Target::ServerInput, data));

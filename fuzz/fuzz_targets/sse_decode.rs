@@ -1,4 +1,4 @@
-//! Arbitrary bytes and chunkings into the SSE decoder; see `mcpwire::internal::fuzz_sse_decode`.
+//! Arbitrary bytes and chunkings into the SSE decoder; see `mcpwire::internal::Target::SseDecode`.
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| mcpwire::internal::fuzz_sse_decode(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| mcpwire::internal::fuzz(mcpwire::internal::Target::SseDecode, data));

@@ -1,4 +1,4 @@
-//! The task parsers and the task polling machine; see `mcpwire::internal::fuzz_task_poll`.
+//! The task parsers and the task polling machine; see `mcpwire::internal::Target::TaskPoll`.
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| mcpwire::internal::fuzz_task_poll(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| mcpwire::internal::fuzz(mcpwire::internal::Target::TaskPoll, data));

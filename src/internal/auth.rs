@@ -10,7 +10,7 @@ use crate::auth::{Scopes, UnixTime, Url};
 /// parser never panics; what it accepts stays within its limits, has token schemes,
 /// lower-case unique parameter names, and written out again (every value quoted and
 /// escaped) parses to the same challenges; the `Bearer` view agrees with the challenge.
-pub fn fuzz_auth_challenge(data: &[u8]) {
+pub(crate) fn fuzz_auth_challenge(data: &[u8]) {
     let fields: Vec<&[u8]> = data.split(|&b| b == b'\n').collect();
     let Ok(challenges) = challenge::parse(fields.iter().copied()) else {
         return;
@@ -96,7 +96,7 @@ fn write(challenges: &[Challenge]) -> String {
 /// accepted is header-safe and within its size, a query decoded encodes and decodes back to
 /// the same pairs, and no error text or `Debug` output shows a token or secret the input
 /// carried.
-pub fn fuzz_auth_documents(data: &[u8]) {
+pub(crate) fn fuzz_auth_documents(data: &[u8]) {
     let Some((&knob, input)) = data.split_first() else {
         return;
     };
@@ -247,7 +247,7 @@ fn carried_secrets(input: &[u8]) -> Vec<String> {
 /// parser itself), an authorization server's only from a 400 whose OAuth error is
 /// `use_dpop_nonce`; the schemes seen agree with the challenges; the `DPoP` challenge's view
 /// agrees with the challenge; and an accepted nonce goes into a proof's `nonce` claim as it is.
-pub fn fuzz_auth_dpop(data: &[u8]) {
+pub(crate) fn fuzz_auth_dpop(data: &[u8]) {
     use crate::auth::dpop::{self, DpopChallenge, SchemesOffered};
     let Some((&knob, input)) = data.split_first() else {
         return;
@@ -395,7 +395,7 @@ fn dpop_key() -> &'static crate::auth::DpopKey {
 /// DPoP exactly when its `token_type` is `DPoP` (in any case); no error text or `Debug` shows
 /// an `access_token`, `refresh_token` or `client_secret` the input carried (unless the
 /// server's own error text repeats it).
-pub fn fuzz_auth_token_exchange(data: &[u8]) {
+pub(crate) fn fuzz_auth_token_exchange(data: &[u8]) {
     use crate::auth::assertion::{ID_JAG_TYPE, MAX_ASSERTION_BYTES, parse_id_jag_response};
     let Some((&knob, input)) = data.split_first() else {
         return;

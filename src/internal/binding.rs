@@ -97,7 +97,7 @@ const RESULT_FAILURE_KINDS: [&str; 5] = [
 /// to [`ToolResult::to_json`], and its size is bounded by the input's; a result read whole is
 /// also read as [`ContentOnly`] (what a binding call reads) by both readers, with the same
 /// content and the same outcome.
-pub fn fuzz_call_result(data: &[u8]) {
+pub(crate) fn fuzz_call_result(data: &[u8]) {
     let Some((&knob, result_bytes)) = data.split_first() else {
         return;
     };
@@ -260,7 +260,7 @@ fn check_event(result: &ToolResult, input_len: usize) {
 /// and printing the bindings and loading the print gives the same bindings and the same
 /// print; a refused config's message is bounded and never quotes a `url`, `command` or `args`
 /// value (they may hold secrets).
-pub fn fuzz_binding_config(data: &[u8]) {
+pub(crate) fn fuzz_binding_config(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };

@@ -58,7 +58,7 @@ fn origin() -> Instant {
 /// one per `input_required` round), never again after a reply that may have run it; no
 /// progress comes for an operation that ended; the token shows in no outcome, warning,
 /// progress or notification; closing ends within the close timeout plus slack.
-pub fn fuzz_connection(data: &[u8]) {
+pub(crate) fn fuzz_connection(data: &[u8]) {
     let Some((&knob, rest)) = data.split_first() else {
         return;
     };

@@ -77,7 +77,7 @@ fn origin() -> Instant {
 /// or closed with the probe settled as a failure of the expected kind and nothing sent. At most
 /// two probes are ever sent. Once the probe is over, later answers to it change nothing; an
 /// input that leaves it unanswered ends with its timeout.
-pub fn fuzz_mcp_era(data: &[u8]) {
+pub(crate) fn fuzz_mcp_era(data: &[u8]) {
     let Some((&knob, rest)) = data.split_first() else {
         return;
     };

@@ -15,7 +15,7 @@ use crate::mcp::headers::{
 /// headers whose names are `Mcp-Param-` plus an HTTP token, unique ignoring case, whose
 /// values for `arguments` obey the same value rules, and which are the same however often the
 /// schema is read.
-pub fn fuzz_mcp_headers(data: &[u8]) {
+pub(crate) fn fuzz_mcp_headers(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
     check_value(&encode_header_value(&text));
     assert_eq!(

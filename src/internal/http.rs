@@ -111,7 +111,7 @@ struct Script {
 /// and the client echoes, an event id in `Last-Event-ID` or a request id in an answer, may
 /// still show there, as the server sent it); closing (`Connection::close`)
 /// reaches `Closed` within the close timeout plus slack.
-pub fn fuzz_http_response(data: &[u8]) {
+pub(crate) fn fuzz_http_response(data: &[u8]) {
     let Some((&knob, rest)) = data.split_first() else {
         return;
     };

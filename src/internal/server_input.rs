@@ -17,7 +17,7 @@ use crate::mcp::{ClientCapabilities, JsonObject};
 /// white space or control character; an accepted sampling request with tools answers a
 /// plain text reply; an accepted skill's files sit under its folder, each with a `sha256:`
 /// digest, and a file read is verified against the entry; nothing panics.
-pub fn fuzz_server_input(data: &[u8]) {
+pub(crate) fn fuzz_server_input(data: &[u8]) {
     let Some((&knob, rest)) = data.split_first() else {
         return;
     };

@@ -102,7 +102,7 @@ struct Model {
 /// handed out, never for initialize, at most once; every answer to a server request answers one
 /// (ping with `{}`, anything else with -32601); nothing is transmitted after close. At the end,
 /// after close, every request made has settled exactly once.
-pub fn fuzz_session(data: &[u8]) {
+pub(crate) fn fuzz_session(data: &[u8]) {
     let mut input = Bytes { data };
     let knob = input.u8();
     let mut config = Config {

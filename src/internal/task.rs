@@ -10,7 +10,7 @@ pub(crate) const NEXT_MESSAGE: &[u8] = b"\n#next-message\n";
 /// [`NEXT_MESSAGE`]. Checks (in the machine's driver): every wait it asks for is at most the
 /// cap, a terminal status never changes, an error takes nothing of its message in, the polls
 /// stop at their limit; nothing panics.
-pub fn fuzz_task_poll(data: &[u8]) {
+pub(crate) fn fuzz_task_poll(data: &[u8]) {
     let Some((&knob, rest)) = data.split_first() else {
         return;
     };
