@@ -9,6 +9,7 @@
 //! compare binding [--runs 7] [--instructions]   # the binding layer, both eras, rmcp (binding.rs)
 //! compare soak --calls 100000   # 100,000 calls through one Caller per era (soak.rs)
 //! compare suite [--runs 5]      # every contender (TypeScript, Python, floor too), charts (suite.rs)
+//! compare charts charts/results.json   # the suite's charts again, from the figures of a run
 //! compare --baseline mcpwire@8842c1d=/tmp/.../bench-mcpwire   # one more mcpwire (baseline.sh)
 //! ```
 //!
@@ -316,6 +317,7 @@ fn options() -> Options {
                      \x20      compare binding ...   (the binding layer in both eras, beside rmcp)\n\
                      \x20      compare soak ...      (100,000 calls through one Caller per era)\n\
                      \x20      compare suite ...     (every contender, both eras, targets, SVG charts)\n\
+                     \x20      compare charts RESULTS.json [--out DIR]   (the suite's charts from its figures)\n\
                      workloads: {}",
                     WORKLOADS
                         .iter()
@@ -376,6 +378,7 @@ fn main() {
         Some("binding") => return binding::main(),
         Some("soak") => return soak::main(),
         Some("suite") => return suite::main(),
+        Some("charts") => return suite::charts_main(),
         _ => {}
     }
     let options = options();

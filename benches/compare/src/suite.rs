@@ -1,16 +1,19 @@
 //! `compare suite`: every contender in one run. mcpwire's `Client` and `Caller`, rmcp 3.11's
-//! shared and default clients, the TypeScript SDK v2 client on Node 22, the Python SDK 2.3
-//! client and the floor (`clients/floor`: the same HTTP requests on hyper-util, no MCP), each
-//! in both eras where it speaks them, against the same servers (in this process), rounds
-//! interleaved: one warm-up run of every row, then `--runs` rounds, each running every group's
-//! rows once in an order that rotates from round to round. Medians, and the spread of CPU per
+//! shared and default clients (and the shared one opening a session per call, the shape of the
+//! `Caller`'s 2025 path, on the two rows where that path makes many calls), the TypeScript
+//! SDK v2 client on Node 22, the Python SDK 2.3 client and the floor (`clients/floor`: the
+//! same HTTP requests on hyper-util, no MCP), each in both eras where it speaks them, against
+//! the same servers (in this process), rounds interleaved: one warm-up run of every row, then
+//! `--runs` rounds, each running every group's rows once in an order that rotates from round
+//! to round. Medians, and the spread of CPU per
 //! call (half the range over the median). Then the targets of issue 26 as ratios of medians
 //! from this run, instruction counts (callgrind) for the Rust rows of the sequential workload
-//! with `--instructions`, the SVG charts (`svg.rs`) and `results.json` into `--out`.
+//! with `--instructions`, the SVG charts (`svg.rs`) and `results.json` into `--out`. `compare
+//! charts RESULTS.json` draws the charts again from a `results.json`.
 //!
 //! ```sh
 //! compare suite [--runs 5] [--only sequential,concurrent,big,progress,list,inflight,inflight-h2]
-//!               [--contenders floor,client,caller,rmcp-shared,rmcp-default,ts,py]
+//!               [--contenders floor,client,caller,rmcp-shared,rmcp-default,rmcp-fresh,ts,py]
 //!               [--inflight 10000] [--wait-ms 1000] [--instructions] [--out DIR]
 //! ```
 //!
@@ -120,6 +123,8 @@ struct Contender {
     runner: Runner,
     /// Arguments after `URL WORKLOAD N` and before the era (rmcp's `shared`/`default`).
     mode: Option<&'static str>,
+    /// The fill of its bars, the same in every chart.
+    colour: &'static str,
 }
 
 const CONTENDERS: &[Contender] = &[
@@ -128,42 +133,58 @@ const CONTENDERS: &[Contender] = &[
         label: "floor (hyper-util, no MCP)",
         runner: Runner::Native("bench-floor"),
         mode: None,
+        colour: svg::PALETTE[0],
     },
     Contender {
         key: "client",
         label: "mcpwire Client",
         runner: Runner::Native("bench-mcpwire"),
         mode: None,
+        colour: svg::PALETTE[1],
     },
     Contender {
         key: "caller",
         label: "mcpwire Caller",
         runner: Runner::Native("bench-caller"),
         mode: None,
+        colour: svg::PALETTE[2],
     },
     Contender {
         key: "rmcp-shared",
         label: "rmcp 3.11, shared client",
         runner: Runner::Native("bench-rmcp"),
         mode: Some("shared"),
+        colour: svg::PALETTE[3],
     },
     Contender {
         key: "rmcp-default",
         label: "rmcp 3.11, default client",
         runner: Runner::Native("bench-rmcp"),
         mode: Some("default"),
+        colour: svg::PALETTE[4],
+    },
+    // The `Caller`'s 2025 shape on rmcp: a session per call (initialize, initialized, the
+    // call, DELETE), the shared client's pool under all of them.
+    Contender {
+        key: "rmcp-fresh",
+        label: "rmcp 3.11, shared, session per call",
+        runner: Runner::Native("bench-rmcp"),
+        mode: Some("shared"),
+        colour: svg::PALETTE[7],
     },
     Contender {
         key: "ts",
         label: "TypeScript SDK 2.4 (Node 22)",
         runner: Runner::Node,
         mode: None,
+        colour: svg::PALETTE[5],
     },
     Contender {
         key: "py",
         label: "Python SDK 2.3",
         runner: Runner::Python,
         mode: None,
+        colour: svg::PALETTE[6],
     },
 ];
 
@@ -174,28 +195,59 @@ impl Contender {
     }
 }
 
-/// The most requests one of the `Caller`'s kept clients has in flight: the session's default
-/// `max_pending_requests`, which the binding layer offers no way to raise. Beyond it a call
-/// is refused at once (`refused`: "1024 requests are already in flight").
-const CALLER_IN_FLIGHT: usize = 1024;
-const CALLER_CAPPED: &str = "the Caller refuses a call beyond 1024 in flight on one server (the session's \
-     max_pending_requests, no knob in the binding layer): at 10,000 the 1025th call fails with \
-     `refused` (measured)";
+/// Why the `Caller` is left out of an `inflight` row: `limit` is what `bench-caller
+/// in-flight-limit` reported, the most calls its `Caller` can have in flight to one server.
+fn caller_capped_reason(limit: usize) -> String {
+    format!(
+        "the Caller refuses a call beyond {limit} in flight on one server (the session's \
+         max_pending_requests; bench-caller has no setting to raise it yet): at 10,000 the \
+         1025th call fails with `refused` (measured)"
+    )
+}
 
-/// The client program's workload name for a suite workload, or `None` when the contender
-/// does not run it (and why, for the report).
-fn client_workload(c: &Contender, w: &Workload) -> Result<&'static str, &'static str> {
+/// The most calls the built `bench-caller` can have in flight to one server, as it reports
+/// (`bench-caller - in-flight-limit 0` prints `in_flight_limit=N`, or `none` when its `Caller`
+/// takes N itself): the suite runs the `Caller`'s `inflight` rows only up to it. A program
+/// that cannot tell (built before it could) gets the session's default, 1024.
+fn caller_in_flight_limit(program: &Path) -> Option<usize> {
+    const SESSION_DEFAULT: usize = 1024;
+    let output = Command::new(program)
+        .args(["-", "in-flight-limit", "0"])
+        .stderr(Stdio::null())
+        .output();
+    let text = match output {
+        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).into_owned(),
+        _ => return Some(SESSION_DEFAULT),
+    };
+    match text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("in_flight_limit="))
+    {
+        Some("none") => None,
+        Some(n) => Some(n.parse().unwrap_or(SESSION_DEFAULT)),
+        None => Some(SESSION_DEFAULT),
+    }
+}
+
+/// The client program's workload name for a suite workload in an era, or `None` when the
+/// contender does not run it (and why, for the report).
+fn client_workload(c: &Contender, w: &Workload, era: &str) -> Result<&'static str, &'static str> {
     let caller = c.key == "caller";
     match (w.key, c.key) {
         ("list", "caller") => Err("the binding layer makes tool calls only"),
-        ("inflight" | "inflight-h2", "rmcp-default") => {
-            Err("a reqwest client of its own per session: the shared row is rmcp's burst")
-        }
-        ("inflight-h2", "ts" | "py") => {
-            Err("Node's fetch and httpx2 (no h2 package) speak HTTP/1.1; see the HTTP/1.1 rows")
-        }
-        ("inflight", "py") => Err(
-            "httpx2's default pool holds 100 connections (Limits(max_connections=100)): 10,000 calls of a 1 s tool take at least 100 s",
+        ("sequential", "rmcp-fresh") if era == "2025" => Ok("fresh"),
+        ("concurrent", "rmcp-fresh") if era == "2025" => Ok("concurrent-fresh"),
+        (_, "rmcp-fresh") if era == "2026" => Err(
+            "at 2026-07-28 the Caller caches the probe and sends stateless POSTs, one session's shape: rmcp shared is its like",
+        ),
+        (_, "rmcp-fresh") => Err(
+            "one call (or one listing session), so one session either way: rmcp shared is the same run",
+        ),
+        ("inflight-h2", "ts") => Err(
+            "the SDK uses Node's built-in fetch, which speaks HTTP/2 only through an undici Agent with allowH2, and the undici package is no dependency of the SDK (not in ts2client); see the HTTP/1.1 row",
+        ),
+        ("inflight-h2", "py") => Err(
+            "httpx2 speaks HTTP/2 only with the `h2` package, which mcp 2.3.0 does not depend on (not in venv-v2); see the HTTP/1.1 row",
         ),
         ("sequential", _) if caller => Ok("caller"),
         ("sequential", _) => Ok("session"),
@@ -634,6 +686,12 @@ pub fn main() {
             args.push(options.wait_ms.to_string());
         }
         let mut env = vec![("BENCH_CA_FILE".to_owned(), ca_file.clone())];
+        if c.mode == Some("default") {
+            // rmcp's default reqwest client takes no CA of ours; it trusts the platform's
+            // roots (rustls-platform-verifier, rustls-native-certs on Linux), which a host
+            // extends the usual way.
+            env.push(("SSL_CERT_FILE".to_owned(), ca_file.clone()));
+        }
         let program = match (c.runner, &peers) {
             (Runner::Native(program), _) => dir.join(program),
             (Runner::Node, Ok(p)) => {
@@ -662,22 +720,38 @@ pub fn main() {
     let mut rows: Vec<Row> = Vec::new();
     let mut groups: Vec<(usize, &'static str, Vec<usize>)> = Vec::new();
     let mut not_run: Vec<String> = Vec::new();
-    let mut caller_capped = false;
+    // The `Caller`'s `inflight` rows run only up to what the built bench-caller can hold.
+    let caller_limit = contenders
+        .iter()
+        .any(|c| c.key == "caller")
+        .then(|| caller_in_flight_limit(&dir.join("bench-caller")))
+        .flatten();
+    let mut caller_capped = None;
+    if contenders.iter().any(|c| c.key == "rmcp-fresh") {
+        not_run.push(
+            "rmcp 3.11, shared, session per call: every row but sequential and concurrent at 2025, \
+             where the Caller opens a session per call (at 2026-07-28 it caches the probe and \
+             sends stateless POSTs, one session's shape; the other rows make one call): rmcp \
+             shared is the like there"
+                .to_owned(),
+        );
+    }
     for (wi, w) in workloads.iter().enumerate() {
         for &era in w.eras {
             let mut members = Vec::new();
             for (ci, c) in contenders.iter().enumerate() {
-                let runnable = match client_workload(c, w) {
+                let runnable = match client_workload(c, w, era) {
                     Ok(_)
                         if c.key == "caller"
                             && w.target != Target::Demo
                             && w.target != Target::List
-                            && options.inflight > CALLER_IN_FLIGHT =>
+                            && caller_limit.is_some_and(|limit| options.inflight > limit) =>
                     {
-                        caller_capped = true;
-                        Err(CALLER_CAPPED)
+                        let why = caller_capped_reason(caller_limit.unwrap_or_default());
+                        caller_capped = Some(why.clone());
+                        Err(why)
                     }
-                    other => other,
+                    other => other.map_err(str::to_owned),
                 };
                 match runnable {
                     Ok(_) => {
@@ -690,8 +764,19 @@ pub fn main() {
                             instructions_per_call: None,
                         });
                     }
-                    Err(why) if era == w.eras[0] => {
-                        not_run.push(format!("{} / {}: {why}", w.key, c.label))
+                    // Said once, before the loop.
+                    Err(_) if c.key == "rmcp-fresh" => {}
+                    // Said once per workload, unless another era has another reason.
+                    Err(why)
+                        if era == w.eras[0]
+                            || client_workload(c, w, w.eras[0]).err() != Some(why.as_str()) =>
+                    {
+                        let era = if w.eras.len() > 1 {
+                            format!(" {era}")
+                        } else {
+                            String::new()
+                        };
+                        not_run.push(format!("{}{era} / {}: {why}", w.key, c.label))
                     }
                     Err(_) => {}
                 }
@@ -728,7 +813,7 @@ pub fn main() {
     }
     let run_row = |row: &Row| -> Result<Run, String> {
         let (c, w) = (contenders[row.contender], workloads[row.workload]);
-        let workload = client_workload(c, w).expect("rows are made for runnable pairs");
+        let workload = client_workload(c, w, row.era).expect("rows are made for runnable pairs");
         let inv = invocation(c, w, row.era, workload);
         run_child(&inv, &|| stats_of(w.target))
             .map_err(|e| format!("{} {} {}: {e}", w.key, row.era, c.label))
@@ -777,7 +862,7 @@ pub fn main() {
             if w.key != "sequential" || row.runs.is_empty() {
                 continue;
             }
-            let workload = client_workload(c, w).expect("runnable");
+            let workload = client_workload(c, w, row.era).expect("runnable");
             let program = dir.join(program);
             let mut args = invocation(c, w, row.era, workload).args;
             let at_n = crate::binding::instructions(&program, &args);
@@ -807,7 +892,7 @@ pub fn main() {
         };
         println!("== {label}, era {era} ({} runs)", options.runs);
         println!(
-            "{:<30} {:>9} {:>11} {:>7} {:>9} {:>9} {:>9} {:>8} {:>9} {:>10} {:>6} {:>11}",
+            "{:<36} {:>9} {:>11} {:>7} {:>9} {:>9} {:>9} {:>8} {:>9} {:>10} {:>6} {:>11}",
             "contender",
             "calls/s",
             "CPU/call µs",
@@ -830,7 +915,7 @@ pub fn main() {
                 format!("{:.0}", f.connections)
             };
             println!(
-                "{:<30} {:>9.0} {:>11.1} {:>6.0}% {:>9.0} {:>9.0} {:>9.0} {:>8.1} {:>9.2} {:>10} {:>6} {:>11}",
+                "{:<36} {:>9.0} {:>11.1} {:>6.0}% {:>9.0} {:>9.0} {:>9.0} {:>8.1} {:>9.2} {:>10} {:>6} {:>11}",
                 c.label,
                 f.calls_per_s,
                 f.cpu_per_call_us,
@@ -868,23 +953,54 @@ pub fn main() {
         })
     };
     let mut verdicts: Vec<Verdict> = Vec::new();
+    // Ratios beside a target that are not its measure (the Caller's fresh sessions against
+    // one rmcp session): printed and kept in results.json, no verdict.
+    let mut comparisons: Vec<(String, f64)> = Vec::new();
+    // rmcp's cheaper one-session client on a workload and era: the stricter comparison.
+    let cheaper_rmcp = |wkey: &str, era: &str| {
+        ["rmcp-shared", "rmcp-default"]
+            .into_iter()
+            .filter_map(|k| find(wkey, era, k).map(|f| (k, f)))
+            .min_by(|a, b| a.1.cpu_per_call_us.total_cmp(&b.1.cpu_per_call_us))
+    };
     for (wi, era, _) in &groups {
         let w = workloads[*wi];
-        // rmcp's cheaper client on this workload and era: the stricter comparison.
-        let rmcp = ["rmcp-shared", "rmcp-default"]
-            .iter()
-            .filter_map(|k| find(w.key, era, k).map(|f| (k, f)))
-            .min_by(|a, b| a.1.cpu_per_call_us.total_cmp(&b.1.cpu_per_call_us));
+        let rmcp = cheaper_rmcp(w.key, era);
         for ours in ["client", "caller"] {
-            if let (Some(m), Some((rk, r))) = (find(w.key, era, ours), rmcp) {
+            let Some(m) = find(w.key, era, ours) else {
+                continue;
+            };
+            // The binding layer's 2025 path opens a session per call (a host's shape): where
+            // it makes many calls, rmcp opening a session per call is its like.
+            let fresh = (ours == "caller" && *era == "2025")
+                .then(|| find(w.key, era, "rmcp-fresh"))
+                .flatten();
+            if let Some(r) = fresh {
+                verdicts.push(Verdict {
+                    what: format!(
+                        "caller / rmcp-fresh, CPU per call, {} 2025 (both a session per call)",
+                        w.key
+                    ),
+                    ratio: m.cpu_per_call_us / r.cpu_per_call_us,
+                    limit: 0.35,
+                    at_most: true,
+                });
+                if let Some((rk, r)) = rmcp {
+                    comparisons.push((
+                        format!(
+                            "caller / {rk}, CPU per call, {} 2025 (a session per call / one session)",
+                            w.key
+                        ),
+                        m.cpu_per_call_us / r.cpu_per_call_us,
+                    ));
+                }
+            } else if let Some((rk, r)) = rmcp {
                 verdicts.push(Verdict {
                     what: format!(
                         "{ours} / {rk}, CPU per call, {} {era}{}",
                         w.key,
-                        // The binding layer's 2025 path opens a session per call (a host's
-                        // shape); rmcp's row is one session.
                         if ours == "caller" && *era == "2025" {
-                            " (a session per call)"
+                            " (one call: one session each)"
                         } else {
                             ""
                         }
@@ -924,14 +1040,25 @@ pub fn main() {
             let Some(m) = find("concurrent", era, ours) else {
                 continue;
             };
+            // Like against like: the Caller's fresh sessions at 2025 against rmcp's; every
+            // other row against the one-session contenders.
+            let fresh_shape = ours == "caller" && era == "2025";
             let best_other = contenders
                 .iter()
                 .filter(|c| !["client", "caller", "floor"].contains(&c.key))
+                .filter(|c| (c.key == "rmcp-fresh") == fresh_shape)
                 .filter_map(|c| find("concurrent", era, c.key).map(|f| (c.key, f.p99_us)))
                 .min_by(|a, b| a.1.total_cmp(&b.1));
             if let Some((k, p99)) = best_other {
                 verdicts.push(Verdict {
-                    what: format!("{ours} / best other ({k}), p99 latency, concurrent {era}"),
+                    what: format!(
+                        "{ours} / best other ({k}), p99 latency, concurrent {era}{}",
+                        if fresh_shape {
+                            " (both a session per call)"
+                        } else {
+                            ""
+                        }
+                    ),
                     ratio: m.p99_us / p99,
                     limit: 1.0,
                     at_most: true,
@@ -953,11 +1080,13 @@ pub fn main() {
     }
     for wkey in ["inflight", "inflight-h2"] {
         for ours in ["client", "caller"] {
-            if let (Some(m), Some(r)) =
-                (find(wkey, "2026", ours), find(wkey, "2026", "rmcp-shared"))
-            {
+            let rmcp = ["rmcp-shared", "rmcp-default"]
+                .into_iter()
+                .filter_map(|k| find(wkey, "2026", k).map(|f| (k, f)))
+                .min_by(|a, b| a.1.kib_per_call.total_cmp(&b.1.kib_per_call));
+            if let (Some(m), Some((rk, r))) = (find(wkey, "2026", ours), rmcp) {
                 verdicts.push(Verdict {
-                    what: format!("{ours} / rmcp-shared, RSS per call in flight, {wkey}"),
+                    what: format!("{ours} / {rk}, RSS per call in flight, {wkey}"),
                     ratio: m.kib_per_call / r.kib_per_call,
                     limit: 0.5,
                     at_most: true,
@@ -965,10 +1094,10 @@ pub fn main() {
             }
         }
     }
-    if caller_capped {
+    if let Some(why) = &caller_capped {
         println!();
         println!(
-            "MISS  caller, {} calls in flight with zero failures: {CALLER_CAPPED}",
+            "MISS  caller, {} calls in flight with zero failures: {why}",
             options.inflight
         );
     }
@@ -976,13 +1105,16 @@ pub fn main() {
     println!("== Targets (ratios of medians from this run)");
     for v in &verdicts {
         println!(
-            "{}  {:<80} {:>6.2}x (target {} {}x)",
+            "{}  {:<92} {:>6.2}x (target {} {}x)",
             if v.met() { "MET " } else { "MISS" },
             v.what,
             v.ratio,
             if v.at_most { "<=" } else { ">=" },
             v.limit
         );
+    }
+    for (what, ratio) in &comparisons {
+        println!("      {what:<92} {ratio:>6.2}x (no target: not like for like)");
     }
     println!(
         "failed calls: 0 on every row in the tables (a call that fails, or a wrong result, fails \
@@ -1013,6 +1145,15 @@ pub fn main() {
             "era": r.era,
             "contender": contenders[r.contender].key,
             "label": contenders[r.contender].label,
+            // Which rows open a session per call (the Caller's 2025 path, rmcp-fresh) and
+            // which one for all their calls (every other row).
+            "sessions": if (contenders[r.contender].key == "caller" && r.era == "2025")
+                || contenders[r.contender].key == "rmcp-fresh"
+            {
+                "per call"
+            } else {
+                "one"
+            },
             "calls_per_s": f.calls_per_s,
             "cpu_per_call_us": f.cpu_per_call_us,
             "cpu_spread_pct": f.cpu_spread_pct,
@@ -1036,6 +1177,10 @@ pub fn main() {
         "targets": verdicts.iter().map(|v| serde_json::json!({
             "what": v.what, "ratio": v.ratio, "limit": v.limit, "met": v.met(),
         })).collect::<Vec<_>>(),
+        "comparisons": comparisons.iter().map(|(what, ratio)| serde_json::json!({
+            "what": what, "ratio": ratio,
+        })).collect::<Vec<_>>(),
+        "not_run": not_run,
     });
     let write = |name: &str, text: String| {
         let path = options.out.join(name);
@@ -1047,33 +1192,95 @@ pub fn main() {
     };
     write("results.json", format!("{json:#}\n"));
 
-    let contender_labels: Vec<&str> = contenders.iter().map(|c| c.label).collect();
-    // CPU per call: one panel per era, a group of bars per workload.
-    for era in ["2026", "2025"] {
-        let groups: Vec<svg::Group> = workloads
+    let chart_rows: Vec<ChartRow> = rows
+        .iter()
+        .zip(&figures_of)
+        .filter(|(r, _)| !r.runs.is_empty())
+        .map(|(r, f)| ChartRow {
+            workload: workloads[r.workload].key.to_owned(),
+            era: r.era.to_owned(),
+            contender: contenders[r.contender].key.to_owned(),
+            figures: *f,
+        })
+        .collect();
+    let keys: Vec<&str> = contenders.iter().map(|c| c.key).collect();
+    for (name, text) in charts(&chart_rows, &keys, options.inflight) {
+        write(&name, text);
+    }
+}
+
+/// What the charts need of a row with figures: which it is, and its medians.
+pub struct ChartRow {
+    workload: String,
+    era: String,
+    contender: String,
+    figures: Figures,
+}
+
+/// The suite's charts, `(file name, SVG)`, from its rows: CPU per call per era, latency
+/// percentiles, memory per call in flight. `contenders` are the keys of the contenders that
+/// were run, in the order of the table; one that has no figure in a chart is left out of it.
+fn charts(rows: &[ChartRow], contenders: &[&str], inflight: usize) -> Vec<(String, String)> {
+    let find = |wkey: &str, era: &str, ckey: &str| {
+        rows.iter()
+            .find(|r| r.workload == wkey && r.era == era && r.contender == ckey)
+            .map(|r| r.figures)
+    };
+    let known: Vec<&Contender> = contenders
+        .iter()
+        .filter_map(|k| CONTENDERS.iter().find(|c| c.key == *k))
+        .collect();
+    let missing = "not run or failed (the table says why)";
+    // A chart's contenders: those with a figure in one of its groups.
+    let present = |cells: &[(&str, &str)]| -> Vec<&Contender> {
+        known
             .iter()
-            .filter(|w| w.eras.contains(&era))
-            .map(|w| svg::Group {
-                label: w.key.to_owned(),
-                values: contenders
+            .copied()
+            .filter(|c| cells.iter().any(|(w, era)| find(w, era, c.key).is_some()))
+            .collect()
+    };
+    let series = |present: &[&Contender]| -> Vec<svg::Series<'static>> {
+        present
+            .iter()
+            .map(|c| svg::Series {
+                label: c.label,
+                colour: c.colour,
+            })
+            .collect()
+    };
+    let mut out = Vec::new();
+    // CPU per call: one chart per era, a group of bars per workload.
+    for era in ["2026", "2025"] {
+        let cells: Vec<(&str, &str)> = WORKLOADS
+            .iter()
+            .filter(|w| w.eras.contains(&era) && rows.iter().any(|r| r.workload == w.key))
+            .map(|w| (w.key, era))
+            .collect();
+        let present = present(&cells);
+        if present.is_empty() {
+            continue;
+        }
+        let groups: Vec<svg::Group> = cells
+            .iter()
+            .map(|(wkey, era)| svg::Group {
+                label: (*wkey).to_owned(),
+                values: present
                     .iter()
-                    .map(|c| find(w.key, era, c.key).map(|f| f.cpu_per_call_us))
+                    .map(|c| find(wkey, era, c.key).map(|f| f.cpu_per_call_us))
                     .collect(),
             })
             .collect();
-        if groups.is_empty() {
-            continue;
-        }
-        write(
-            &format!("cpu-per-call-{era}.svg"),
+        out.push((
+            format!("cpu-per-call-{era}.svg"),
             svg::bars(&svg::Chart {
                 title: &format!("Client CPU per call, era {era} (µs, log scale; lower is better)"),
-                series: &contender_labels,
+                series: &series(&present),
                 groups: &groups,
                 log: true,
                 unit: "µs",
+                missing,
             }),
-        );
+        ));
     }
     // Latency percentiles at 256 at once and on the sequential workload.
     for (wkey, era) in [
@@ -1081,11 +1288,7 @@ pub fn main() {
         ("concurrent", "2025"),
         ("sequential", "2026"),
     ] {
-        let present: Vec<&Contender> = contenders
-            .iter()
-            .copied()
-            .filter(|c| find(wkey, era, c.key).is_some())
-            .collect();
+        let present = present(&[(wkey, era)]);
         if present.is_empty() {
             continue;
         }
@@ -1099,27 +1302,20 @@ pub fn main() {
                     .collect(),
             })
             .collect();
-        let labels: Vec<&str> = present.iter().map(|c| c.label).collect();
-        write(
-            &format!("latency-{wkey}-{era}.svg"),
+        out.push((
+            format!("latency-{wkey}-{era}.svg"),
             svg::bars(&svg::Chart {
                 title: &format!("Latency per call, {wkey} {era} (µs, log scale; lower is better)"),
-                series: &labels,
+                series: &series(&present),
                 groups: &groups,
                 log: true,
                 unit: "µs",
+                missing,
             }),
-        );
+        ));
     }
     // Memory per call in flight.
-    let present: Vec<&Contender> = contenders
-        .iter()
-        .copied()
-        .filter(|c| {
-            find("inflight", "2026", c.key).is_some()
-                || find("inflight-h2", "2026", c.key).is_some()
-        })
-        .collect();
+    let present = present(&[("inflight", "2026"), ("inflight-h2", "2026")]);
     if !present.is_empty() {
         let groups: Vec<svg::Group> = ["inflight", "inflight-h2"]
             .iter()
@@ -1135,20 +1331,105 @@ pub fn main() {
                     .collect(),
             })
             .collect();
-        let labels: Vec<&str> = present.iter().map(|c| c.label).collect();
-        write(
-            "memory-per-call-in-flight.svg",
+        out.push((
+            "memory-per-call-in-flight.svg".to_owned(),
             svg::bars(&svg::Chart {
                 title: &format!(
                     "Resident memory per call in flight, {} calls at once (KiB; lower is better)",
-                    options.inflight
+                    thousands(inflight)
                 ),
-                series: &labels,
+                series: &series(&present),
                 groups: &groups,
                 log: false,
                 unit: "KiB",
+                missing,
             }),
-        );
+        ));
+    }
+    out
+}
+
+/// `10000` as "10,000".
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, d) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(d);
+    }
+    out
+}
+
+/// `compare charts RESULTS.json [--out DIR]`: draws the suite's charts again from a
+/// `results.json` it wrote (default: into the file's directory), so a change to the charts
+/// does not need a new run and the figures stay those of the run.
+pub fn charts_main() {
+    let mut args = std::env::args().skip(2);
+    let Some(from) = args.next().map(PathBuf::from) else {
+        eprintln!("usage: compare charts RESULTS.json [--out DIR]");
+        std::process::exit(2)
+    };
+    let out = match (args.next().as_deref(), args.next()) {
+        (Some("--out"), Some(dir)) => PathBuf::from(dir),
+        (None, _) => from
+            .parent()
+            .map_or_else(|| PathBuf::from("."), Path::to_owned),
+        _ => {
+            eprintln!("usage: compare charts RESULTS.json [--out DIR]");
+            std::process::exit(2)
+        }
+    };
+    let fail = |e: String| -> ! {
+        eprintln!("compare charts: {e}");
+        std::process::exit(1)
+    };
+    let text =
+        std::fs::read_to_string(&from).unwrap_or_else(|e| fail(format!("{}: {e}", from.display())));
+    let json: serde_json::Value =
+        serde_json::from_str(&text).unwrap_or_else(|e| fail(format!("{}: {e}", from.display())));
+    let number =
+        |row: &serde_json::Value, key: &str| row.get(key).and_then(serde_json::Value::as_f64);
+    let text_of = |row: &serde_json::Value, key: &str| {
+        row.get(key)
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_owned)
+            .unwrap_or_else(|| fail(format!("a row without {key}")))
+    };
+    let rows: Vec<ChartRow> = json
+        .get("rows")
+        .and_then(serde_json::Value::as_array)
+        .unwrap_or_else(|| fail("no rows".to_owned()))
+        .iter()
+        .map(|row| ChartRow {
+            workload: text_of(row, "workload"),
+            era: text_of(row, "era"),
+            contender: text_of(row, "contender"),
+            figures: Figures {
+                cpu_per_call_us: number(row, "cpu_per_call_us").unwrap_or_default(),
+                p50_us: number(row, "p50_us").unwrap_or_default(),
+                p99_us: number(row, "p99_us").unwrap_or_default(),
+                max_us: number(row, "max_us").unwrap_or_default(),
+                kib_per_call: number(row, "kib_per_call").unwrap_or_default(),
+                ..Figures::default()
+            },
+        })
+        .collect();
+    let keys: Vec<&str> = CONTENDERS.iter().map(|c| c.key).collect();
+    let inflight = json
+        .get("inflight")
+        .and_then(serde_json::Value::as_u64)
+        .unwrap_or_default() as usize;
+    if let Err(e) = std::fs::create_dir_all(&out) {
+        fail(format!("{}: {e}", out.display()));
+    }
+    for (name, svg) in charts(&rows, &keys, inflight) {
+        let path = out.join(name);
+        if let Err(e) = std::fs::write(&path, svg) {
+            fail(format!("{}: {e}", path.display()));
+        }
+        println!("wrote {}", path.display());
     }
 }
 

@@ -1,6 +1,7 @@
-//! A small SVG writer for the suite's charts: grouped vertical bars, one colour per series, a
-//! legend, a y axis on a linear or a log scale, each bar labelled with its value. Text only,
-//! no dependency: the charts are files a Markdown page shows with `![...](...)`.
+//! A small SVG writer for the suite's charts: grouped vertical bars, one colour per series (the
+//! caller's, so a contender keeps its colour from chart to chart), a legend, a y axis on a
+//! linear or a log scale, each bar labelled with its value and each missing bar marked `n/a`.
+//! Text only, no dependency: the charts are files a Markdown page shows with `![...](...)`.
 
 use std::fmt::Write;
 
@@ -11,18 +12,26 @@ pub struct Group {
     pub values: Vec<Option<f64>>,
 }
 
+/// One series: its legend entry and the fill of its bars.
+pub struct Series<'a> {
+    pub label: &'a str,
+    pub colour: &'a str,
+}
+
 pub struct Chart<'a> {
     pub title: &'a str,
-    /// The series' names, in the order of each group's values.
-    pub series: &'a [&'a str],
+    /// In the order of each group's values.
+    pub series: &'a [Series<'a>],
     pub groups: &'a [Group],
     /// A log scale (for values that span decades).
     pub log: bool,
     pub unit: &'a str,
+    /// What a missing bar means, printed under the legend when a group lacks one.
+    pub missing: &'a str,
 }
 
 /// Colours that stay apart in print and for common colour blindness (Okabe and Ito's set).
-const PALETTE: [&str; 8] = [
+pub const PALETTE: [&str; 8] = [
     "#999999", "#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7",
 ];
 
@@ -32,17 +41,33 @@ fn escape(text: &str) -> String {
         .replace('>', "&gt;")
 }
 
-/// A value as a bar's label: three significant figures or so.
-fn short(value: f64) -> String {
-    if value >= 100_000.0 {
-        format!("{:.0}k", value / 1000.0)
-    } else if value >= 100.0 {
-        format!("{value:.0}")
-    } else if value >= 10.0 {
-        format!("{value:.1}")
+/// A number with at most `decimals` decimals and no trailing zeros ("20", "2.5").
+fn trimmed(value: f64, decimals: usize) -> String {
+    let text = format!("{value:.decimals$}");
+    if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.').to_owned()
     } else {
-        format!("{value:.2}")
+        text
     }
+}
+
+/// A value as a bar's label or a tick's: about three significant figures, with k and M past a
+/// thousand and a million, so that one chart never mixes "10000" with "100k".
+fn short(value: f64) -> String {
+    let magnitude = value.abs();
+    let (scaled, suffix) = if magnitude >= 999_500.0 {
+        (value / 1e6, "M")
+    } else if magnitude >= 999.5 {
+        (value / 1e3, "k")
+    } else {
+        (value, "")
+    };
+    let decimals = match scaled.abs() {
+        m if m >= 99.95 => 0,
+        m if m >= 9.995 => 1,
+        _ => 2,
+    };
+    format!("{}{suffix}", trimmed(scaled, decimals))
 }
 
 /// Linear-scale ticks: about five, at 1, 2 or 5 times a power of ten.
@@ -58,6 +83,11 @@ fn linear_ticks(max: f64) -> Vec<f64> {
         .map(|i| i as f64 * step)
         .take_while(|t| *t <= max * 1.0001 + step)
         .collect()
+}
+
+/// The width of `text` at the 11 px sans-serif the charts use, roughly (for layout only).
+fn text_width(text: &str) -> f64 {
+    text.chars().count() as f64 * 6.4
 }
 
 pub fn bars(chart: &Chart<'_>) -> String {
@@ -99,15 +129,39 @@ pub fn bars(chart: &Chart<'_>) -> String {
     };
 
     let series = chart.series.len().max(1);
-    let bar = 18.0;
-    let gap = 28.0;
-    let group_width = bar * series as f64 + gap;
-    let (left, right, top) = (70.0, 20.0, 50.0);
+    let groups = chart.groups.len().max(1);
+    // A label above a bar as tall as the plot stays below the title.
+    let (left, right, top) = (70.0, 20.0, 76.0);
     let plot_h = 300.0;
-    let legend_rows = series.div_ceil(3);
-    let bottom = 40.0 + 20.0 * legend_rows as f64;
-    let plot_w = group_width * chart.groups.len().max(1) as f64;
-    let width = (left + plot_w + right).max(left + 3.0 * 230.0);
+    // The legend: as many columns as fit beside each other, each as wide as its widest label.
+    let legend_column = chart
+        .series
+        .iter()
+        .map(|s| text_width(s.label) + 34.0)
+        .fold(150.0, f64::max);
+    let min_plot_w = (text_width(chart.title) * 14.0 / 11.0).max(3.0 * legend_column);
+    // Groups wide enough for their bars and for their label, then widened (bars too, up to
+    // 28 px) until the plot is as wide as the title and the legend.
+    let gap = 28.0;
+    let widest_label = chart
+        .groups
+        .iter()
+        .map(|g| text_width(&g.label))
+        .fold(0.0, f64::max);
+    let mut group_width = (18.0 * series as f64 + gap).max(widest_label + 12.0);
+    if group_width * (groups as f64) < min_plot_w {
+        group_width = min_plot_w / groups as f64;
+    }
+    let bar = ((group_width - gap) / series as f64).clamp(12.0, 28.0);
+    let plot_w = group_width * groups as f64;
+    let width = left + plot_w + right;
+    let legend_columns = (((width - left) / legend_column).floor() as usize).clamp(1, series);
+    let legend_rows = series.div_ceil(legend_columns);
+    let missing_any = chart
+        .groups
+        .iter()
+        .any(|g| g.values.len() < chart.series.len() || g.values.iter().any(Option::is_none));
+    let bottom = 40.0 + 20.0 * legend_rows as f64 + if missing_any { 20.0 } else { 0.0 };
     let height = top + plot_h + bottom;
 
     let mut out = String::new();
@@ -118,7 +172,7 @@ pub fn bars(chart: &Chart<'_>) -> String {
     let _ = writeln!(out, r#"<rect width="100%" height="100%" fill="white"/>"#);
     let _ = writeln!(
         out,
-        r#"<text x="{left}" y="22" font-size="14" font-weight="bold">{}</text>"#,
+        r#"<text x="{left}" y="24" font-size="14" font-weight="bold">{}</text>"#,
         escape(chart.title)
     );
     // Axis and grid.
@@ -149,51 +203,73 @@ pub fn bars(chart: &Chart<'_>) -> String {
         escape(chart.unit)
     );
     // Bars.
+    let colour = |si: usize| {
+        chart
+            .series
+            .get(si)
+            .map_or(PALETTE[si % PALETTE.len()], |s| s.colour)
+    };
     for (gi, group) in chart.groups.iter().enumerate() {
-        let x0 = left + gap / 2.0 + gi as f64 * group_width;
-        for (si, value) in group.values.iter().enumerate() {
+        let bars_w = bar * series as f64;
+        let x0 = left + gi as f64 * group_width + (group_width - bars_w) / 2.0;
+        for si in 0..series {
             let x = x0 + si as f64 * bar;
-            let Some(v) = value else {
+            let tx = x + bar / 2.0 + 3.0;
+            let Some(v) = group.values.get(si).copied().flatten() else {
+                // A missing bar says so, at the axis: an empty slot is not a zero.
+                let ty = top + plot_h - 3.0;
+                let _ = writeln!(
+                    out,
+                    r##"<text x="{tx:.1}" y="{ty:.1}" font-size="9" fill="#777" transform="rotate(-90 {tx:.1} {ty:.1})">n/a</text>"##
+                );
                 continue;
             };
-            let h = plot_h * scale(*v);
+            let h = plot_h * scale(v);
             let y = top + plot_h - h;
-            let colour = PALETTE[si % PALETTE.len()];
             let _ = writeln!(
                 out,
-                r##"<rect x="{x:.1}" y="{y:.1}" width="{:.1}" height="{h:.1}" fill="{colour}" stroke="#333" stroke-width="0.5"><title>{}: {}</title></rect>"##,
+                r##"<rect x="{x:.1}" y="{y:.1}" width="{:.1}" height="{h:.1}" fill="{}" stroke="#333" stroke-width="0.5"><title>{}: {}</title></rect>"##,
                 bar - 2.0,
-                escape(chart.series.get(si).copied().unwrap_or("")),
-                short(*v)
+                colour(si),
+                escape(chart.series.get(si).map_or("", |s| s.label)),
+                short(v)
             );
-            let (tx, ty) = (x + bar / 2.0 + 3.0, y - 3.0);
+            let ty = y - 3.0;
             let _ = writeln!(
                 out,
                 r#"<text x="{tx:.1}" y="{ty:.1}" font-size="9" transform="rotate(-90 {tx:.1} {ty:.1})">{}</text>"#,
-                short(*v)
+                short(v)
             );
         }
         let _ = writeln!(
             out,
             r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
-            x0 + bar * series as f64 / 2.0,
+            x0 + bars_w / 2.0,
             top + plot_h + 16.0,
             escape(&group.label)
         );
     }
     // Legend.
-    for (si, name) in chart.series.iter().enumerate() {
-        let (row, col) = (si / 3, si % 3);
-        let x = left + col as f64 * 230.0;
-        let y = top + plot_h + 36.0 + row as f64 * 20.0;
+    for (si, s) in chart.series.iter().enumerate() {
+        let (row, col) = (si / legend_columns, si % legend_columns);
+        let x = left + col as f64 * legend_column;
+        let y = top + plot_h + 40.0 + row as f64 * 20.0;
         let _ = writeln!(
             out,
             r##"<rect x="{x:.1}" y="{:.1}" width="12" height="12" fill="{}" stroke="#333" stroke-width="0.5"/><text x="{:.1}" y="{:.1}">{}</text>"##,
             y - 10.0,
-            PALETTE[si % PALETTE.len()],
+            colour(si),
             x + 16.0,
             y,
-            escape(name)
+            escape(s.label)
+        );
+    }
+    if missing_any {
+        let _ = writeln!(
+            out,
+            r##"<text x="{left}" y="{:.1}" fill="#555">n/a: {}</text>"##,
+            top + plot_h + 40.0 + legend_rows as f64 * 20.0,
+            escape(chart.missing)
         );
     }
     out.push_str("</svg>\n");

@@ -9,8 +9,8 @@
 //!
 //! It speaks the least of both eras the clients need: `initialize` (a 2025-era revision,
 //! negotiated as `list_server.rs` does, and an `Mcp-Session-Id`), `server/discover` (2026-07-28
-//! and the 2025 revisions), `tools/list` (the one tool), `tools/call` of `wait` (`{"ms": N}`,
-//! N at most 60,000: "waited N ms" after N ms; a 2026-07-28 request, one whose `_meta` names
+//! and the 2025 revisions), `tools/list` (the one tool; at 2026-07-28 with the cache hints
+//! `ttlMs` and `cacheScope`), `tools/call` of `wait` (`{"ms": N}`, N at most 60,000: "waited N ms" after N ms; a 2026-07-28 request, one whose `_meta` names
 //! the revision, gets `resultType: complete`), `ping`; notifications and responses get 202,
 //! `DELETE` 200, anything else 405. Replies are `application/json`. The certificate is the
 //! test one of `tests/data/tls` (`server.pem`, for `127.0.0.1` and `localhost`), trusted by
@@ -260,6 +260,12 @@ async fn handle(
         object
             .entry("resultType")
             .or_insert_with(|| Value::from("complete"));
+        if method == "tools/list" {
+            // A 2026-07-28 listing is cacheable and carries its hints (the demo server's
+            // values): the Python SDK refuses one without, and lists the tools before it calls.
+            object.insert("ttlMs".to_owned(), Value::from(60_000));
+            object.insert("cacheScope".to_owned(), Value::from("public"));
+        }
     }
     let body = json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string();
     Ok(reply(StatusCode::OK, session, Some(body)))

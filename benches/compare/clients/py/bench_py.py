@@ -7,7 +7,9 @@ driver can take this process's CPU time from `wait4`.
 Run with the venv of scripts/install-peers (component python: $MCPWIRE_PEERS_DIR/venv-v2).
 The workloads are those of ../mcpwire (session, concurrent, big, progress, list, inflight,
 connect), done the way the SDK's documentation shows: `async with Client(url) as client`,
-`call_tool`, `list_tools`; leaving the block ends the session (DELETE at 2025). `2025` is
+`call_tool`, `list_tools`; leaving the block ends the session (DELETE at 2025). Two take the
+transport's settings a host wanting them would give: `inflight` an httpx2 client without the
+default pool's cap of 100 connections, `big` SSE events of up to 16 MiB (the default is 1 MiB). `2025` is
 `mode="legacy"` (the initialize handshake); `2026` is the SDK's default `mode="auto"`
 (`server/discover`, then 2026-07-28 stateless POSTs with the `_meta` envelope). The negotiated
 revision and every result are checked; a wrong one exits with status 1. Prints the keys of
@@ -21,7 +23,9 @@ import resource
 import sys
 import time
 
+import httpx2
 from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 
 TOOLS = 100
 
@@ -68,8 +72,46 @@ async def wait_call(client: Client, wait: int) -> None:
         raise RuntimeError(f"wait said {text!r}")
 
 
+# The SDK's own HTTP client settings (mcp.shared._httpx_utils.create_mcp_http_client): 30 s
+# to connect, write and wait for the pool, 300 s to read.
+CONNECT_TIMEOUT_S = 30.0
+READ_TIMEOUT_S = 300.0
+# What a host wanting the 10 MiB result sets: the SDK's SSE events are limited to 1 MiB by
+# default, and the text of the result is one event (the Caller's binding allows 16 MiB).
+BIG_EVENT_BYTES = 16 << 20
+
+
 async def run(url: str, workload: str, n: int, modern: bool, wait: int) -> None:
-    async with Client(url, mode="auto" if modern else "legacy") as client:
+    mode = "auto" if modern else "legacy"
+    if workload == "inflight":
+        # What a host wanting N calls in flight sets: httpx2's default pool holds 100
+        # connections (Limits(max_connections=100)), so 10,000 calls of a 1 s tool would queue
+        # for 100 s. HTTP/1.1 holds one call per connection: no cap, keep-alive as by default.
+        async with httpx2.AsyncClient(
+            timeout=httpx2.Timeout(CONNECT_TIMEOUT_S, read=READ_TIMEOUT_S),
+            limits=httpx2.Limits(max_connections=None, max_keepalive_connections=20),
+        ) as http:
+            await calls(
+                Client(streamable_http_client(url, http_client=http), mode=mode),
+                workload,
+                n,
+                modern,
+                wait,
+            )
+    elif workload == "big":
+        await calls(
+            Client(streamable_http_client(url, max_sse_event_size=BIG_EVENT_BYTES), mode=mode),
+            workload,
+            n,
+            modern,
+            wait,
+        )
+    else:
+        await calls(Client(url, mode=mode), workload, n, modern, wait)
+
+
+async def calls(client: Client, workload: str, n: int, modern: bool, wait: int) -> None:
+    async with client:
         spoken = client.protocol_version
         if (spoken == "2026-07-28") != modern:
             raise RuntimeError(f"the SDK speaks {spoken}")

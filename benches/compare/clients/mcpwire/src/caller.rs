@@ -3,6 +3,7 @@
 //!
 //! ```sh
 //! bench-caller URL WORKLOAD N ERA [CONCURRENCY|LIMIT]
+//! bench-caller - in-flight-limit 0     # the most calls in flight its Caller can hold
 //! ```
 
 mod binding;
@@ -10,7 +11,7 @@ mod binding;
 fn main() {
     bench_mcpwire::main_for(
         "bench-caller",
-        "URL caller|caller-concurrent|caller-inflight|caller-big|caller-progress|soak N 2025|2026 [CONCURRENCY|LIMIT|WAIT_MS]",
+        "URL caller|caller-concurrent|caller-inflight|caller-big|caller-progress|soak N 2025|2026 [CONCURRENCY|LIMIT|WAIT_MS]\n       bench-caller - in-flight-limit 0",
         |url, workload, n, rest| Box::pin(binding::run(url, workload, n, rest)),
     );
 }

@@ -18,7 +18,10 @@
 //! the `_meta` envelope. Every result is checked (and the negotiated revision); a wrong one exits
 //! with status 1. `inflight` (N calls at once to the driver's wait server's `wait` tool, which
 //! answers after WAIT_MS, the argument after the era, default 1000) is `../mcpwire`'s. Prints
-//! the figures of `bench_common::Meter` (`../../common`).
+//! the figures of `bench_common::Meter` (`../../common`). The latency of a `fresh` or
+//! `concurrent-fresh` call is its whole session's (initialize to DELETE), as the binding
+//! layer's `Caller` times a call on its 2025 path; `inflight` raises `max_concurrent_requests`
+//! to N on either client.
 
 // A benchmark reads the clock.
 #![allow(clippy::disallowed_methods)]
@@ -89,7 +92,11 @@ async fn connect<H: ClientHandler>(
             StreamableHttpClientTransportConfig::with_uri(url)
                 .max_concurrent_requests(MAX_CONCURRENT.load(Ordering::Relaxed)),
         ),
-        Http::Default => StreamableHttpClientTransport::from_uri(url),
+        // `from_uri`'s client and config, with the same raised limit as the shared row's.
+        Http::Default => StreamableHttpClientTransport::from_config(
+            StreamableHttpClientTransportConfig::with_uri(url)
+                .max_concurrent_requests(MAX_CONCURRENT.load(Ordering::Relaxed)),
+        ),
     };
     let modern = MODERN.load(Ordering::Relaxed);
     let lifecycle = if modern {
@@ -124,13 +131,16 @@ static MAX_CONCURRENT: AtomicUsize = AtomicUsize::new(16);
 static MODERN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 async fn echo(peer: &rmcp::Peer<RoleClient>) -> Result<(), Failure> {
-    let result = timed(
-        peer.call_tool(
+    timed(echo_untimed(peer)).await
+}
+
+async fn echo_untimed(peer: &rmcp::Peer<RoleClient>) -> Result<(), Failure> {
+    let result = peer
+        .call_tool(
             CallToolRequestParams::new("echo")
                 .with_arguments(arguments(serde_json::json!({"message": "hello"}))),
-        ),
-    )
-    .await?;
+        )
+        .await?;
     let text = only_text(result)?;
     if text != "Echo: hello" {
         return Err(format!("echo said {text:?}").into());
@@ -151,11 +161,16 @@ async fn wait_call(peer: &rmcp::Peer<RoleClient>, ms: u64) -> Result<(), Failure
     Ok(())
 }
 
+/// One call in a session of its own, timed whole (initialize to DELETE), as the `Caller`'s
+/// 2025 path times a call.
 async fn fresh_echo(http: Http, url: Arc<str>) -> Result<(), Failure> {
-    let client = connect(&http, &url, ()).await?;
-    echo(client.peer()).await?;
-    client.cancel().await?;
-    Ok(())
+    timed(async {
+        let client = connect(&http, &url, ()).await?;
+        echo_untimed(client.peer()).await?;
+        client.cancel().await?;
+        Ok(())
+    })
+    .await
 }
 
 async fn run(url: &str, workload: &str, n: usize, http: Http, wait: u64) -> Result<(), Failure> {
