@@ -34,7 +34,7 @@ pub struct TextContent {
 open_struct! {
     TextContent via TextContentBuilder, expecting "a text content block",
     {
-        text: String = "text" [required],
+        text: String = "text" [required] via super::de::once_string,
         annotations: Option<Annotations> = "annotations",
         meta: Option<JsonObject> = "_meta",
     }
