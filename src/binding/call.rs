@@ -882,7 +882,7 @@ pub(crate) fn finish_call(
             .map(str::to_owned),
     };
     let result = match outcome {
-        Ok(result) => match map_result(&result, output_schema) {
+        Ok(result) => match map_result(result, output_schema) {
             Ok(output) => tool_output(call_id, output),
             // The tool ran but what came back cannot be used: nobody knows what it did.
             Err(error) => ToolResult::failure(call_id, error.kind(), error.to_string(), true),
