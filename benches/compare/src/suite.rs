@@ -174,14 +174,6 @@ impl Contender {
     }
 }
 
-/// The most requests one of the `Caller`'s kept clients has in flight: the session's default
-/// `max_pending_requests`, which the binding layer offers no way to raise. Beyond it a call
-/// is refused at once (`refused`: "1024 requests are already in flight").
-const CALLER_IN_FLIGHT: usize = 1024;
-const CALLER_CAPPED: &str = "the Caller refuses a call beyond 1024 in flight on one server (the session's \
-     max_pending_requests, no knob in the binding layer): at 10,000 the 1025th call fails with \
-     `refused` (measured)";
-
 /// The client program's workload name for a suite workload, or `None` when the contender
 /// does not run it (and why, for the report).
 fn client_workload(c: &Contender, w: &Workload) -> Result<&'static str, &'static str> {
@@ -662,23 +654,11 @@ pub fn main() {
     let mut rows: Vec<Row> = Vec::new();
     let mut groups: Vec<(usize, &'static str, Vec<usize>)> = Vec::new();
     let mut not_run: Vec<String> = Vec::new();
-    let mut caller_capped = false;
     for (wi, w) in workloads.iter().enumerate() {
         for &era in w.eras {
             let mut members = Vec::new();
             for (ci, c) in contenders.iter().enumerate() {
-                let runnable = match client_workload(c, w) {
-                    Ok(_)
-                        if c.key == "caller"
-                            && w.target != Target::Demo
-                            && w.target != Target::List
-                            && options.inflight > CALLER_IN_FLIGHT =>
-                    {
-                        caller_capped = true;
-                        Err(CALLER_CAPPED)
-                    }
-                    other => other,
-                };
+                let runnable = client_workload(c, w);
                 match runnable {
                     Ok(_) => {
                         members.push(rows.len());
@@ -964,13 +944,6 @@ pub fn main() {
                 });
             }
         }
-    }
-    if caller_capped {
-        println!();
-        println!(
-            "MISS  caller, {} calls in flight with zero failures: {CALLER_CAPPED}",
-            options.inflight
-        );
     }
     println!();
     println!("== Targets (ratios of medians from this run)");

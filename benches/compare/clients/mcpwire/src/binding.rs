@@ -8,7 +8,9 @@
 //!   `max_concurrent_requests` = 16, would do).
 //! * `caller-inflight N ERA [WAIT_MS]`: N calls at once to the driver's wait server's `wait`
 //!   tool, which answers after WAIT_MS (default 1000): the burst a host with N calls in flight
-//!   makes, through the pool's origin limit (HTTP/1.1) or one HTTP/2 connection.
+//!   makes, through the pool's origin limit (HTTP/1.1) or one HTTP/2 connection. The caller's
+//!   `CallerOptions::max_pending_requests` is raised to N (its default, 1024, refuses the
+//!   rest), as a host wanting N in flight sets it.
 //! * `caller-big N ERA`: one `big_text` call of N bytes; `caller-progress N ERA`: one
 //!   `progress_burst` call of N steps, every progress event counted.
 //! * `soak N ERA CONCURRENCY`: N calls, CONCURRENCY at a time, mixing successes, tool errors,
@@ -29,7 +31,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpwire::binding::call::{CallContext, Caller, EnvTokens, ToolResult};
+use mcpwire::binding::call::{CallContext, Caller, CallerOptions, EnvTokens, ToolResult};
 use mcpwire::binding::config::load_config;
 use mcpwire::client::CancelToken;
 use mcpwire::transport::http::{HttpPool, ProxyConfig};
@@ -77,11 +79,15 @@ fn bindings(url: &str) -> Value {
     ])
 }
 
-fn caller(url: &str, era: &str) -> Result<Arc<Caller>, Failure> {
+/// A caller of [`bindings`] at `url`, with at least `in_flight` calls allowed in flight.
+fn caller(url: &str, era: &str, in_flight: usize) -> Result<Arc<Caller>, Failure> {
     let pool = HttpPool::new(&bench_mcpwire::tls())?;
     let bindings = load_config(&bindings(url).to_string())?;
-    let caller =
+    let mut caller =
         Caller::with_default_proxy(pool, bindings, Arc::new(EnvTokens), ProxyConfig::none())?;
+    let mut options = CallerOptions::default();
+    options.max_pending_requests = options.max_pending_requests.max(in_flight);
+    caller.set_options(options);
     match era {
         "2026" => {}
         // What a host that persisted "2025-era server" for this endpoint tells the caller.
@@ -119,7 +125,8 @@ async fn echo(caller: &Caller, call: usize) -> Result<(), Failure> {
 
 pub async fn run(url: &str, workload: &str, n: usize, rest: &[String]) -> Result<(), Failure> {
     let era = rest.first().map_or("2026", String::as_str);
-    let caller = caller(url, era)?;
+    let in_flight = if workload == "caller-inflight" { n } else { 0 };
+    let caller = caller(url, era, in_flight)?;
     match workload {
         "caller" => {
             for call in 0..n {
