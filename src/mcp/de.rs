@@ -122,20 +122,42 @@ pub(crate) fn once_string<'de, D: Deserializer<'de>>(
     if slot.is_some() {
         return Err(D::Error::duplicate_field(name));
     }
-    let raw = Box::<RawValue>::deserialize(value)?;
-    let literal = String::from(Box::<str>::from(raw)).into_bytes();
-    let Some(&b'"') = literal.first() else {
-        let unexpected = match literal.first() {
-            Some(b't' | b'f') => Unexpected::Other("a boolean"),
-            Some(b'n') => Unexpected::Unit,
-            Some(b'[') => Unexpected::Seq,
-            Some(b'{') => Unexpected::Map,
-            _ => Unexpected::Other("a number"),
-        };
-        return Err(D::Error::invalid_type(unexpected, &"a string"));
-    };
-    *slot = Some(unescape_in_place(literal).map_err(D::Error::custom)?);
+    match read_raw(value)? {
+        Ok(string) => *slot = Some(string),
+        Err(raw) => {
+            let unexpected = match raw.get().as_bytes().first() {
+                Some(b't' | b'f') => Unexpected::Other("a boolean"),
+                Some(b'n') => Unexpected::Unit,
+                Some(b'[') => Unexpected::Seq,
+                Some(b'{') => Unexpected::Map,
+                _ => Unexpected::Other("a number"),
+            };
+            return Err(D::Error::invalid_type(unexpected, &"a string"));
+        }
+    }
     Ok(())
+}
+
+/// Any JSON value, a string read in one copy as [`once_string`] reads it: for a member that
+/// may be a large text but must wait for its object's `type` to be known.
+pub(crate) fn value_one_copy<'de, D: Deserializer<'de>>(value: D) -> Result<Value, D::Error> {
+    match read_raw(value)? {
+        Ok(string) => Ok(Value::String(string)),
+        Err(raw) => serde_json::from_str(raw.get()).map_err(D::Error::custom),
+    }
+}
+
+/// A value's JSON text, copied out once: a string unescaped where it lies, anything else
+/// left raw.
+fn read_raw<'de, D: Deserializer<'de>>(
+    value: D,
+) -> Result<Result<String, Box<RawValue>>, D::Error> {
+    let raw = Box::<RawValue>::deserialize(value)?;
+    if !raw.get().starts_with('"') {
+        return Ok(Err(raw));
+    }
+    let literal = String::from(Box::<str>::from(raw)).into_bytes();
+    unescape_in_place(literal).map(Ok).map_err(D::Error::custom)
 }
 
 /// The string a JSON string literal (quotes included, its syntax already checked) stands
