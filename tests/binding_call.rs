@@ -7,7 +7,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mcpwire::ErrorKind;
-use mcpwire::binding::call::{CallContext, Caller, EnvTokens, Progress, TokenSource, ToolResult};
+use mcpwire::binding::call::{
+    CallContext, Caller, CallerOptions, EnvTokens, Progress, TokenSource, ToolResult,
+};
 use mcpwire::binding::config::{Binding, Server, load_config};
 use mcpwire::binding::discover::{Discovery, discover};
 use mcpwire::client::CancelToken;
@@ -1125,4 +1127,81 @@ async fn a_call_waits_for_a_busy_origin_only_as_long_as_the_patience() {
     let slow = slow.await.unwrap();
     assert!(slow.is_error(), "{slow:?}");
     assert!(caller.pool().connections_opened() >= 2);
+}
+
+/// `n` calls at once through `caller` of the demo server's `progress_report`, each held on the
+/// server for eight seconds (long enough for every call to be in flight, in a debug build on
+/// a busy machine, before the first one ends), each in a task of its own; their results.
+async fn waiting_calls_at_once(caller: &Arc<Caller>, n: usize) -> Vec<ToolResult> {
+    let calls: Vec<_> = (0..n)
+        .map(|n| {
+            let caller = caller.clone();
+            tokio::spawn(async move {
+                let id = format!("call-{n}");
+                let arguments = json!({"steps": 8, "delay_ms": 1000});
+                call(&caller, "progress_report", &id, arguments).await
+            })
+        })
+        .collect();
+    let mut results = Vec::with_capacity(n);
+    for call in calls {
+        results.push(call.await.unwrap());
+    }
+    results
+}
+
+/// Past 1024 calls in flight to one (stateless) server: a caller with the default options
+/// refuses the calls past the session's limit before sending them (`refused`, a known
+/// outcome), and one whose `max_pending_requests` is raised serves every call. The pool lets
+/// 1000 requests out at once and holds the rest until one ends (the demo server serves at
+/// most 1024 connections: calls past that would wait for its idle ones to close), so more
+/// than 1024 calls are in flight, and each phase has a server of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caller_keeps_more_than_1024_calls_in_flight_once_its_limit_is_raised() {
+    const CALLS: usize = 1100;
+    let caller_on = |server: &DemoServer, options: Option<CallerOptions>| {
+        let mut binding = Binding::new(
+            "progress_report",
+            "progress_report",
+            Server::http(server.url()),
+        );
+        binding.tenants = vec!["acme".to_owned()];
+        binding.timeout_seconds = 60;
+        let pool = pool().with_origin_limit(1000, Duration::from_secs(60));
+        let mut caller = Caller::new(pool, vec![binding], Arc::new(FixedTokens)).expect("caller");
+        if let Some(options) = options {
+            caller.set_options(options);
+        }
+        Arc::new(caller)
+    };
+
+    let server = DemoServer::start().await.unwrap();
+    let default = caller_on(&server, None);
+    assert_eq!(default.options().max_pending_requests, 1024);
+    let results = waiting_calls_at_once(&default, CALLS).await;
+    let refused: Vec<&ToolResult> = results.iter().filter(|r| r.is_error()).collect();
+    assert!(!refused.is_empty(), "no call past 1024 was refused");
+    for result in &refused {
+        assert_failed(result, "refused", false);
+        let message = result.error_message().unwrap_or_default();
+        assert!(
+            message.contains("1024 requests are already in flight"),
+            "{result:?}"
+        );
+    }
+    assert!(
+        CALLS - refused.len() >= 1024,
+        "{} of {CALLS} calls refused",
+        refused.len()
+    );
+    drop(default);
+
+    let server = DemoServer::start().await.unwrap();
+    let mut options = CallerOptions::default();
+    options.max_pending_requests = 2048;
+    let raised = caller_on(&server, Some(options));
+    let results = waiting_calls_at_once(&raised, CALLS).await;
+    for result in &results {
+        assert_succeeded(result);
+    }
 }

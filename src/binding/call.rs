@@ -134,6 +134,29 @@ pub struct Caller {
     /// The era verdicts and `tools/list` pages every binding's clients share.
     era_cache: EraCache,
     list_cache: ListCache,
+    options: CallerOptions,
+}
+
+/// Settings of a [`Caller`] beyond its bindings ([`Caller::set_options`]): start from
+/// `CallerOptions::default()` and set the fields to change.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CallerOptions {
+    /// The most calls in flight at once on one client: a stateless (2026-07-28) binding's
+    /// kept client, or one 2025-era session. Calls past it fail at once, `refused`, without
+    /// being sent. Default 1024, the session's own default ([`crate::session::Config`]'s
+    /// `max_pending_requests`): each call in flight holds its request's state, so the bound
+    /// keeps a burst from growing memory without limit. A host that means to keep more calls
+    /// in flight to one server raises it.
+    pub max_pending_requests: usize,
+}
+
+impl Default for CallerOptions {
+    fn default() -> Self {
+        CallerOptions {
+            max_pending_requests: crate::session::Config::default().max_pending_requests,
+        }
+    }
 }
 
 /// The caller's identity as a call's `_meta` carries it (members in the order a JSON object
@@ -271,7 +294,20 @@ impl Caller {
             oauth: Mutex::new(HashMap::new()),
             era_cache: EraCache::new(),
             list_cache: ListCache::new(),
+            options: CallerOptions::default(),
         })
+    }
+
+    /// Replaces the caller's [`CallerOptions`]. Clients made for later calls follow them; a
+    /// client a binding already keeps (made by an earlier call) keeps the settings it was
+    /// made with, so set them before the first call.
+    pub fn set_options(&mut self, options: CallerOptions) {
+        self.options = options;
+    }
+
+    /// The caller's [`CallerOptions`].
+    pub fn options(&self) -> &CallerOptions {
+        &self.options
     }
 
     /// Names the `_meta` key that carries the caller's identity on every call (default
@@ -639,6 +675,7 @@ impl Caller {
             session: crate::session::Config {
                 probe_timeout,
                 initialize_timeout,
+                max_pending_requests: self.options.max_pending_requests,
                 ..defaults
             },
             era_cache: self.era_cache.clone(),
@@ -882,7 +919,7 @@ pub(crate) fn finish_call(
             .map(str::to_owned),
     };
     let result = match outcome {
-        Ok(result) => match map_result(&result, output_schema) {
+        Ok(result) => match map_result(result, output_schema) {
             Ok(output) => tool_output(call_id, output),
             // The tool ran but what came back cannot be used: nobody knows what it did.
             Err(error) => ToolResult::failure(call_id, error.kind(), error.to_string(), true),

@@ -36,7 +36,7 @@
 use std::fmt;
 
 use serde::Serialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::schema::{CompiledSchema, truncate};
 use crate::error::ErrorKind;
@@ -140,27 +140,43 @@ impl std::error::Error for MappingError {}
 /// let result: CallToolResult = serde_json::from_str(
 ///     r#"{"content":[{"type":"text","text":"7^2 = 49"}],"isError":false}"#,
 /// )?;
-/// let output = map_result(&result, None)?;
+/// let output = map_result(result, None)?;
 /// assert!(!output.is_error);
 /// assert_eq!(output.content, vec![json!({"type": "text", "text": "7^2 = 49"})]);
 /// ```
 pub(crate) fn map_result(
-    result: &CallToolResult,
+    result: CallToolResult,
     output_schema: Option<&CompiledSchema>,
 ) -> Result<ToolOutput, MappingError> {
     let is_error = result.is_error();
+    let structured_content = result.structured_content;
+    let structured_text = structured_content.as_ref().and_then(|structured| {
+        let in_text = result
+            .content
+            .iter()
+            .any(|block| holds_json(block, structured));
+        (!in_text).then(|| structured.to_string())
+    });
     let mut content = Vec::with_capacity(result.content.len() + 1);
-    for block in &result.content {
-        content.push(match map_block(block) {
-            Ok(mapped) => mapped,
-            Err(block_type) if !is_error => {
-                return Err(MappingError::UnsupportedContent { block_type });
+    // The blocks are moved into the mapped content: a large text is never copied.
+    for block in result.content {
+        content.push(match block {
+            ContentBlock::Text(text) => text_block(text.text),
+            ContentBlock::Image(image) => {
+                let mut block = Map::with_capacity(3);
+                block.insert("type".to_owned(), Value::from("image"));
+                block.insert("data".to_owned(), Value::String(image.data));
+                block.insert("mime_type".to_owned(), Value::String(image.mime_type));
+                Value::Object(block)
             }
-            Err(_) => text_block(describe_unsupported(block)),
+            other if !is_error => {
+                return Err(MappingError::UnsupportedContent {
+                    block_type: other.type_name().into_owned(),
+                });
+            }
+            other => text_block(describe_unsupported(&other)),
         });
     }
-
-    let structured_content = result.structured_content.clone();
     match (output_schema, &structured_content) {
         (Some(_), None) if !is_error => return Err(MappingError::MissingStructuredContent),
         (Some(schema), Some(structured)) if !is_error => schema
@@ -168,33 +184,13 @@ pub(crate) fn map_result(
             .map_err(|detail| MappingError::OutputSchema { detail })?,
         _ => {}
     }
-    if let Some(structured) = &structured_content
-        && !result
-            .content
-            .iter()
-            .any(|block| holds_json(block, structured))
-    {
-        content.push(text_block(structured.to_string()));
-    }
+    content.extend(structured_text.map(text_block));
 
     Ok(ToolOutput {
         is_error,
         content,
         structured_content,
     })
-}
-
-/// A text or image block mapped; `Err` with the block's type for any other.
-fn map_block(block: &ContentBlock) -> Result<Value, String> {
-    match block {
-        ContentBlock::Text(text) => Ok(text_block(text.text.clone())),
-        ContentBlock::Image(image) => Ok(json!({
-            "type": "image",
-            "data": image.data,
-            "mime_type": image.mime_type,
-        })),
-        other => Err(other.type_name().into_owned()),
-    }
 }
 
 /// `{"type":"text","text": text}`.

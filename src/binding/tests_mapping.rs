@@ -53,7 +53,7 @@ fn result(json: Value) -> CallToolResult {
 }
 
 fn mapped(result: &CallToolResult, schema: Option<&CompiledSchema>) -> ToolOutput {
-    map_result(result, schema).unwrap_or_else(|e| panic!("mapping failed: {e}"))
+    map_result(result.clone(), schema).unwrap_or_else(|e| panic!("mapping failed: {e}"))
 }
 
 fn text(text: &str) -> Value {
@@ -242,7 +242,7 @@ fn structured_content_matching_the_output_schema_passes() {
 fn structured_content_not_matching_the_output_schema_fails() {
     // The weather result checked against server-everything's schema for another tool.
     let schema = captured_output_schema("everything/03-tools-list.txt", "get-structured-content");
-    let error = map_result(&captured_result("py/calls/call-weather.txt"), Some(&schema))
+    let error = map_result(captured_result("py/calls/call-weather.txt"), Some(&schema))
         .expect_err("mismatch");
     let MappingError::OutputSchema { detail } = &error else {
         panic!("{error:?}");
@@ -262,7 +262,7 @@ fn structured_content_not_matching_the_output_schema_fails() {
     // A value of the wrong type inside.
     let schema = captured_output_schema("py/03-tools-list.txt", "weather");
     let error = map_result(
-        &result(json!({
+        result(json!({
             "content": [],
             "structuredContent": {"city": "Oslo", "temperature_c": "warm", "conditions": "Sunny", "humidity": 40}
         })),
@@ -280,7 +280,7 @@ fn structured_content_not_matching_the_output_schema_fails() {
 #[test]
 fn output_schema_without_structured_content_fails() {
     let schema = captured_output_schema("py/03-tools-list.txt", "weather");
-    let error = map_result(&captured_result("py/calls/call-square.txt"), Some(&schema))
+    let error = map_result(captured_result("py/calls/call-square.txt"), Some(&schema))
         .expect_err("missing structured content");
     assert_eq!(error, MappingError::MissingStructuredContent);
     assert_eq!(error.kind().as_str(), "output_schema_mismatch");
@@ -291,7 +291,7 @@ fn output_schema_without_structured_content_fails() {
     );
     // `"structuredContent": null` is no structured content.
     let error = map_result(
-        &result(json!({"content": [], "structuredContent": null})),
+        result(json!({"content": [], "structuredContent": null})),
         Some(&schema),
     )
     .expect_err("null");
@@ -428,7 +428,7 @@ fn other_content_types_fail_the_call() {
         ("py/calls/call-mixed_content.txt", "resource"),
         ("py-mcp-v1/calls/call-mixed_content.txt", "resource"),
     ] {
-        let error = map_result(&captured_result(path), None).expect_err(path);
+        let error = map_result(captured_result(path), None).expect_err(path);
         assert_eq!(
             error,
             MappingError::UnsupportedContent {
@@ -447,7 +447,7 @@ fn other_content_types_fail_the_call() {
         (json!({"type": "hologram", "z": 1}), "hologram"),
     ] {
         let error = map_result(
-            &result(json!({"content": [{"type": "text", "text": "ok"}, block]})),
+            result(json!({"content": [{"type": "text", "text": "ok"}, block]})),
             None,
         )
         .expect_err(block_type);
@@ -465,7 +465,7 @@ fn other_content_types_fail_the_call() {
 fn unsupported_content_is_reported_before_the_schema() {
     let schema = captured_output_schema("py/03-tools-list.txt", "weather");
     let error = map_result(
-        &captured_result("py/calls/call-mixed_content.txt"),
+        captured_result("py/calls/call-mixed_content.txt"),
         Some(&schema),
     )
     .expect_err("unsupported");
@@ -492,7 +492,7 @@ fn every_captured_call_maps_as_expected() {
                 .content
                 .iter()
                 .any(|b| !matches!(b.known_type(), Some("text" | "image")));
-            match map_result(&result, None) {
+            match map_result(result.clone(), None) {
                 Ok(output) => {
                     assert!(!has_other || result.is_error(), "{path}");
                     assert_eq!(output.is_error, result.is_error(), "{path}");

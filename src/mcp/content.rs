@@ -34,7 +34,7 @@ pub struct TextContent {
 open_struct! {
     TextContent via TextContentBuilder, expecting "a text content block",
     {
-        text: String = "text" [required],
+        text: String = "text" [required] via super::de::once_string,
         annotations: Option<Annotations> = "annotations",
         meta: Option<JsonObject> = "_meta",
     }
@@ -556,6 +556,17 @@ impl<'de> Deserialize<'de> for ContentBlock {
 /// Reads a [`ContentBlock`] member by member (see its docs for the rules).
 struct BlockVisitor;
 
+/// [`value_one_copy`](super::de::value_one_copy) as a seed, for `MapAccess::next_value_seed`.
+struct ValueOneCopy;
+
+impl<'de> de::DeserializeSeed<'de> for ValueOneCopy {
+    type Value = Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        super::de::value_one_copy(deserializer)
+    }
+}
+
 impl<'de> Visitor<'de> for BlockVisitor {
     type Value = ContentBlock;
 
@@ -580,6 +591,11 @@ impl<'de> Visitor<'de> for BlockVisitor {
                     return Err(no_type());
                 };
                 block = Some(Block::start(tag, early.drain(..))?);
+            } else if key == "text" {
+                // Most likely a text block's text, perhaps a large one: read in one copy,
+                // and moved into the block once `type` says it is one.
+                let text = map.next_value_seed(ValueOneCopy)?;
+                early.push((key, text));
             } else {
                 early.push((key, map.next_value()?));
             }
@@ -654,6 +670,17 @@ impl Block {
         };
         let kind = block.kind();
         for (key, value) in early {
+            let value = match (&mut block, &*key, value) {
+                (Self::Text(text), "text", Value::String(string)) => {
+                    // Moved in rather than read again from the value.
+                    if text.text.is_some() {
+                        return Err(in_block(kind, E::duplicate_field("text")));
+                    }
+                    text.text = Some(string);
+                    continue;
+                }
+                (_, _, value) => value,
+            };
             block.member(key, value).map_err(|e| in_block(kind, e))?;
         }
         Ok(block)

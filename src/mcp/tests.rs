@@ -1782,3 +1782,53 @@ fn a_content_only_result_is_refused_where_the_whole_one_is() {
         );
     }
 }
+
+/// A text block's text is unescaped by mcpwire's own reader (`de::once_string`, one copy of
+/// a large text): it gives what serde_json gives for a `String`, and refuses what it refuses.
+#[test]
+fn a_text_blocks_text_reads_as_serde_json_reads_a_string() {
+    let long_lines = "x".repeat(99) + "\n";
+    let texts = [
+        r#""""#.to_owned(),
+        r#""plain""#.to_owned(),
+        r#""\"\\\/\b\f\n\r\t""#.to_owned(),
+        r#""caf\u00e9 \u20AC \ud83d\ude00 \u0000 end""#.to_owned(),
+        r#""\n""#.to_owned(),
+        r#""é€😀 raw UTF-8 \\ after""#.to_owned(),
+        serde_json::to_string(&long_lines.repeat(1000)).unwrap(),
+    ];
+    for text in &texts {
+        let expected: String = serde_json::from_str(text).unwrap();
+        for block_json in [
+            format!(r#"{{"type":"text","text":{text}}}"#),
+            // Before `type`, the member waits as a JSON value.
+            format!(r#"{{"text":{text},"type":"text"}}"#),
+        ] {
+            let ContentBlock::Text(block) = block(&block_json).unwrap() else {
+                panic!("{block_json}")
+            };
+            assert_eq!(block.text, expected, "{text}");
+            assert_eq!(block.text.capacity(), block.text.len(), "{text}");
+        }
+    }
+    for refused in [
+        r#""\ud83d""#,
+        r#""\ud83d\u0041""#,
+        r#""\ude00""#,
+        r#""\ud83dx""#,
+        r#""\x""#,
+        r#""\u12g4""#,
+        "\"a\u{1}b\"",
+        "7",
+        "null",
+        "[\"a\"]",
+    ] {
+        assert!(
+            serde_json::from_str::<String>(refused).is_err(),
+            "{refused}"
+        );
+        let block_json = format!(r#"{{"type":"text","text":{refused}}}"#);
+        let error = block(&block_json).expect_err(refused).to_string();
+        assert!(error.contains("text"), "{refused}: {error}");
+    }
+}

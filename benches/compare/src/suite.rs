@@ -200,7 +200,7 @@ impl Contender {
 fn caller_capped_reason(limit: usize) -> String {
     format!(
         "the Caller refuses a call beyond {limit} in flight on one server (the session's \
-         max_pending_requests; bench-caller has no setting to raise it yet): at 10,000 the \
+         max_pending_requests, which this bench-caller does not raise): at 10,000 the \
          1025th call fails with `refused` (measured)"
     )
 }

@@ -8,9 +8,12 @@
 //!   `max_concurrent_requests` = 16, would do).
 //! * `caller-inflight N ERA [WAIT_MS]`: N calls at once to the driver's wait server's `wait`
 //!   tool, which answers after WAIT_MS (default 1000): the burst a host with N calls in flight
-//!   makes, through the pool's origin limit (HTTP/1.1) or one HTTP/2 connection.
-//! * `in-flight-limit` (URL and N unused): prints `in_flight_limit=N`, the most calls the
-//!   `Caller` here can have in flight to one server, or `in_flight_limit=none`.
+//!   makes, through the pool's origin limit (HTTP/1.1) or one HTTP/2 connection. The caller's
+//!   `CallerOptions::max_pending_requests` is raised to N (its default, 1024, refuses the
+//!   rest), as a host wanting N in flight sets it.
+//! * `in-flight-limit` (URL and N unused): prints `in_flight_limit=none`: the `Caller` here
+//!   takes as many calls in flight as it is asked for (`compare suite` asks before an
+//!   `inflight` row).
 //! * `caller-big N ERA`: one `big_text` call of N bytes; `caller-progress N ERA`: one
 //!   `progress_burst` call of N steps, every progress event counted.
 //! * `soak N ERA CONCURRENCY`: N calls, CONCURRENCY at a time, mixing successes, tool errors,
@@ -31,7 +34,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpwire::binding::call::{CallContext, Caller, EnvTokens, ToolResult};
+use mcpwire::binding::call::{CallContext, Caller, CallerOptions, EnvTokens, ToolResult};
 use mcpwire::binding::config::load_config;
 use mcpwire::client::CancelToken;
 use mcpwire::transport::http::{HttpPool, ProxyConfig};
@@ -79,24 +82,15 @@ fn bindings(url: &str) -> Value {
     ])
 }
 
-/// The most calls this program's `Caller` can have in flight to one server, or `None` when it
-/// holds as many as it is asked for. Today the session's default `max_pending_requests`
-/// (1024), which the binding layer has no setting for: its 1025th call is refused. `compare
-/// suite` asks (`bench-caller - in-flight-limit 0`) and leaves the `Caller` out of an
-/// `inflight` row above it, so the suite runs as it is today and runs the row once this is
-/// `None`.
-const IN_FLIGHT_LIMIT: Option<usize> = Some(1024);
-
-/// A `Caller` for `url` in `era` that a host wanting up to `in_flight` calls in flight to one
-/// server has set up for them. The library has no such setting yet: where it lands (on the
-/// pool, the `Caller` or a binding), it is set here from `in_flight`, and `IN_FLIGHT_LIMIT`
-/// becomes `None`.
+/// A caller of [`bindings`] at `url`, with at least `in_flight` calls allowed in flight.
 fn caller(url: &str, era: &str, in_flight: usize) -> Result<Arc<Caller>, Failure> {
-    let _ = in_flight;
     let pool = HttpPool::new(&bench_mcpwire::tls())?;
     let bindings = load_config(&bindings(url).to_string())?;
-    let caller =
+    let mut caller =
         Caller::with_default_proxy(pool, bindings, Arc::new(EnvTokens), ProxyConfig::none())?;
+    let mut options = CallerOptions::default();
+    options.max_pending_requests = options.max_pending_requests.max(in_flight);
+    caller.set_options(options);
     match era {
         "2026" => {}
         // What a host that persisted "2025-era server" for this endpoint tells the caller.
@@ -134,14 +128,11 @@ async fn echo(caller: &Caller, call: usize) -> Result<(), Failure> {
 
 pub async fn run(url: &str, workload: &str, n: usize, rest: &[String]) -> Result<(), Failure> {
     if workload == "in-flight-limit" {
-        println!(
-            "in_flight_limit={}",
-            IN_FLIGHT_LIMIT.map_or("none".to_owned(), |n| n.to_string())
-        );
+        // `caller` raises the limit to what the workload asks for.
+        println!("in_flight_limit=none");
         return Ok(());
     }
     let era = rest.first().map_or("2026", String::as_str);
-    // Only the burst asks for more in flight than the library's default.
     let in_flight = if workload == "caller-inflight" { n } else { 0 };
     let caller = caller(url, era, in_flight)?;
     match workload {
