@@ -73,6 +73,20 @@ impl<K: Ord + Clone> Deadlines<K> {
         }
     }
 
+    /// [`prune`](Self::prune) after the owner ended entry `key`: its heap entry, when on top,
+    /// goes without asking the owner about it.
+    pub(crate) fn prune_ended(
+        &mut self,
+        key: &K,
+        live: usize,
+        current: impl Fn(&K) -> Option<Instant>,
+    ) {
+        if self.heap.peek().is_some_and(|Reverse((_, top))| top == key) {
+            self.heap.pop();
+        }
+        self.prune(live, current);
+    }
+
     /// Takes out the keys of the live entries due at `now` (deadline at or before it), each
     /// once, in key order (`live` and `current` as for [`arm`](Self::arm)). The owner ends
     /// each of them or arms it again: their heap entries are gone.
@@ -161,7 +175,7 @@ mod tests {
             self.entries.remove(&key);
             let entries = &self.entries;
             self.deadlines
-                .prune(entries.len(), |k| entries.get(k).copied());
+                .prune_ended(&key, entries.len(), |k| entries.get(k).copied());
         }
 
         fn due(&mut self, secs: u64) -> Vec<u64> {

@@ -473,15 +473,7 @@ impl Exchange {
         self.parked.remove(id);
         self.waiting
             .retain(|(_, op)| !matches!(op, Op::Request(r) if &r.id == id));
-        let Some(stream) = self
-            .flights
-            .iter()
-            .find_map(|(stream, flight)| match &flight.op {
-                Op::Request(r) if &r.id == id => Some(*stream),
-                Op::Legacy(legacy) if legacy.1.as_ref() == Some(id) => Some(*stream),
-                _ => None,
-            })
-        else {
+        let Some(stream) = self.flights.take_stream_of(id) else {
             return;
         };
         let Some(flight) = self.flights.get(&stream) else {
@@ -886,7 +878,7 @@ impl Exchange {
     fn issue(&mut self, op: Op, request: HttpRequest) -> StreamId {
         let stream = StreamId(self.next_stream);
         self.next_stream += 1;
-        self.flights.insert(
+        self.flights.issue(
             stream,
             Flight {
                 op,

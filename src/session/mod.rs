@@ -968,7 +968,7 @@ impl Session {
     fn remove_pending(&mut self, id: &Id) -> Option<Pending> {
         let pending = self.pending.remove(id)?;
         self.deadlines
-            .prune(self.pending.len(), deadline_in(&self.pending));
+            .prune_ended(id, self.pending.len(), deadline_in(&self.pending));
         Some(pending)
     }
 
