@@ -164,6 +164,8 @@ pub mod binding;
 pub mod client;
 #[cfg(feature = "client")]
 mod connection;
+#[cfg(feature = "session")]
+mod deadlines;
 #[cfg(feature = "demo")]
 pub mod demo;
 #[cfg(feature = "client")]

@@ -29,11 +29,13 @@ impl Exchange {
             self.abort(stream);
         }
         let deadline = now + self.config.close_timeout;
-        for flight in self.flights.values_mut() {
-            if let Op::OneWay { deadline: d, .. } = &mut flight.op {
-                *d = (*d).min(deadline);
+        self.flights.change_each(|flight| match &mut flight.op {
+            Op::OneWay { deadline: d, .. } if *d > deadline => {
+                *d = deadline;
+                true
             }
-        }
+            _ => false,
+        });
         let deleting = !self.is_legacy() && self.learned.session_id.is_some();
         self.closing = Closing::Flushing {
             deadline,

@@ -52,6 +52,7 @@ mod tests;
 mod close;
 mod config;
 mod credentials;
+mod flights;
 mod legacy;
 mod overload;
 pub(crate) mod reply;
@@ -75,6 +76,7 @@ pub(crate) use reply::ResultDecoder;
 pub(crate) use request::SendOptions;
 
 use credentials::Parked;
+use flights::Flights;
 use reply::{
     ByteBudget, DRAIN_BYTES, DRAIN_TIMEOUT, ERROR_BODY_BYTES, ERROR_REPLY_BYTES, PrefixUse, Read,
     Reply, classify_reply, content_type,
@@ -326,7 +328,7 @@ pub(crate) struct Exchange {
     /// Refused requests waiting for a new token.
     parked: IdMap<Id, Parked>,
     learned: Learned,
-    flights: IdMap<StreamId, Flight>,
+    flights: Flights,
     /// Operations waiting to resume or reopen their stream, and when.
     waiting: Vec<(Instant, Op)>,
     one_way: VecDeque<(Message<'static>, bool)>,
@@ -366,7 +368,7 @@ impl Exchange {
             parked: IdMap::default(),
             config: Arc::new(config),
             learned: Learned::default(),
-            flights: IdMap::default(),
+            flights: Flights::default(),
             waiting: Vec::new(),
             one_way: VecDeque::new(),
             one_way_in_flight: None,
@@ -471,47 +473,37 @@ impl Exchange {
         self.parked.remove(id);
         self.waiting
             .retain(|(_, op)| !matches!(op, Op::Request(r) if &r.id == id));
-        let Some(stream) = self
-            .flights
-            .iter()
-            .find_map(|(stream, flight)| match &flight.op {
-                Op::Request(r) if &r.id == id => Some(*stream),
-                Op::Legacy(legacy) if legacy.1.as_ref() == Some(id) => Some(*stream),
-                _ => None,
-            })
-        else {
+        let Some(stream) = self.flights.take_stream_of(id) else {
             return;
         };
-        let Some(flight) = self.flights.get_mut(&stream) else {
+        let Some(flight) = self.flights.get(&stream) else {
             return;
         };
         match (&flight.read, answered) {
-            (Read::Events, true) => {
-                flight.read = Read::Drain {
+            (Read::Events, true) => self.flights.set_read(
+                stream,
+                Read::Drain {
                     read: 0,
                     deadline: now + DRAIN_TIMEOUT,
-                };
-            }
+                },
+            ),
             _ => self.abort(stream),
         }
     }
 
     /// The next instant at which [`handle_timeout`](Exchange::handle_timeout) has work to do.
     pub(crate) fn poll_timeout(&self) -> Option<Instant> {
-        let flights = self
-            .flights
-            .values()
-            .filter_map(|flight| match (&flight.op, &flight.read) {
-                (_, Read::Drain { deadline, .. }) => Some(*deadline),
-                (Op::OneWay { deadline, .. } | Op::Delete { deadline, .. }, _) => Some(*deadline),
-                _ => None,
-            });
         let waiting = self.waiting.iter().map(|(at, _)| *at);
         let closing = match self.closing {
             Closing::Flushing { deadline, .. } => Some(deadline),
             _ => None,
         };
-        flights.chain(waiting).chain(closing).min()
+        self.flights
+            .next_deadline()
+            .into_iter()
+            .chain(waiting)
+            .chain(closing)
+            .min()
     }
 
     /// Does what is due at `now`: resumes streams whose wait is over, gives up on one-way
@@ -526,17 +518,7 @@ impl Exchange {
             self.one_way.clear();
             self.closed(status);
         }
-        let expired: Vec<StreamId> = self
-            .flights
-            .iter()
-            .filter(|(_, flight)| match (&flight.op, &flight.read) {
-                (_, Read::Drain { deadline, .. }) => *deadline <= now,
-                (Op::OneWay { deadline, .. } | Op::Delete { deadline, .. }, _) => *deadline <= now,
-                _ => false,
-            })
-            .map(|(stream, _)| *stream)
-            .collect();
-        for stream in expired {
+        for stream in self.flights.take_due(now) {
             let Some(flight) = self.flights.remove(&stream) else {
                 continue;
             };
@@ -896,7 +878,7 @@ impl Exchange {
     fn issue(&mut self, op: Op, request: HttpRequest) -> StreamId {
         let stream = StreamId(self.next_stream);
         self.next_stream += 1;
-        self.flights.insert(
+        self.flights.issue(
             stream,
             Flight {
                 op,

@@ -3476,3 +3476,44 @@ fn the_server_stream_refused_as_overloaded_reopens_no_sooner_than_its_retry_afte
     h.head(get, 503, &[("retry-after", "20")]);
     assert_eq!(h.wait(), Some(Duration::from_secs(20)));
 }
+
+#[test]
+fn a_settled_request_on_a_resumed_stream_has_that_stream_closed() {
+    // The request's note follows it to the GET that resumes its stream.
+    let mut h = Harness::new();
+    h.ready(Some("s-1"));
+    let post = h.stream_ended_after_an_id(5, "");
+    h.jump_to_deadline();
+    let get = h.last_sent().stream;
+    assert_eq!(h.last_sent().method, Method::GET);
+    assert_ne!(get, post);
+    h.finish(5, false);
+    assert_eq!(h.aborted(), vec![get]);
+}
+
+#[test]
+fn the_notes_of_requests_never_settled_are_bounded_by_the_flights() {
+    // A session that never says it settled them (it would): the notes of requests whose
+    // streams failed stay only until they outnumber the flights.
+    let mut h = Harness::new();
+    h.ready(Some("s-1"));
+    let waiting = h.send_request(1, "tools/call");
+    let slack = crate::deadlines::SLACK;
+    for id in 2..2_000 {
+        let post = h.send_request(id, "tools/call");
+        // Checked as each request is issued (two flights now).
+        let (notes, flights) = (
+            h.exchange.flights.noted_requests(),
+            h.exchange.flights.len(),
+        );
+        assert!(
+            notes <= 2 * flights + slack,
+            "{notes} notes for {flights} flights"
+        );
+        h.error(post, TransportError::Connect("refused".into()));
+    }
+    assert!(h.exchange.flights.noted_requests() <= 2 * 2 + slack);
+    // The request still in flight keeps its note.
+    h.finish(1, false);
+    assert!(h.aborted().contains(&waiting));
+}

@@ -45,6 +45,7 @@ mod resume;
 #[cfg(test)]
 mod tests;
 
+use crate::deadlines::Deadlines;
 use crate::idmap::IdMap;
 use std::any::Any;
 use std::borrow::Cow;
@@ -314,6 +315,11 @@ impl Pending {
     }
 }
 
+/// A pending request's deadline now, as [`Deadlines`] asks for it.
+fn deadline_in(pending: &IdMap<Id, Pending>) -> impl Fn(&Id) -> Option<Instant> + '_ {
+    |id| pending.get(id).map(Pending::next_deadline)
+}
+
 /// Why a request was refused before anything was sent.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -389,6 +395,8 @@ pub(crate) struct Session {
     /// answer to an input that carries no time (a corrected probe after a transport failure).
     last_now: Option<Instant>,
     pending: IdMap<Id, Pending>,
+    /// When each of `pending` times out next, earliest first (see [`Deadlines`]).
+    deadlines: Deadlines<Id>,
     progress_routes: IdMap<ProgressToken, Id>,
     outputs: VecDeque<Output>,
     /// The ids of the server requests handed to the driver and not answered yet.
@@ -412,6 +420,7 @@ impl Session {
             handshake_trace: None,
             last_now: None,
             pending: IdMap::default(),
+            deadlines: Deadlines::default(),
             progress_routes: IdMap::default(),
             outputs: VecDeque::new(),
             forwarded: std::collections::HashSet::new(),
@@ -655,7 +664,7 @@ impl Session {
     /// Takes back a handshake request the server never processed: no longer pending, not
     /// settled, and not sent if it is still queued.
     fn withdraw(&mut self, id: &Id) {
-        if let Some(pending) = self.pending.remove(id) {
+        if let Some(pending) = self.remove_pending(id) {
             self.forget_route(&pending);
         }
         self.outputs
@@ -860,7 +869,7 @@ impl Session {
     /// connection or stream lost before the response ([`Delivery::MayHaveReached`]). Nothing is
     /// sent. Ignored when the request is no longer pending.
     pub(crate) fn fail_request(&mut self, id: &Id, failure: Failure) {
-        if let Some(pending) = self.pending.remove(id) {
+        if let Some(pending) = self.remove_pending(id) {
             self.forget_route(&pending);
             if self.is_probe(id) {
                 let now = self.last_now.unwrap_or(pending.deadline);
@@ -882,7 +891,7 @@ impl Session {
         let mut ids: Vec<Id> = self.pending.keys().cloned().collect();
         ids.sort();
         for id in ids {
-            if let Some(pending) = self.pending.remove(&id) {
+            if let Some(pending) = self.remove_pending(&id) {
                 self.forget_route(&pending);
                 let delivery = if pending.delivery == Delivery::NotSent {
                     Delivery::NotSent
@@ -906,7 +915,7 @@ impl Session {
         let mut ids: Vec<Id> = self.pending.keys().cloned().collect();
         ids.sort();
         for id in ids {
-            if let Some(pending) = self.pending.remove(&id) {
+            if let Some(pending) = self.remove_pending(&id) {
                 self.forget_route(&pending);
                 let failure = Failure::new(
                     FailureKind::Closed,
@@ -945,30 +954,45 @@ impl Session {
 
     /// The next instant at which [`handle_timeout`](Session::handle_timeout) has work to do.
     pub(crate) fn poll_timeout(&self) -> Option<Instant> {
-        self.pending.values().map(Pending::next_deadline).min()
+        let next = self.deadlines.next();
+        #[cfg(test)]
+        assert_eq!(
+            next,
+            self.pending.values().map(Pending::next_deadline).min(),
+            "the deadline queue and a scan of the pending requests disagree"
+        );
+        next
+    }
+
+    /// Takes request `id` out of the pending ones.
+    fn remove_pending(&mut self, id: &Id) -> Option<Pending> {
+        let pending = self.pending.remove(id)?;
+        self.deadlines
+            .prune_ended(id, self.pending.len(), deadline_in(&self.pending));
+        Some(pending)
     }
 
     /// Fails every request whose deadline is at or before `now`, queuing
     /// `notifications/cancelled` for those that may have reached the server.
     pub(crate) fn handle_timeout(&mut self, now: Instant) {
-        let mut expired: Vec<(Id, FailureKind)> = self
-            .pending
-            .iter()
-            .filter(|(_, p)| p.next_deadline() <= now)
-            .map(|(id, p)| {
-                let kind = if p.deadline <= now {
+        // In id order (what `take_due` gives).
+        let expired: Vec<(Id, FailureKind)> = self
+            .deadlines
+            .take_due(now, self.pending.len(), deadline_in(&self.pending))
+            .into_iter()
+            .filter_map(|id| {
+                let kind = if self.pending.get(&id)?.deadline <= now {
                     FailureKind::Timeout
                 } else {
                     FailureKind::IdleTimeout
                 };
-                (id.clone(), kind)
+                Some((id, kind))
             })
             .collect();
-        expired.sort_by(|a, b| a.0.cmp(&b.0));
         self.last_now = Some(now);
         for (id, kind) in expired {
             if self.is_probe(&id)
-                && let Some(pending) = self.pending.remove(&id)
+                && let Some(pending) = self.remove_pending(&id)
             {
                 let failure = Failure::new(
                     kind,
@@ -1025,8 +1049,18 @@ impl Session {
             return;
         };
         if let Some(pending) = self.pending.get_mut(&id) {
+            let before = pending.next_deadline();
             if let Some((idle, deadline)) = &mut pending.idle {
                 *deadline = now + *idle;
+            }
+            let after = pending.next_deadline();
+            if after != before {
+                self.deadlines.arm(
+                    after,
+                    id.clone(),
+                    self.pending.len(),
+                    deadline_in(&self.pending),
+                );
             }
             self.outputs.push_back(Output::Progress { id, params });
         }
@@ -1057,7 +1091,7 @@ impl Session {
             self.dropped_responses += 1;
             return;
         }
-        let Some(pending) = self.pending.remove(&id) else {
+        let Some(pending) = self.remove_pending(&id) else {
             return;
         };
         self.forget_route(&pending);
@@ -1218,7 +1252,7 @@ impl Session {
     /// Ends a pending request from our side (cancel, timeout, elicitation): settles it,
     /// withdraws it if unsent, and tells the server if it may have it.
     fn abandon(&mut self, id: &Id, kind: FailureKind, detail: String) {
-        let Some(pending) = self.pending.remove(id) else {
+        let Some(pending) = self.remove_pending(id) else {
             return;
         };
         self.forget_route(&pending);
@@ -1257,15 +1291,20 @@ impl Session {
         if let Some(token) = &options.progress_token {
             self.progress_routes.insert(token.clone(), id.clone());
         }
-        self.pending.insert(
+        let pending = Pending {
+            call: method == methods::TOOLS_CALL,
+            delivery: Delivery::NotSent,
+            deadline: now + options.timeout,
+            idle: options.idle_timeout.map(|idle| (idle, now + idle)),
+            progress_token: options.progress_token,
+        };
+        let at = pending.next_deadline();
+        self.pending.insert(id.clone(), pending);
+        self.deadlines.arm(
+            at,
             id.clone(),
-            Pending {
-                call: method == methods::TOOLS_CALL,
-                delivery: Delivery::NotSent,
-                deadline: now + options.timeout,
-                idle: options.idle_timeout.map(|idle| (idle, now + idle)),
-                progress_token: options.progress_token,
-            },
+            self.pending.len(),
+            deadline_in(&self.pending),
         );
         self.transmit(Message::Request(Request::new(id.clone(), method, params)));
         id
