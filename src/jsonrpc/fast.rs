@@ -542,7 +542,7 @@ const POW10: [f64; 23] = [
     1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
 ];
 
-/// The name serde_json's `RawValue` asks for; the fast reader cannot make one.
+/// The name serde_json's `RawValue` asks for.
 const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
 
 impl<'de> Deserializer<'de> for &mut Reader<'de> {
@@ -684,7 +684,16 @@ impl<'de> Deserializer<'de> for &mut Reader<'de> {
         visitor: V,
     ) -> Result<V::Value, GiveUp> {
         if name == RAW_VALUE_TOKEN {
-            return Err(self.fail());
+            // The reader cannot make a `RawValue`, but it knows the value's extent: serde_json
+            // makes the raw value from exactly that text (a text block's `text` is read this
+            // way, `mcp::de::once_string`), and the rest of the message stays on the fast path.
+            self.peek()?;
+            let start = self.pos;
+            self.skip()?;
+            let text = &self.text[start..self.pos];
+            return serde_json::Deserializer::from_str(text)
+                .deserialize_newtype_struct(RAW_VALUE_TOKEN, visitor)
+                .map_err(|_| self.fail());
         }
         visitor.visit_newtype_struct(self)
     }
@@ -971,6 +980,35 @@ mod tests {
         let mut reader = Reader::payload(text);
         let value = T::deserialize(&mut reader).ok()?;
         Some((value, reader.consumed()?))
+    }
+
+    /// A raw value (what `mcp::de::once_string` asks for a text block's `text`) is read on the
+    /// fast path, as exactly the value's text; a string with escapes still makes the reader
+    /// give up (it reads plain strings only), and the serde pass reads it.
+    #[test]
+    fn a_raw_value_is_read_as_its_exact_text() {
+        for text in [
+            r#""plain""#,
+            r#"{"a": [1, 2.5, {"b": null}], "c": "d"}"#,
+            "-12.5e3",
+            "true",
+            "[]",
+        ] {
+            let (raw, consumed) = read::<Box<serde_json::value::RawValue>>(text).expect(text);
+            assert_eq!(raw.get(), text);
+            assert_eq!(consumed, text.len());
+        }
+        assert!(read::<Box<serde_json::value::RawValue>>(r#""a\nb""#).is_none());
+    }
+
+    /// A tool result's text blocks stay on the fast path (their `text` is read as a raw value).
+    #[cfg(feature = "mcp")]
+    #[test]
+    fn a_call_result_with_text_is_read_on_the_fast_path() {
+        let result = r#"{"content": [{"type": "text", "text": "hello"}, {"text": "before", "type": "text"}]}"#;
+        let (fast, _) = read::<crate::mcp::CallToolResult>(result).expect("the fast path");
+        let slow: crate::mcp::CallToolResult = serde_json::from_str(result).unwrap();
+        assert_eq!(fast, slow);
     }
 
     /// Whenever the reader reads `text`, it reads all of it (up to trailing whitespace) and
