@@ -557,6 +557,9 @@ mod tests {
             match stream.read(&mut buf) {
                 Ok(0) => break,
                 Ok(n) => response.extend_from_slice(&buf[..n]),
+                // A signal to the test process (a child's SIGCHLD, with the other tests'
+                // handlers installed) interrupts a blocking read; `read` does not retry it.
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => panic!(
                     "reading the response: {e}; so far: {}",
                     String::from_utf8_lossy(&response)
