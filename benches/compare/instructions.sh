@@ -16,7 +16,8 @@
 # A row runs its client program under `valgrind --tool=callgrind` at N calls and at 0 calls
 # (the same set-up, nothing called); instr/call = (I(N) - I(0)) / N, where I is callgrind's
 # `summary:` (user-space instructions of the whole client process, every thread; not the
-# kernel). The N-call run is repeated (--runs, default 1, for the sequential rows;
+# kernel); the programs run with BENCH_LATENCY=off (no per-call latency timing: REV's did
+# none). The N-call run is repeated (--runs, default 1, for the sequential rows;
 # --concurrent-runs, default 5, for the 256-at-once rows, whose interleaving varies), the
 # two sides alternating, and the median taken; the 0-call run is made once per side. The
 # callgrind files of the last runs stay in $INSTR_OUT (default /tmp/mcpwire-instr-out) for
@@ -83,9 +84,12 @@ url=$(head -n 1 "$out/url")
 [ -n "$url" ] || { echo "compare --serve gave no URL" >&2; exit 1; }
 
 # callgrind's count of one run: NAME PROGRAM ARGS... (after URL); the file is kept as NAME.
+# BENCH_LATENCY=off: this tree's programs time each call (`bench_common::timed!`) for the
+# latency percentiles, which REV's programs did not do; off, both sides do the same work
+# around the library's calls.
 count() {
   name=$1 program=$2; shift 2
-  valgrind --tool=callgrind --callgrind-out-file="$out/$name.out" "$program" "$url" "$@" \
+  BENCH_LATENCY=off valgrind --tool=callgrind --callgrind-out-file="$out/$name.out" "$program" "$url" "$@" \
     > /dev/null 2> "$out/$name.err" ||
     { echo "valgrind $program $url $*: failed, see $out/$name.err" >&2; exit 1; }
   sed -n 's/^summary: *//p' "$out/$name.out"

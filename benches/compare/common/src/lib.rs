@@ -9,15 +9,14 @@
 //! * `allocs`: heap allocations during the workload (this crate's counting allocator, linked
 //!   into every Rust client program: one relaxed atomic add per allocation);
 //! * `timed`, `p50_us`, `p99_us`, `max_us`: how many calls were timed one by one
-//!   ([`timed`]) and their latency percentiles (nearest rank).
+//!   ([`timed!`]) and their latency percentiles (nearest rank).
 
 // A benchmark reads the clock.
 #![allow(clippy::disallowed_methods)]
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::future::Future;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
 /// The system allocator, counting allocations.
@@ -93,16 +92,40 @@ pub fn rss_kib() -> u64 {
 
 static LATENCIES: Mutex<Vec<u64>> = Mutex::new(Vec::new());
 
-/// Runs `call`, recording its latency (microseconds) for the percentiles [`Meter::finish`]
-/// prints.
-pub async fn timed<F: Future>(call: F) -> F::Output {
-    let started = Instant::now();
-    let out = call.await;
+/// Awaits a call, recording its latency (microseconds) for the percentiles [`Meter::finish`]
+/// prints: `timed!(client.call_tool(..))` is `client.call_tool(..).await`, timed.
+///
+/// A macro, not a function taking the future: a wrapping future would move the call's future
+/// into its own state, a copy the library's users do not pay, and `instructions.sh` counts the
+/// client program's instructions. With `BENCH_LATENCY=off` in the environment (which
+/// `instructions.sh` sets: the earlier revision it compares with records no latencies) nothing
+/// is timed and the percentiles are 0.
+#[macro_export]
+macro_rules! timed {
+    ($call:expr $(,)?) => {{
+        let started = $crate::latency_start();
+        let out = $call.await;
+        $crate::latency_record(started);
+        out
+    }};
+}
+
+/// The start of a timed call ([`timed!`]), unless latencies are off.
+#[doc(hidden)]
+pub fn latency_start() -> Option<Instant> {
+    static ON: OnceLock<bool> = OnceLock::new();
+    ON.get_or_init(|| std::env::var_os("BENCH_LATENCY").is_none_or(|v| v != "off"))
+        .then(Instant::now)
+}
+
+/// Records the latency of a call that started at `started` ([`timed!`]).
+#[doc(hidden)]
+pub fn latency_record(started: Option<Instant>) {
+    let Some(started) = started else { return };
     let us = started.elapsed().as_micros() as u64;
     if let Ok(mut latencies) = LATENCIES.lock() {
         latencies.push(us);
     }
-    out
 }
 
 /// Nearest-rank percentile of sorted values.

@@ -128,7 +128,7 @@ impl Endpoint {
     async fn call_with(&self, tool: &str, arguments: &str, meta: &str) -> Result<Bytes, Failure> {
         let params = format!(r#""name":"{tool}","arguments":{arguments}"#);
         let body = self.body_with("tools/call", &params, meta);
-        Ok(timed(self.post("tools/call", Some(tool), body)).await?.1)
+        Ok(timed!(self.post("tools/call", Some(tool), body))?.1)
     }
 
     async fn open(http: Http, url: &str, modern: bool) -> Result<Endpoint, Failure> {
@@ -271,7 +271,7 @@ async fn run(url: &str, workload: &str, n: usize, modern: bool, wait: u64) -> Re
         "list" => {
             for _ in 0..n {
                 let body = endpoint.body("tools/list", "");
-                let (_, body, _) = timed(endpoint.post("tools/list", None, body)).await?;
+                let (_, body, _) = timed!(endpoint.post("tools/list", None, body))?;
                 let last = format!("_{}\"", TOOLS - 1);
                 if !holds(&body, &last) {
                     return Err("tools/list: not 100 tools".into());

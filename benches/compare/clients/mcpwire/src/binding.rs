@@ -112,14 +112,13 @@ fn echo_text(result: &ToolResult) -> Option<&str> {
 }
 
 async fn echo(caller: &Caller, call: usize) -> Result<(), Failure> {
-    let result = timed(caller.call(
+    let result = timed!(caller.call(
         "echo",
         &context(call),
         &json!({"message": "hello"}),
         |_| {},
         None,
-    ))
-    .await;
+    ));
     match echo_text(&result) {
         Some("Echo: hello") => Ok(()),
         _ => Err(format!("echo gave {}", result.to_json_line()).into()),
@@ -164,8 +163,7 @@ pub async fn run(url: &str, workload: &str, n: usize, rest: &[String]) -> Result
                 let caller = caller.clone();
                 tasks.spawn(async move {
                     let args = json!({ "ms": wait });
-                    let result =
-                        timed(caller.call("wait", &context(call), &args, |_| {}, None)).await;
+                    let result = timed!(caller.call("wait", &context(call), &args, |_| {}, None));
                     match echo_text(&result) {
                         Some(text) if text == format!("waited {wait} ms") => Ok(()),
                         _ => Err::<(), Failure>(
@@ -180,7 +178,7 @@ pub async fn run(url: &str, workload: &str, n: usize, rest: &[String]) -> Result
         }
         "caller-big" => {
             let args = json!({ "bytes": n });
-            let result = timed(caller.call("big", &context(0), &args, |_| {}, None)).await;
+            let result = timed!(caller.call("big", &context(0), &args, |_| {}, None));
             match echo_text(&result) {
                 Some(text) if text.len() == n && text.starts_with("abc") => {}
                 _ => return Err(format!("big_text gave {:.200}", result.to_json_line()).into()),
@@ -193,7 +191,7 @@ pub async fn run(url: &str, workload: &str, n: usize, rest: &[String]) -> Result
                 counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             };
             let args = json!({ "steps": n });
-            let result = timed(caller.call("burst", &context(0), &args, on_progress, None)).await;
+            let result = timed!(caller.call("burst", &context(0), &args, on_progress, None));
             let seen = seen.load(std::sync::atomic::Ordering::Relaxed);
             let done = format!("done after {n} steps");
             if echo_text(&result) != Some(done.as_str()) || seen != n {

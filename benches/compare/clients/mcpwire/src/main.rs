@@ -79,12 +79,11 @@ async fn connect(pool: &HttpPool, url: &str) -> Result<Client, Failure> {
 }
 
 async fn echo(client: &Client) -> Result<(), Failure> {
-    let result = timed(client.call_tool(
+    let result = timed!(client.call_tool(
         "echo",
         arguments(serde_json::json!({"message": "hello"})),
         CallOptions::default(),
-    ))
-    .await?;
+    ))?;
     let text = only_text(result)?;
     if text != "Echo: hello" {
         return Err(format!("echo said {text:?}").into());
@@ -94,12 +93,11 @@ async fn echo(client: &Client) -> Result<(), Failure> {
 
 /// One call of the wait server's `wait` tool (`../../src/wait_server.rs`).
 async fn wait_call(client: &Client, ms: u64) -> Result<(), Failure> {
-    let result = timed(client.call_tool(
+    let result = timed!(client.call_tool(
         "wait",
         arguments(serde_json::json!({"ms": ms})),
         CallOptions::default(),
-    ))
-    .await?;
+    ))?;
     let text = only_text(result)?;
     if text != format!("waited {ms} ms") {
         return Err(format!("wait said {text:?}").into());
@@ -177,12 +175,11 @@ async fn run(url: &str, workload: &str, n: usize, rest: &[String]) -> Result<(),
         }
         "big" => {
             let client = connect(&pool, &url).await?;
-            let result = timed(client.call_tool(
+            let result = timed!(client.call_tool(
                 "big_text",
                 arguments(serde_json::json!({"bytes": n})),
                 CallOptions::default(),
-            ))
-            .await?;
+            ))?;
             let text = only_text(result)?;
             if text.len() != n || !text.starts_with("abc") {
                 return Err(format!("big_text gave {} bytes", text.len()).into());
@@ -198,12 +195,11 @@ async fn run(url: &str, workload: &str, n: usize, rest: &[String]) -> Result<(),
             options.on_progress = Some(Box::new(move |_| {
                 counter.fetch_add(1, Ordering::Relaxed);
             }));
-            let result = timed(client.call_tool(
+            let result = timed!(client.call_tool(
                 "progress_burst",
                 arguments(serde_json::json!({"steps": n})),
                 options,
-            ))
-            .await?;
+            ))?;
             let text = only_text(result)?;
             let seen = seen.load(Ordering::Relaxed);
             if text != format!("done after {n} steps") || seen != n {
@@ -214,7 +210,7 @@ async fn run(url: &str, workload: &str, n: usize, rest: &[String]) -> Result<(),
         "list" => {
             let client = connect(&pool, &url).await?;
             for _ in 0..n {
-                let tools = timed(client.list_tools()).await?;
+                let tools = timed!(client.list_tools())?;
                 if tools.len() != TOOLS {
                     return Err(format!("tools/list gave {} tools", tools.len()).into());
                 }

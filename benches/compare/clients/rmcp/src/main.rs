@@ -131,7 +131,7 @@ static MAX_CONCURRENT: AtomicUsize = AtomicUsize::new(16);
 static MODERN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 async fn echo(peer: &rmcp::Peer<RoleClient>) -> Result<(), Failure> {
-    timed(echo_untimed(peer)).await
+    timed!(echo_untimed(peer))
 }
 
 async fn echo_untimed(peer: &rmcp::Peer<RoleClient>) -> Result<(), Failure> {
@@ -150,10 +150,9 @@ async fn echo_untimed(peer: &rmcp::Peer<RoleClient>) -> Result<(), Failure> {
 
 /// One call of the wait server's `wait` tool (`../../src/wait_server.rs`).
 async fn wait_call(peer: &rmcp::Peer<RoleClient>, ms: u64) -> Result<(), Failure> {
-    let result = timed(peer.call_tool(
+    let result = timed!(peer.call_tool(
         CallToolRequestParams::new("wait").with_arguments(arguments(serde_json::json!({"ms": ms}))),
-    ))
-    .await?;
+    ))?;
     let text = only_text(result)?;
     if text != format!("waited {ms} ms") {
         return Err(format!("wait said {text:?}").into());
@@ -164,13 +163,12 @@ async fn wait_call(peer: &rmcp::Peer<RoleClient>, ms: u64) -> Result<(), Failure
 /// One call in a session of its own, timed whole (initialize to DELETE), as the `Caller`'s
 /// 2025 path times a call.
 async fn fresh_echo(http: Http, url: Arc<str>) -> Result<(), Failure> {
-    timed(async {
+    timed!(async {
         let client = connect(&http, &url, ()).await?;
         echo_untimed(client.peer()).await?;
         client.cancel().await?;
         Ok(())
     })
-    .await
 }
 
 async fn run(url: &str, workload: &str, n: usize, http: Http, wait: u64) -> Result<(), Failure> {
@@ -225,13 +223,12 @@ async fn run(url: &str, workload: &str, n: usize, http: Http, wait: u64) -> Resu
         }
         "big" => {
             let client = connect(&http, &url, ()).await?;
-            let result = timed(
+            let result = timed!(
                 client.call_tool(
                     CallToolRequestParams::new("big_text")
                         .with_arguments(arguments(serde_json::json!({"bytes": n}))),
                 ),
-            )
-            .await?;
+            )?;
             let text = only_text(result)?;
             if text.len() != n || !text.starts_with("abc") {
                 return Err(format!("big_text gave {} bytes", text.len()).into());
@@ -248,7 +245,7 @@ async fn run(url: &str, workload: &str, n: usize, http: Http, wait: u64) -> Resu
             params.meta = Some(RequestMetaObject::with_progress_token(ProgressToken(
                 NumberOrString::String("progress-1".into()),
             )));
-            let text = only_text(timed(client.call_tool(params)).await?)?;
+            let text = only_text(timed!(client.call_tool(params))?)?;
             // Notifications are handled by the service loop, maybe after the result is
             // delivered: wait (counted in the time) until all of them have been seen.
             let deadline = Instant::now() + Duration::from_secs(10);
@@ -265,7 +262,7 @@ async fn run(url: &str, workload: &str, n: usize, http: Http, wait: u64) -> Resu
             let client = connect(&http, &url, ()).await?;
             for _ in 0..n {
                 // One page: the server sends no nextCursor (and no ttlMs, so nothing is cached).
-                let tools = timed(client.list_all_tools()).await?;
+                let tools = timed!(client.list_all_tools())?;
                 if tools.len() != TOOLS {
                     return Err(format!("tools/list gave {} tools", tools.len()).into());
                 }
