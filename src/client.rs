@@ -248,7 +248,7 @@ impl Client {
         };
         let outcome = self
             .operate(
-                Operation::CallTool(call),
+                Operation::CallTool(Box::new(call)),
                 Some(Sinks {
                     progress: options.on_progress.as_mut(),
                     task: options.on_task.as_mut(),

@@ -16,7 +16,9 @@ pub(crate) use super::oauth::OAuthMaker;
 pub use super::result::{CallContext, CallEvent, Progress, TaskEvent, ToolResult};
 use super::schema::{CompiledSchema, compile};
 use crate::client::auth::{Auth, OAuth};
-use crate::client::{CallOptions, CancelToken, Client, ClientOptions, EraCache, ListCache};
+use crate::client::{
+    CallOptions, CancelToken, Client, ClientOptions, EraCache, ListCache, ProgressSink, TaskSink,
+};
 use crate::error::{Error, ErrorKind};
 use crate::mcp::{CallToolResult, ProgressToken, TraceContext};
 use crate::transport::http::{ExtraHeaders, HttpPool, ProxyConfig, Roots, TlsError, TlsOptions};
@@ -416,19 +418,19 @@ impl Caller {
                 protocol_version = tracing::field::Empty,
                 error_kind = tracing::field::Empty,
             );
-            let result = Box::pin(
-                self.call_in_span(name, context, arguments, on_progress, cancel)
-                    .instrument(span.clone()),
-            )
-            .await;
+            let result = self
+                .call_in_span(name, context, arguments, on_progress, cancel)
+                .instrument(span.clone())
+                .await;
             if let Some(kind) = result.error_kind() {
                 span.record("error_kind", kind.as_str());
             }
             result
         }
-        // Boxed: see `a_call_future_is_small_enough_to_spawn_cheaply`.
+        // Not boxed: see `a_call_future_is_small_enough_to_spawn_cheaply`.
         #[cfg(not(feature = "tracing"))]
-        Box::pin(self.call_in_span(name, context, arguments, on_progress, cancel)).await
+        self.call_in_span(name, context, arguments, on_progress, cancel)
+            .await
     }
 
     async fn call_in_span(
@@ -506,17 +508,28 @@ impl Caller {
         let started = now();
         // Step 2: a session for this call alone (at a stateless revision, the client kept
         // from the binding's last call: there is no session to share).
-        let client = match self
-            .client_for(
-                prepared,
-                token,
-                headers,
-                auth,
-                (timeout, started),
-                context.trace_context.as_ref(),
-            )
-            .await
-        {
+        let (seen_failures, kept) = match prepared.kept.lock() {
+            Ok(slot) => (slot.failures, slot.client_for(&token, &headers)),
+            Err(_) => (0, None),
+        };
+        let made = match kept {
+            Some(client) => Ok(client),
+            // Boxed: making a client holds the whole connect (discovery, OAuth, the probe and
+            // initialize), thousands of bytes that every call's future would otherwise carry,
+            // a kept client's too.
+            None => {
+                Box::pin(self.client_for(
+                    prepared,
+                    token,
+                    headers,
+                    auth,
+                    (timeout, started),
+                    (context.trace_context.as_ref(), seen_failures),
+                ))
+                .await
+            }
+        };
+        let client = match made {
             Ok(client) => client,
             // The tool was never called: whatever happened, its outcome is known (a probe
             // refused for overload keeps the server's wait).
@@ -533,11 +546,45 @@ impl Caller {
             session_id: &context.session_id,
             tenant_id: &context.tenant_id,
         };
-        // Progress and task events go to the one callback, in the order they come.
-        let on_progress = Arc::new(std::sync::Mutex::new(on_progress));
-        let on_task = on_progress.clone();
-        let task_call_id = context.call_id.clone();
         let progress_call_id = context.call_id.clone();
+        let progress = move |p: &crate::mcp::ProgressNotificationParams| Progress {
+            call_id: progress_call_id.clone(),
+            progress: p.progress,
+            total: p.total,
+            message: p.message.clone(),
+        };
+        let (on_progress, on_task): (ProgressSink, Option<TaskSink>) =
+            if binding.task_support.is_some() {
+                // Progress and task events go to the one callback, in the order they come.
+                let on_progress = Arc::new(std::sync::Mutex::new(on_progress));
+                let on_task = on_progress.clone();
+                let task_call_id = context.call_id.clone();
+                let on_progress: ProgressSink = Box::new(move |p| {
+                    if let Ok(mut sink) = on_progress.lock() {
+                        sink(CallEvent::Progress(progress(p)));
+                    }
+                });
+                let on_task: TaskSink = Box::new(move |update| {
+                    let event = TaskEvent {
+                        call_id: task_call_id.clone(),
+                        task_id: update.task_id.clone(),
+                        status: update.status,
+                        message: update.status_message.clone(),
+                    };
+                    if let Ok(mut sink) = on_task.lock() {
+                        sink(CallEvent::Task(event));
+                    }
+                });
+                (on_progress, Some(on_task))
+            } else {
+                // A binding without task support never runs as a task (its client declares
+                // none): progress is the only event, and needs no sharing.
+                let mut on_progress = on_progress;
+                (
+                    Box::new(move |p| on_progress(CallEvent::Progress(progress(p)))),
+                    None,
+                )
+            };
         let options = CallOptions {
             timeout: timeout.saturating_sub(now() - started),
             idle_timeout: None,
@@ -547,29 +594,9 @@ impl Caller {
             max_response_bytes: Some(binding.max_output_bytes),
             cancel,
             input_schema: Some(prepared.input_schema.clone()),
-            on_progress: Some(Box::new(move |p| {
-                let progress = Progress {
-                    call_id: progress_call_id.clone(),
-                    progress: p.progress,
-                    total: p.total,
-                    message: p.message.clone(),
-                };
-                if let Ok(mut sink) = on_progress.lock() {
-                    sink(CallEvent::Progress(progress));
-                }
-            })),
+            on_progress: Some(on_progress),
             task_support: binding.task_support.clone(),
-            on_task: Some(Box::new(move |update| {
-                let event = TaskEvent {
-                    call_id: task_call_id.clone(),
-                    task_id: update.task_id.clone(),
-                    status: update.status,
-                    message: update.status_message.clone(),
-                };
-                if let Ok(mut sink) = on_task.lock() {
-                    sink(CallEvent::Task(event));
-                }
-            })),
+            on_task,
             // The result is mapped from its content alone (`finish_call`).
             content_only: true,
         };
@@ -606,7 +633,8 @@ impl Caller {
         )
     }
 
-    /// The client for a call: the binding's kept one (a stateless revision), or a new one.
+    /// A client for a call that no kept client serves (`seen_failures`: the binding's failed
+    /// makings when the call looked for one).
     ///
     /// While a binding has no kept client, its calls make one at a time: the first makes it
     /// (probing the era if the pool has no verdict yet) and the calls that waited take it, or
@@ -619,20 +647,13 @@ impl Caller {
         headers: ExtraHeaders,
         auth: Option<Auth>,
         (timeout, started): (Duration, tokio::time::Instant),
-        trace: Option<&TraceContext>,
+        (trace, seen_failures): (Option<&TraceContext>, u64),
     ) -> Result<Arc<Client>, Error> {
         let binding = &prepared.binding;
         let http_url = match &binding.server {
             Server::Http { url, .. } => Some(url.as_str()),
             _ => None,
         };
-        let (seen_failures, kept) = match prepared.kept.lock() {
-            Ok(slot) => (slot.failures, slot.client_for(&token, &headers)),
-            Err(_) => (0, None),
-        };
-        if let Some(client) = kept {
-            return Ok(client);
-        }
         // A session per call: a stdio server, or one known to speak a 2025-era revision.
         let sessions =
             || http_url.is_none_or(|url| matches!(self.era_cache.verdict(url), Some(None)));
@@ -1032,9 +1053,11 @@ mod tests {
     }
 
     /// A host spawns each call (`tokio::spawn(caller.call(..))`), and tokio moves the future
-    /// several times on the way into its task cell: the call's state lives in one box of its
-    /// own, so what is moved stays small however much the call's steps hold (7,408 bytes
-    /// before, every step inline).
+    /// several times on the way into its task cell, so it must stay small. Making a client
+    /// (the whole connect: discovery, OAuth, probe, initialize) is the big part and lives in a
+    /// box of its own, made only when no kept client serves the call; the call itself is not
+    /// boxed, as a box of that size per call costs the sequential path more than the moves
+    /// (`benches/compare/instructions.sh`). 7,408 bytes with every step inline.
     #[test]
     fn a_call_future_is_small_enough_to_spawn_cheaply() {
         let config = serde_json::json!([{
@@ -1050,13 +1073,13 @@ mod tests {
         let arguments = serde_json::json!({});
         let call = caller.call("echo", &context, &arguments, |_| {}, None);
         assert!(
-            std::mem::size_of_val(&call) <= 256,
+            std::mem::size_of_val(&call) <= 4096,
             "{}",
             std::mem::size_of_val(&call)
         );
         let events = caller.call_events("echo", &context, &arguments, |_| {}, None);
         assert!(
-            std::mem::size_of_val(&events) <= 256,
+            std::mem::size_of_val(&events) <= 4096,
             "{}",
             std::mem::size_of_val(&events)
         );

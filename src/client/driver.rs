@@ -35,7 +35,9 @@ pub(super) type ConnectReply = oneshot::Sender<Result<Connected, OpError>>;
 /// An operation a client asks its driver to start.
 pub(super) enum Operation {
     ListTools,
-    CallTool(CallTool),
+    /// Boxed: a call carries much (272 bytes), and an operation is moved several times on
+    /// its way to the machine.
+    CallTool(Box<CallTool>),
     Raw {
         method: String,
         params: Option<serde_json::Value>,
@@ -317,7 +319,7 @@ impl Driver {
                     Operation::ListTools => connection.list_tools(trace, now),
                     Operation::CallTool(mut call) => {
                         call.trace = trace;
-                        connection.call_tool(call, now)
+                        connection.call_tool(*call, now)
                     }
                     Operation::Raw {
                         method,
