@@ -1319,7 +1319,8 @@ mod tests {
         );
         store.save().unwrap();
         assert_eq!(TokenStore::load(&path).unwrap().token_count(), 1);
-        let _ = std::fs::remove_file(&path);
+        // The directory, not only the store: the save left its lock file there.
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
     }
 
     #[test]
