@@ -64,13 +64,12 @@ pub use crate::connection::{
     ElicitAction, SamplingAnswer, SamplingContent, SamplingMessage, StopReason, ToolChoice,
     ToolResultContent, ToolSampling, ToolUse, UrlElicitation,
 };
-pub use crate::mcp::InputRequest;
 use connect::Ahead;
 use driver::{Command, Operation, Shared};
 pub use era::EraCache;
 pub use options::{
-    CallOptions, CancelToken, ClientOptions, ElicitFuture, InputFuture, InputHandler, ProgressSink,
-    SamplingFuture, TaskSink, WarningSink,
+    CallOptions, CancelToken, ClientOptions, InputFuture, InputHandler, ProgressSink, TaskSink,
+    WarningSink,
 };
 
 /// One MCP session with a server.

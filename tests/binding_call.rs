@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mcpwire::ErrorKind;
+use mcpwire::auth::Secret;
 use mcpwire::binding::call::{
     CallContext, Caller, CallerOptions, EnvTokens, Progress, TokenSource, ToolResult,
 };
@@ -14,7 +15,6 @@ use mcpwire::binding::config::{Binding, Server, load_config};
 use mcpwire::binding::discover::{Discovery, discover};
 use mcpwire::client::CancelToken;
 use mcpwire::demo::{DemoOptions, DemoServer, Era};
-use mcpwire::transport::Secret;
 use mcpwire::transport::http::{HttpPool, TlsOptions};
 use serde_json::{Value, json};
 

@@ -6,9 +6,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mcpwire::ErrorKind;
+use mcpwire::auth::Secret;
 use mcpwire::client::{CallOptions, Client, ClientOptions};
 use mcpwire::mcp::ContentBlock;
-use mcpwire::transport::Secret;
 use mcpwire::transport::http::{HttpConfig, HttpPool, TlsOptions};
 use serde_json::{Value, json};
 

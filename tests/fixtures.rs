@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use mcpwire::auth::Secret;
 use mcpwire::binding::call::{CallContext, Caller, TokenSource};
 use mcpwire::binding::config::{Server, parse_config};
 use mcpwire::binding::discover::{Discovery, discover};
@@ -21,7 +22,6 @@ use mcpwire::fixture::{
     Exchange, Framing, client_protocol, load_exchanges, load_provenance, server_info,
 };
 use mcpwire::session::EraPolicy;
-use mcpwire::transport::Secret;
 use mcpwire::transport::http::{HttpPool, TlsOptions};
 
 /// The whole fixture set may not grow past this (they are checked in).
@@ -265,7 +265,7 @@ async fn replay_fixture(dir: PathBuf, mode: Mode) -> Result<(), String> {
             }
             let again = recorder.finish();
             // The token the client sent (to the fixtures with a `token_env`) is not kept.
-            let text = mcpwire::fixture::format::exchanges_to_jsonl(&again);
+            let text = mcpwire::fixture::exchanges_to_jsonl(&again);
             if text.contains(FIXTURE_TOKEN) {
                 return Err(format!(
                     "re-recording: the recording holds the token {FIXTURE_TOKEN:?}"

@@ -19,6 +19,7 @@ use std::net::TcpStream;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use mcpwire::auth::Secret;
 use mcpwire::client::{CallOptions, CancelToken, Client, ClientOptions, ProgressSink};
 use mcpwire::jsonrpc::Notification;
 use mcpwire::mcp::{
@@ -26,7 +27,6 @@ use mcpwire::mcp::{
     ProtocolVersion, ResourceContents, Tool,
 };
 use mcpwire::probe::{Deviation, ProbeOptions, ProbeReport, ReplySeen, probe};
-use mcpwire::transport::Secret;
 use mcpwire::transport::http::{HttpConfig, HttpPool, TlsOptions};
 use mcpwire::{Error, ErrorKind};
 use serde_json::{Value, json};

@@ -57,7 +57,7 @@ pub(crate) fn task_options() -> ClientOptions {
 
 /// A client with tasks on (and `handler` answering input, if given) connected to `url`.
 async fn connect_tasks(url: &str, handler: Option<Arc<dyn InputHandler>>) -> mcpwire::Client {
-    let config = mcpwire::HttpConfig::new(url).expect("config");
+    let config = mcpwire::transport::http::HttpConfig::new(url).expect("config");
     let mut options = task_options();
     options.input_handler = handler;
     mcpwire::Client::connect_http(&pool(), config, options)
@@ -275,7 +275,7 @@ async fn rmcp_answers_task_steps_directly_at_2025_11_25() {
     peers::require(Peer::Rmcp);
     let server = rmcp_tasks();
     let pool = pool();
-    let config = mcpwire::HttpConfig::new(&server.url).expect("config");
+    let config = mcpwire::transport::http::HttpConfig::new(&server.url).expect("config");
     let mut options = offering(mcpwire::mcp::ProtocolVersion::V2025_11_25);
     options.tasks = true;
     let client = mcpwire::Client::connect_http(&pool, config, options)

@@ -7,12 +7,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use mcpwire::ErrorKind;
+use mcpwire::auth::Secret;
 use mcpwire::binding::config::Server;
 use mcpwire::binding::discover::{Discovery, discover as discover_tools};
 use mcpwire::client::{CallOptions, Client, ClientOptions, InputFuture, InputHandler};
 use mcpwire::mcp::InputRequest;
 use mcpwire::mcp::{ClientCapabilities, JsonObject, ProtocolVersion};
-use mcpwire::transport::Secret;
 use mcpwire::transport::http::{HttpConfig, HttpPool, TlsOptions};
 use serde_json::{Value, json};
 

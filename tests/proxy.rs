@@ -11,11 +11,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcpwire::ErrorKind;
+use mcpwire::auth::Secret;
 use mcpwire::binding::call::{CallContext, Caller, TokenSource};
 use mcpwire::binding::config::load_config;
 use mcpwire::client::{Client, ClientOptions};
 use mcpwire::demo::{DemoOptions, DemoServer, Era};
-use mcpwire::transport::Secret;
 use mcpwire::transport::http::{HttpConfig, HttpPool, ProxyConfig, TlsOptions};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -10,11 +10,11 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use mcpwire::auth::Secret;
 use mcpwire::binding::call::{CallContext, Caller, TokenSource, ToolResult};
 use mcpwire::binding::config::{Binding, Server, load_config};
 use mcpwire::binding::discover::{Discovery, discover};
 use mcpwire::client::{CallOptions, Client, ClientOptions};
-use mcpwire::transport::Secret;
 use mcpwire::transport::http::{ExtraHeaders, HttpConfig};
 use serde_json::{Value, json};
 

@@ -84,8 +84,8 @@ pub(crate) mod token;
 
 pub(crate) mod challenge;
 pub(crate) mod metadata;
-pub mod scope;
-pub mod url;
+pub(crate) mod scope;
+pub(crate) mod url;
 
 pub use assertion::{AssertionFuture, AssertionProvider, AssertionSource, EnterpriseIdp};
 pub use client::{ApplicationType, AuthMethod, ClientMetadata, PreRegistered, RegistrationError};

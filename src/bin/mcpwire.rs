@@ -1126,8 +1126,8 @@ fn parse_probe_args(args: &[String]) -> Result<ProbeArgs, Failure> {
 }
 
 fn probe_command(args: &[String]) -> Result<(), Failure> {
+    use mcpwire::auth::Secret;
     use mcpwire::probe::{ProbeOptions, probe};
-    use mcpwire::transport::Secret;
 
     let args = parse_probe_args(args)?;
     let mut options = ProbeOptions::new(&args.url);

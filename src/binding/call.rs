@@ -19,8 +19,9 @@ use crate::client::auth::{Auth, OAuth};
 use crate::client::{CallOptions, CancelToken, Client, ClientOptions, EraCache, ListCache};
 use crate::error::{Error, ErrorKind};
 use crate::mcp::{CallToolResult, ProgressToken, TraceContext};
+use crate::secret::Secret;
+use crate::transport::WireLog;
 use crate::transport::http::{ExtraHeaders, HttpPool, ProxyConfig, Roots, TlsError, TlsOptions};
-use crate::transport::{Secret, WireLog};
 
 /// The call pipeline's clock, for what is left of a binding's timeout after connecting.
 #[allow(
@@ -1042,7 +1043,7 @@ mod tests {
             "url": "http://127.0.0.1:9/mcp", "mcp_tool": "echo", "tenants": ["acme"],
         }]);
         let bindings = crate::binding::config::load_config(&config.to_string()).expect("config");
-        let pool = HttpPool::new(&crate::TlsOptions::default()).expect("a pool");
+        let pool = HttpPool::new(&crate::transport::http::TlsOptions::default()).expect("a pool");
         let caller =
             Caller::with_default_proxy(pool, bindings, Arc::new(EnvTokens), ProxyConfig::none())
                 .expect("a caller");

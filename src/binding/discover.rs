@@ -11,10 +11,11 @@ use crate::client::auth::Auth;
 use crate::client::{Client, ClientOptions, ExcludedTool as Excluded, WarningSink};
 use crate::error::{Error, ErrorKind};
 use crate::mcp::Tool;
+use crate::secret::Secret;
 use crate::session::EraPolicy;
+use crate::transport::WireLog;
 use crate::transport::http::{ExtraHeaders, HttpConfig, HttpPool};
 use crate::transport::stdio::StdioConfig;
-use crate::transport::{Secret, WireLog};
 
 /// The default `timeout_seconds` of a binding.
 pub(crate) const DEFAULT_TIMEOUT_SECONDS: u64 = 300;

@@ -269,7 +269,7 @@ pub(super) struct ExtraHeader {
 ///
 /// ```
 /// # #[cfg(feature = "client")] {
-/// use mcpwire::transport::Secret;
+/// use mcpwire::auth::Secret;
 /// use mcpwire::transport::http::{HeaderError, HttpConfig};
 ///
 /// let mut config = HttpConfig::new("https://mcp.example.com/mcp").unwrap();

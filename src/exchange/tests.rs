@@ -17,9 +17,10 @@ use super::legacy::resolve_same_origin;
 use super::reply::decode_result_as;
 use super::request::method_header;
 use super::*;
-use crate::jsonrpc::{Id, Message, Notification, RawValue, Request};
+use crate::jsonrpc::{Id, Message, Notification, Request};
 use crate::secret::Secret;
 use crate::session::ResumePolicy;
+use serde_json::value::RawValue;
 
 const URL: &str = "http://127.0.0.1:9/mcp";
 const TOKEN: &str = "tok-SECRET-0123456789";

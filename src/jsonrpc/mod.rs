@@ -69,14 +69,15 @@ mod typed;
 use std::borrow::Cow;
 
 #[cfg(any(test, feature = "fuzzing"))]
+use serde_json::value::RawValue;
+
+#[cfg(any(test, feature = "fuzzing"))]
 pub(crate) use decode::decode_str;
 pub use decode::{decode, decode_message};
 pub use encode::{encode_batch, encode_batch_into};
 pub use error::DecodeError;
 pub use id::Id;
 pub use message::{ErrorObject, Message, Notification, Packet, Request, Response};
-/// Raw JSON text, as held by `params`, `result` and `error.data`; re-exported from serde_json.
-pub use serde_json::value::RawValue;
 #[cfg(feature = "mcp")]
 pub(crate) use typed::decode_notification_into;
 pub use typed::{
