@@ -122,18 +122,13 @@ impl Client {
         self.server.as_deref()
     }
 
-    /// The protocol revision both sides speak.
+    /// The protocol revision both sides speak ([`is_modern`](ProtocolVersion::is_modern) for a
+    /// stateless revision, 2026-07-28: no handshake, no session id, one POST per request).
     pub fn protocol_version(&self) -> ProtocolVersion {
         self.shared
             .version
             .lock()
             .map_or(ProtocolVersion::LATEST_INITIALIZE, |version| *version)
-    }
-
-    /// Whether the session speaks a stateless revision (2026-07-28): no handshake, no session
-    /// id, one POST per request.
-    pub fn is_modern(&self) -> bool {
-        self.protocol_version().is_modern()
     }
 
     /// The `Mcp-Session-Id` the server assigned (Streamable HTTP only).

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use mcpwire::auth::Secret;
 use mcpwire::binding::call::{CallContext, Caller, TokenSource};
-use mcpwire::binding::config::{Server, parse_config};
+use mcpwire::binding::config::{Server, load_config};
 use mcpwire::binding::discover::{Discovery, discover};
 use mcpwire::fixture::record::{RecordOptions, Recorder, redacted_header};
 use mcpwire::fixture::replay::{ReplayOptions, ReplayServer, Split};
@@ -129,7 +129,7 @@ async fn run_step(pool: &HttpPool, url: &str, step: &Value, legacy: bool) -> Res
     let call = step
         .get("call")
         .ok_or("a step is neither discover nor call")?;
-    let bindings = parse_config(&json!([call["binding"]])).map_err(|e| e.to_string())?;
+    let bindings = load_config(&json!([call["binding"]]).to_string()).map_err(|e| e.to_string())?;
     let tool = bindings[0].name.clone();
     let urls: Vec<String> = bindings
         .iter()

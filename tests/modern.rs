@@ -450,7 +450,7 @@ async fn a_modern_call_carries_headers_from_the_binding_schema_without_a_listing
     let server =
         modern_server(|req| text(req, req.header("mcp-param-region").unwrap_or("none"))).await;
     let client = connect(&pool(), &server, ClientOptions::default()).await;
-    let mut options = CallOptions::new();
+    let mut options = CallOptions::default();
     options.input_schema = Some(
         json!({"type": "object",
             "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}})

@@ -531,7 +531,7 @@ fn run(args: &[String]) -> Result<(), Failure> {
         })?)),
         None => None,
     };
-    let mut headers = ExtraHeaders::new();
+    let mut headers = ExtraHeaders::default();
     for (name, variable) in &options.headers {
         let value = std::env::var(variable).map_err(|_| {
             Failure::Failed(format!(

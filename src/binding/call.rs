@@ -224,7 +224,7 @@ impl Caller {
 
     /// As [`new`](Self::new), with `default_proxy` for the bindings without `proxy` instead of
     /// the process environment (pass [`ProxyConfig::from_lookup`] to read another
-    /// environment, or [`ProxyConfig::none`]).
+    /// environment, or [`ProxyConfig::default`] (no proxy)).
     ///
     /// # Errors
     ///
@@ -293,8 +293,8 @@ impl Caller {
             wire_log: None,
             scope_key: DEFAULT_SCOPE_KEY.into(),
             oauth: Mutex::new(HashMap::new()),
-            era_cache: EraCache::new(),
-            list_cache: ListCache::new(),
+            era_cache: EraCache::default(),
+            list_cache: ListCache::default(),
             options: CallerOptions::default(),
         })
     }
@@ -708,7 +708,7 @@ impl Caller {
         match connected {
             Ok(client) => {
                 let client = Arc::new(client);
-                if client.is_modern()
+                if client.protocol_version().is_modern()
                     && http_url.is_some()
                     && let Ok(mut slot) = prepared.kept.lock()
                 {
@@ -791,7 +791,7 @@ impl Caller {
     /// variable that is not set, or holds what cannot be sent as a header, is the failure's
     /// kind and message (which name the header and the variable, never the value).
     fn headers(&self, binding: &Binding) -> Result<ExtraHeaders, (ErrorKind, String)> {
-        let mut headers = ExtraHeaders::new();
+        let mut headers = ExtraHeaders::default();
         let Server::Http { header_env, .. } = &binding.server else {
             return Ok(headers);
         };
@@ -1045,7 +1045,7 @@ mod tests {
         let bindings = crate::binding::config::load_config(&config.to_string()).expect("config");
         let pool = HttpPool::new(&crate::transport::http::TlsOptions::default()).expect("a pool");
         let caller =
-            Caller::with_default_proxy(pool, bindings, Arc::new(EnvTokens), ProxyConfig::none())
+            Caller::with_default_proxy(pool, bindings, Arc::new(EnvTokens), ProxyConfig::default())
                 .expect("a caller");
         let context = CallContext::new("acme", "s", "c");
         let arguments = serde_json::json!({});

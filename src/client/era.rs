@@ -47,11 +47,6 @@ pub(super) struct Verdict {
 const ERA_CACHE_ENTRIES: usize = 1024;
 
 impl EraCache {
-    /// An empty cache.
-    pub fn new() -> Self {
-        EraCache::default()
-    }
-
     /// The key of `url`: as [`HttpConfig::url`] prints it (`http://h` and `http://h/` are one
     /// endpoint).
     fn key(url: &str) -> String {

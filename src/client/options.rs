@@ -127,8 +127,8 @@ impl Default for ClientOptions {
             max_input_rounds: 8,
             on_warning: None,
             auth: None,
-            era_cache: EraCache::new(),
-            list_cache: ListCache::new(),
+            era_cache: EraCache::default(),
+            list_cache: ListCache::default(),
             trace_context: None,
             handshake_trace: None,
             tasks: false,
@@ -205,11 +205,6 @@ pub trait InputHandler: Send + Sync {
 pub struct CancelToken(Arc<(AtomicBool, Notify)>);
 
 impl CancelToken {
-    /// A token not yet cancelled.
-    pub fn new() -> Self {
-        CancelToken::default()
-    }
-
     /// Cancels every call watching this token.
     pub fn cancel(&self) {
         self.0.0.store(true, Ordering::SeqCst);
@@ -297,14 +292,6 @@ impl Default for CallOptions {
             on_task: None,
             content_only: false,
         }
-    }
-}
-
-impl CallOptions {
-    /// The defaults: a 300-second deadline, no idle timeout, a fresh progress token, no byte
-    /// budget, no cancellation, no progress callback.
-    pub fn new() -> Self {
-        CallOptions::default()
     }
 }
 

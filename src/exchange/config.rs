@@ -117,7 +117,7 @@ impl HttpConfig {
         Ok(HttpConfig {
             url: uri,
             bearer_token: None,
-            headers: ExtraHeaders::new(),
+            headers: ExtraHeaders::default(),
             limits: HttpLimits::default(),
             resume: ResumePolicy::default(),
             overload: OverloadPolicy::default(),
@@ -285,11 +285,6 @@ pub(super) struct ExtraHeader {
 pub struct ExtraHeaders(pub(super) Vec<ExtraHeader>);
 
 impl ExtraHeaders {
-    /// No headers.
-    pub fn new() -> Self {
-        ExtraHeaders::default()
-    }
-
     /// Checks a header name without a value: an HTTP field name that the exchange does not
     /// set itself. Returns it in its canonical (lower-case) form.
     ///

@@ -95,7 +95,8 @@ impl Tool {
 
 /// Hints about a tool's behaviour (schema `ToolAnnotations`); since 2025-03-26. All are hints,
 /// not guarantees; clients MUST treat them as untrusted unless the server is trusted
-/// (`server/tools.mdx`, "Tool"). The `*_or_default` helpers apply the schema's defaults.
+/// (`server/tools.mdx`, "Tool"). Each hint's doc gives the schema's default for when it is
+/// absent.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolAnnotations {
@@ -127,28 +128,6 @@ open_struct! {
         destructive_hint: Option<bool> = "destructiveHint",
         idempotent_hint: Option<bool> = "idempotentHint",
         open_world_hint: Option<bool> = "openWorldHint",
-    }
-}
-
-impl ToolAnnotations {
-    /// `readOnlyHint`, false when absent.
-    pub fn read_only_or_default(&self) -> bool {
-        self.read_only_hint.unwrap_or(false)
-    }
-
-    /// `destructiveHint`, true when absent.
-    pub fn destructive_or_default(&self) -> bool {
-        self.destructive_hint.unwrap_or(true)
-    }
-
-    /// `idempotentHint`, false when absent.
-    pub fn idempotent_or_default(&self) -> bool {
-        self.idempotent_hint.unwrap_or(false)
-    }
-
-    /// `openWorldHint`, true when absent.
-    pub fn open_world_or_default(&self) -> bool {
-        self.open_world_hint.unwrap_or(true)
     }
 }
 

@@ -62,7 +62,8 @@ use crate::mcp::{
     InitializeResult, ProgressNotificationParams, ProgressToken, ProtocolVersion, methods,
 };
 
-pub use failure::{Cause, Delivery, Failure, FailureKind};
+pub(crate) use failure::Cause;
+pub use failure::{Delivery, Failure, FailureKind};
 pub use resume::ResumePolicy;
 pub(crate) use resume::Resumption;
 

@@ -90,7 +90,7 @@ impl HttpPool {
     ///
     /// A file named in `tls` that cannot be read or used, or a root rustls refuses.
     pub fn new(tls: &TlsOptions) -> Result<Self, TlsError> {
-        Self::with_proxy(tls, ProxyConfig::none())
+        Self::with_proxy(tls, ProxyConfig::default())
     }
 
     /// A pool with these TLS settings whose connections go through `proxy` (a CONNECT tunnel

@@ -326,14 +326,6 @@ impl Server {
         }
         self
     }
-
-    /// With the names of the environment variables passed to a stdio server (stdio only).
-    pub fn with_env(mut self, names: Vec<String>) -> Server {
-        if let Server::Stdio { env, .. } = &mut self {
-            *env = names;
-        }
-        self
-    }
 }
 
 /// Why a config was refused: which binding, which field, what is wrong.
@@ -394,11 +386,7 @@ pub fn load_config(text: &str) -> Result<Vec<Binding>, ConfigError> {
 }
 
 /// [`load_config`] on a parsed JSON value.
-///
-/// # Errors
-///
-/// As [`load_config`].
-pub fn parse_config(config: &Value) -> Result<Vec<Binding>, ConfigError> {
+fn parse_config(config: &Value) -> Result<Vec<Binding>, ConfigError> {
     let items = match config {
         Value::Array(items) => items,
         Value::Object(host) => match host.get("tools") {
@@ -457,7 +445,8 @@ impl Binding {
     /// # Errors
     ///
     /// The first field that breaks its rule.
-    pub fn from_json(value: &Value) -> Result<Self, ConfigError> {
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub(crate) fn from_json(value: &Value) -> Result<Self, ConfigError> {
         parse_binding(value, 0)
     }
 
