@@ -58,7 +58,7 @@ use crate::mcp::{
 pub(crate) use crate::connection::Excluded as ExcludedTool;
 pub use crate::connection::ListCache;
 pub use crate::connection::{
-    DirectoryEntry, RejectedSkill, SKILLS_EXTENSION, Skill, SkillFile, SkillList, SkillsCapability,
+    DirectoryEntry, RejectedSkill, Skill, SkillFile, SkillList, SkillsCapability,
 };
 pub use crate::connection::{
     ElicitAction, SamplingAnswer, SamplingContent, SamplingMessage, StopReason, ToolChoice,

@@ -2,7 +2,7 @@
 //! message for people, carrying the session's [`Failure`] (and so what is known of delivery)
 //! when a request failed; and [`ErrorKind`], the one vocabulary of failure kinds from the wire
 //! up to the binding layer's `tool.result` event. Every lower layer's reason (a session
-//! [`FailureKind`], a [`RequestError`], a result-mapping error) maps into it here, in one
+//! [`FailureKind`], a session's refusal to send, a result-mapping error) maps into it here, in one
 //! place, so the kind strings programs read come from one enum.
 
 use std::fmt;

@@ -113,10 +113,8 @@ impl Kept {
 /// server gets a fresh MCP session of its own. A stateless revision (2026-07-28) has no
 /// session: each call is one request of its own, carried by a client each binding keeps for
 /// its calls (with the credentials read for each call; see the module's source, `Kept`).
-/// A burst of calls to one origin shares at most [`DEFAULT_ORIGIN_LIMIT`] connections for
+/// A burst of calls to one origin shares at most 16 connections (the pool's default) for
 /// as long as [`HttpPool::with_origin_limit`] says.
-///
-/// [`DEFAULT_ORIGIN_LIMIT`]: crate::transport::http::DEFAULT_ORIGIN_LIMIT
 ///
 /// Bindings share the pool given to [`new`](Self::new) when their TLS and proxy settings
 /// are the pool's; bindings whose `tls` or `proxy` (or the environment's proxies) differ get
@@ -188,7 +186,7 @@ impl std::error::Error for ScopeKeyError {}
 
 /// The `_meta` key under which a call carries the caller's identity (tenant, session and
 /// call ids) unless the host names its own ([`Caller::set_scope_key`]).
-pub const DEFAULT_SCOPE_KEY: &str = "brain.dev/scope";
+pub(crate) const DEFAULT_SCOPE_KEY: &str = "brain.dev/scope";
 
 impl std::fmt::Debug for Caller {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -312,7 +310,7 @@ impl Caller {
     }
 
     /// Names the `_meta` key that carries the caller's identity on every call (default
-    /// [`DEFAULT_SCOPE_KEY`]). The key must be a `_meta` key a host may use: a prefix of dot
+    /// `brain.dev/scope`). The key must be a `_meta` key a host may use: a prefix of dot
     /// labels and a slash, then a name (`example.com/scope`), and not in the reserved
     /// `modelcontextprotocol` or `mcp` namespaces (`basic/index.mdx`, "`_meta`").
     pub fn set_scope_key(&mut self, key: &str) -> Result<(), ScopeKeyError> {

@@ -601,7 +601,7 @@ impl OAuth {
     }
 
     /// The MCP endpoint the tokens are for.
-    pub fn server(&self) -> Option<String> {
+    pub(crate) fn server(&self) -> Option<String> {
         self.with_flow(|flow| flow.config().server.to_string())
     }
 

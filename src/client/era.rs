@@ -111,7 +111,7 @@ impl EraCache {
     }
 
     /// Forgets `url`'s verdict: the next connection probes again.
-    pub fn forget(&self, url: &str) {
+    pub(crate) fn forget(&self, url: &str) {
         if let Ok(mut map) = self.0.lock() {
             map.remove(&Self::key(url));
         }

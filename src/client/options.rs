@@ -217,7 +217,7 @@ impl CancelToken {
     }
 
     /// Completes once the token is cancelled.
-    pub async fn cancelled(&self) {
+    pub(crate) async fn cancelled(&self) {
         loop {
             let notified = self.0.1.notified();
             if self.is_cancelled() {

@@ -327,7 +327,7 @@ impl ExtraHeaders {
     }
 
     /// The headers in the order added: each name (lower case) and its value.
-    pub fn iter(&self) -> impl Iterator<Item = (&HeaderName, &Secret)> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&HeaderName, &Secret)> {
         self.0.iter().map(|header| (&header.name, &header.secret))
     }
 

@@ -23,7 +23,7 @@ pub struct Tool {
     /// `A-Z a-z 0-9 _ - .` (`server/tools.mdx`, "Tool Names", since 2025-11-25); not enforced here.
     pub name: String,
     /// Display name; since 2025-06-18. Display precedence: `title`, then `annotations.title`,
-    /// then `name` ([`display_name`](Self::display_name)).
+    /// then `name`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
     /// What the tool does, for the model.
@@ -74,7 +74,8 @@ open_struct! {
 impl Tool {
     /// The name to show a person: `title`, else `annotations.title`, else `name` (schema
     /// `Tool.annotations`, "Display name precedence order").
-    pub fn display_name(&self) -> &str {
+    #[cfg(test)]
+    pub(crate) fn display_name(&self) -> &str {
         self.title
             .as_deref()
             .or_else(|| self.annotations.as_ref()?.title.as_deref())
