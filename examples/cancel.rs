@@ -42,9 +42,9 @@ async fn main() -> Result<(), Failure> {
     // A token is cheap to clone; `cancel()` on any clone, from any task or thread (a Ctrl-C
     // handler, a host's "stop" button), ends every call watching it. Here the progress
     // callback pulls it as soon as the server reports the first step.
-    let cancel = CancelToken::new();
+    let cancel = CancelToken::default();
     let trigger = cancel.clone();
-    let mut options = CallOptions::new();
+    let mut options = CallOptions::default();
     options.timeout = Duration::from_secs(30);
     options.cancel = Some(cancel);
     options.on_progress = Some(Box::new(move |p| {

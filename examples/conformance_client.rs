@@ -668,7 +668,7 @@ async fn elicitation(url: &str, start: Instant) -> Outcome {
 }
 
 fn call_options() -> CallOptions {
-    let mut options = CallOptions::new();
+    let mut options = CallOptions::default();
     options.timeout = Duration::from_secs(10);
     options
 }

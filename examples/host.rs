@@ -18,11 +18,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcpwire::ErrorKind;
+use mcpwire::auth::Secret;
 use mcpwire::binding::call::{CallContext, Caller, TokenSource, ToolResult};
 use mcpwire::binding::config::{Server, load_config};
 use mcpwire::binding::discover::{Discovery, discover};
-use mcpwire::demo::DemoServer;
-use mcpwire::transport::Secret;
+use mcpwire::demo::{DemoOptions, DemoServer};
 use mcpwire::transport::http::{HttpPool, TlsOptions};
 use serde_json::{Value, json};
 
@@ -50,7 +50,9 @@ async fn main() -> Result<(), Failure> {
         None => {
             // The demo server, guarding its endpoint with a bearer token.
             let token = "demo-token-held-by-the-host".to_owned();
-            let demo = DemoServer::start_with_token(Some(token.clone())).await?;
+            let mut options = DemoOptions::default();
+            options.token = Some(token.clone());
+            let demo = DemoServer::start_with_options(options).await?;
             println!(
                 "# started the demo server at {} (bearer token required)",
                 demo.url()

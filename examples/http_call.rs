@@ -68,7 +68,7 @@ async fn main() -> Result<(), Failure> {
     // The call: progress arrives on the callback as the server reports it, and the call
     // fails with `ErrorKind::Timeout` if it takes longer than `timeout`.
     println!("calling {tool} {arguments}");
-    let mut options = CallOptions::new();
+    let mut options = CallOptions::default();
     options.timeout = Duration::from_secs(30);
     options.on_progress = Some(Box::new(|p| {
         let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
@@ -89,7 +89,7 @@ async fn main() -> Result<(), Failure> {
     // tool was called, so whether it did anything is unknown: `outcome_unknown()` says so.
     if names.contains(&"progress_report") {
         let started = Instant::now();
-        let mut options = CallOptions::new();
+        let mut options = CallOptions::default();
         options.timeout = Duration::from_millis(300);
         let slow = json!({"steps": 5, "delay_ms": 200});
         match client

@@ -87,7 +87,7 @@ async fn main() -> Result<(), Failure> {
 
 /// Calls `tool` with progress printed as it arrives; a tool error is a failure.
 async fn call(client: &Client, tool: &str, arguments: Value) -> Result<CallToolResult, Failure> {
-    let mut options = CallOptions::new();
+    let mut options = CallOptions::default();
     options.timeout = Duration::from_secs(30);
     options.on_progress = Some(Box::new(|p| {
         println!(

@@ -58,19 +58,18 @@ use crate::mcp::{
 pub(crate) use crate::connection::Excluded as ExcludedTool;
 pub use crate::connection::ListCache;
 pub use crate::connection::{
-    DirectoryEntry, RejectedSkill, SKILLS_EXTENSION, Skill, SkillFile, SkillList, SkillsCapability,
+    DirectoryEntry, RejectedSkill, Skill, SkillFile, SkillList, SkillsCapability,
 };
 pub use crate::connection::{
     ElicitAction, SamplingAnswer, SamplingContent, SamplingMessage, StopReason, ToolChoice,
     ToolResultContent, ToolSampling, ToolUse, UrlElicitation,
 };
-pub use crate::mcp::InputRequest;
 use connect::Ahead;
 use driver::{Command, Operation, Shared};
 pub use era::EraCache;
 pub use options::{
-    CallOptions, CancelToken, ClientOptions, ElicitFuture, InputFuture, InputHandler, ProgressSink,
-    SamplingFuture, TaskSink, WarningSink,
+    CallOptions, CancelToken, ClientOptions, InputFuture, InputHandler, ProgressSink, TaskSink,
+    WarningSink,
 };
 
 /// One MCP session with a server.
@@ -123,18 +122,13 @@ impl Client {
         self.server.as_deref()
     }
 
-    /// The protocol revision both sides speak.
+    /// The protocol revision both sides speak ([`is_modern`](ProtocolVersion::is_modern) for a
+    /// stateless revision, 2026-07-28: no handshake, no session id, one POST per request).
     pub fn protocol_version(&self) -> ProtocolVersion {
         self.shared
             .version
             .lock()
             .map_or(ProtocolVersion::LATEST_INITIALIZE, |version| *version)
-    }
-
-    /// Whether the session speaks a stateless revision (2026-07-28): no handshake, no session
-    /// id, one POST per request.
-    pub fn is_modern(&self) -> bool {
-        self.protocol_version().is_modern()
     }
 
     /// The `Mcp-Session-Id` the server assigned (Streamable HTTP only).

@@ -100,7 +100,7 @@
 //!
 //! * The `Host` and any `Origin` must be loopback names (127.0.0.1, localhost, \[::1\]), else
 //!   403: a guard against DNS rebinding ("Security Warning").
-//! * With [`DemoServer::start_with_token`], requests to `/mcp` need `Authorization: Bearer
+//! * With a [`DemoOptions::token`], requests to `/mcp` need `Authorization: Bearer
 //!   TOKEN`; others get 401 with `WWW-Authenticate: Bearer resource_metadata="..."`, whose
 //!   protected-resource metadata (RFC 9728) is served at that address.
 //!
@@ -172,8 +172,9 @@ pub enum Era {
 }
 
 impl Era {
-    /// The name `mcpwire demo-server --era` takes: `both`, `2025` or `2026`.
-    pub fn as_str(self) -> &'static str {
+    /// The name `mcpwire demo-server --era` takes (and `Display` writes): `both`, `2025` or
+    /// `2026`.
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Era::Both => "both",
             Era::Legacy => "2025",
@@ -181,7 +182,7 @@ impl Era {
         }
     }
 
-    /// The era named `both`, `2025` or `2026` (as [`as_str`](Era::as_str) gives them).
+    /// The era named `both`, `2025` or `2026` (as its `Display` writes them).
     pub fn parse(name: &str) -> Option<Era> {
         [Era::Both, Era::Legacy, Era::Modern]
             .into_iter()
@@ -262,16 +263,6 @@ impl DemoServer {
     /// be called within a tokio runtime, which then runs the server.
     pub async fn start() -> std::io::Result<DemoServer> {
         DemoServer::start_with_options(DemoOptions::default()).await
-    }
-
-    /// Starts a dual-era server on `127.0.0.1` at a free port. With `Some(token)`, every
-    /// request to the endpoint must carry `Authorization: Bearer <token>`.
-    pub async fn start_with_token(token: Option<String>) -> std::io::Result<DemoServer> {
-        DemoServer::start_with_options(DemoOptions {
-            token,
-            ..DemoOptions::default()
-        })
-        .await
     }
 
     /// Starts a server on `127.0.0.1` at a free port, as `options` say.

@@ -2,13 +2,13 @@
 //! message for people, carrying the session's [`Failure`] (and so what is known of delivery)
 //! when a request failed; and [`ErrorKind`], the one vocabulary of failure kinds from the wire
 //! up to the binding layer's `tool.result` event. Every lower layer's reason (a session
-//! [`FailureKind`], a [`RequestError`], a result-mapping error) maps into it here, in one
+//! [`FailureKind`], a session's refusal to send, a result-mapping error) maps into it here, in one
 //! place, so the kind strings programs read come from one enum.
 
 use std::fmt;
 use std::str::FromStr;
 
-use crate::session::{Delivery, Failure, FailureKind, RequestError};
+use crate::session::{Failure, FailureKind, RequestError};
 
 /// A row of SPEC.md's "Failures and `unknown_outcome`" table: what happened to a failed tool
 /// call, and so whether its outcome is unknown.
@@ -395,13 +395,6 @@ impl Error {
         self.failure.as_ref()
     }
 
-    /// How far the failed request got; [`Delivery::NotSent`] when no request was involved.
-    pub fn delivery(&self) -> Delivery {
-        self.failure
-            .as_ref()
-            .map_or(Delivery::NotSent, |failure| failure.delivery)
-    }
-
     /// Whether the request may have been acted on with its outcome unknown.
     pub fn outcome_unknown(&self) -> bool {
         self.failure.as_ref().is_some_and(Failure::outcome_unknown)
@@ -458,6 +451,7 @@ impl std::error::Error for Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::session::Delivery;
 
     /// The kind names on the wire (the `tool.result` event's `error.kind`, the CLIs' output):
     /// a contract, so spelled out here rather than derived.

@@ -408,7 +408,7 @@ async fn connect(
 }
 
 fn call_options() -> CallOptions {
-    let mut options = CallOptions::new();
+    let mut options = CallOptions::default();
     options.timeout = Duration::from_secs(10);
     options
 }

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mcpwire::ErrorKind;
+use mcpwire::auth::Secret;
 use mcpwire::binding::call::{
     CallContext, Caller, CallerOptions, EnvTokens, Progress, TokenSource, ToolResult,
 };
@@ -14,7 +15,6 @@ use mcpwire::binding::config::{Binding, Server, load_config};
 use mcpwire::binding::discover::{Discovery, discover};
 use mcpwire::client::CancelToken;
 use mcpwire::demo::{DemoOptions, DemoServer, Era};
-use mcpwire::transport::Secret;
 use mcpwire::transport::http::{HttpPool, TlsOptions};
 use serde_json::{Value, json};
 
@@ -736,7 +736,7 @@ async fn each_call_opens_its_own_session_and_deletes_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_token_ends_the_call_and_cancels_on_the_wire() {
-    let cancel = CancelToken::new();
+    let cancel = CancelToken::default();
     let trigger = cancel.clone();
     let server = mcp_server(move |_| {
         // Cancel once the call is in flight at the server.
@@ -928,9 +928,9 @@ impl TokenSource for Rotating {
 /// for a call differs from the one the client was made with, and after a call that failed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn modern_calls_share_a_client_until_the_token_changes_or_a_call_fails() {
-    let server = DemoServer::start_with_token(Some("tok-one".to_owned()))
-        .await
-        .unwrap();
+    let mut options = DemoOptions::default();
+    options.token = Some("tok-one".to_owned());
+    let server = DemoServer::start_with_options(options).await.unwrap();
     let bindings: Vec<Binding> = ["echo", "progress_report"]
         .iter()
         .map(|tool| {
@@ -1000,7 +1000,7 @@ async fn modern_calls_share_a_client_until_the_token_changes_or_a_call_fails() {
     };
     assert_succeeded(&report("call-6", None).await);
     assert_eq!(clients_made(), 4);
-    let cancel = CancelToken::new();
+    let cancel = CancelToken::default();
     cancel.cancel();
     let cancelled = report("call-7", Some(cancel)).await;
     assert!(cancelled.is_error(), "{cancelled:?}");
@@ -1098,7 +1098,7 @@ async fn a_call_waits_for_a_busy_origin_only_as_long_as_the_patience() {
     assert_succeeded(&call(&caller, "echo", "call-0", json!({"message": "hi"})).await);
     let (running_tx, running) = tokio::sync::oneshot::channel();
     let running_tx = Mutex::new(Some(running_tx));
-    let cancel = CancelToken::new();
+    let cancel = CancelToken::default();
     let slow = {
         let caller = caller.clone();
         let cancel = cancel.clone();

@@ -274,7 +274,7 @@ async fn an_interrupted_task_call_sends_tasks_cancel_and_is_unknown() {
         result: Box::new(|req| text(req, "never asked", false)),
     })
     .await;
-    let cancel = CancelToken::new();
+    let cancel = CancelToken::default();
     let trigger = cancel.clone();
     let (result, _) = call_events(&task_caller(&server, 20), Some(cancel), move || {
         trigger.cancel()

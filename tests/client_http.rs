@@ -6,9 +6,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mcpwire::ErrorKind;
+use mcpwire::auth::Secret;
 use mcpwire::client::{CallOptions, Client, ClientOptions};
 use mcpwire::mcp::ContentBlock;
-use mcpwire::transport::Secret;
 use mcpwire::transport::http::{HttpConfig, HttpPool, TlsOptions};
 use serde_json::{Value, json};
 
@@ -43,7 +43,7 @@ async fn connect(server: &FaultServer) -> Client {
 }
 
 fn call_options() -> CallOptions {
-    let mut options = CallOptions::new();
+    let mut options = CallOptions::default();
     options.timeout = Duration::from_secs(20);
     options
 }
@@ -395,7 +395,7 @@ async fn a_timeout_sends_notifications_cancelled() {
     let server =
         mcp_server(|_| Reply::sse_steps(200, vec![Step::text(": open\n\n"), Step::Hang])).await;
     let client = connect(&server).await;
-    let mut options = CallOptions::new();
+    let mut options = CallOptions::default();
     options.timeout = Duration::from_millis(500);
     let started = Instant::now();
     let error = client.call_tool("t", None, options).await.unwrap_err();
@@ -664,7 +664,10 @@ async fn connect_with_every_default_probes_lists_and_calls() {
         .await
         .expect("demo server");
     let client = Client::connect(&server.url()).await.expect("connect");
-    assert!(client.is_modern(), "the dual-era demo answers the probe");
+    assert!(
+        client.protocol_version().is_modern(),
+        "the dual-era demo answers the probe"
+    );
     let tools = client.list_tools().await.expect("tools/list");
     assert!(tools.iter().any(|tool| tool.name == "echo"));
     let arguments = serde_json::json!({"message": "hi"}).as_object().cloned();

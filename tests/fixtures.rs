@@ -12,8 +12,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use mcpwire::auth::Secret;
 use mcpwire::binding::call::{CallContext, Caller, TokenSource};
-use mcpwire::binding::config::{Server, parse_config};
+use mcpwire::binding::config::{Server, load_config};
 use mcpwire::binding::discover::{Discovery, discover};
 use mcpwire::fixture::record::{RecordOptions, Recorder, redacted_header};
 use mcpwire::fixture::replay::{ReplayOptions, ReplayServer, Split};
@@ -21,7 +22,6 @@ use mcpwire::fixture::{
     Exchange, Framing, client_protocol, load_exchanges, load_provenance, server_info,
 };
 use mcpwire::session::EraPolicy;
-use mcpwire::transport::Secret;
 use mcpwire::transport::http::{HttpPool, TlsOptions};
 
 /// The whole fixture set may not grow past this (they are checked in).
@@ -129,7 +129,7 @@ async fn run_step(pool: &HttpPool, url: &str, step: &Value, legacy: bool) -> Res
     let call = step
         .get("call")
         .ok_or("a step is neither discover nor call")?;
-    let bindings = parse_config(&json!([call["binding"]])).map_err(|e| e.to_string())?;
+    let bindings = load_config(&json!([call["binding"]]).to_string()).map_err(|e| e.to_string())?;
     let tool = bindings[0].name.clone();
     let urls: Vec<String> = bindings
         .iter()
@@ -265,7 +265,7 @@ async fn replay_fixture(dir: PathBuf, mode: Mode) -> Result<(), String> {
             }
             let again = recorder.finish();
             // The token the client sent (to the fixtures with a `token_env`) is not kept.
-            let text = mcpwire::fixture::format::exchanges_to_jsonl(&again);
+            let text = mcpwire::fixture::exchanges_to_jsonl(&again);
             if text.contains(FIXTURE_TOKEN) {
                 return Err(format!(
                     "re-recording: the recording holds the token {FIXTURE_TOKEN:?}"

@@ -7,10 +7,10 @@
 
 use std::sync::{Arc, Mutex};
 
+use mcpwire::auth::Secret;
 use mcpwire::binding::call::{Caller, EnvTokens, TokenSource};
 use mcpwire::binding::config::load_config;
 use mcpwire::client::{CallOptions, Client, ClientOptions};
-use mcpwire::transport::Secret;
 use mcpwire::transport::http::{HeaderError, HttpConfig};
 use serde_json::{Value, json};
 

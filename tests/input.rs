@@ -7,9 +7,8 @@ use std::time::Duration;
 
 use mcpwire::ErrorKind;
 use mcpwire::client::{
-    CallOptions, Client, ClientOptions, ElicitAction, ElicitFuture, InputFuture, InputHandler,
-    SamplingAnswer, SamplingContent, SamplingFuture, ToolChoice, ToolSampling, ToolUse,
-    UrlElicitation,
+    CallOptions, Client, ClientOptions, ElicitAction, InputFuture, InputHandler, SamplingAnswer,
+    SamplingContent, ToolChoice, ToolSampling, ToolUse, UrlElicitation,
 };
 use mcpwire::mcp::{ClientCapabilities, InputRequest, JsonObject, ProtocolVersion};
 use mcpwire::transport::http::{HttpConfig, HttpPool, TlsOptions};
@@ -45,12 +44,12 @@ impl InputHandler for Typed {
         Box::pin(async move { Err(format!("not expected: {method}").into()) })
     }
 
-    fn elicit_url(&self, request: UrlElicitation) -> ElicitFuture {
+    fn elicit_url(&self, request: UrlElicitation) -> InputFuture<ElicitAction> {
         self.urls.lock().unwrap().push(request);
         Box::pin(async { Ok(ElicitAction::Accept) })
     }
 
-    fn sample_with_tools(&self, request: ToolSampling) -> SamplingFuture {
+    fn sample_with_tools(&self, request: ToolSampling) -> InputFuture<Option<SamplingAnswer>> {
         let tool = request.tools[0].name.clone();
         self.samplings.lock().unwrap().push(request);
         let mut input = JsonObject::new();

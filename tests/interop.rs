@@ -19,6 +19,7 @@ use std::net::TcpStream;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use mcpwire::auth::Secret;
 use mcpwire::client::{CallOptions, CancelToken, Client, ClientOptions, ProgressSink};
 use mcpwire::jsonrpc::Notification;
 use mcpwire::mcp::{
@@ -26,7 +27,6 @@ use mcpwire::mcp::{
     ProtocolVersion, ResourceContents, Tool,
 };
 use mcpwire::probe::{Deviation, ProbeOptions, ProbeReport, ReplySeen, probe};
-use mcpwire::transport::Secret;
 use mcpwire::transport::http::{HttpConfig, HttpPool, TlsOptions};
 use mcpwire::{Error, ErrorKind};
 use serde_json::{Value, json};
@@ -135,7 +135,7 @@ pub(crate) fn args(value: Value) -> Option<JsonObject> {
 }
 
 pub(crate) fn call_options() -> CallOptions {
-    let mut options = CallOptions::new();
+    let mut options = CallOptions::default();
     options.timeout = STEP;
     options
 }
@@ -801,7 +801,7 @@ async fn everything_http_cancel_and_dead_session() {
 
     // This server ignores notifications/cancelled and never answers the cancelled request:
     // the call must still end at once, and the session go on.
-    let cancel = CancelToken::new();
+    let cancel = CancelToken::default();
     let trigger = cancel.clone();
     tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(500)).await;
@@ -1353,7 +1353,7 @@ async fn cancel_a_slow_call(sdk: Sdk) {
     let server = PeerServer::python(sdk, &[]);
     let pool = pool();
     let client = connect_with(&pool, config(&server.url), py_options(sdk)).await;
-    let cancel = CancelToken::new();
+    let cancel = CancelToken::default();
     let trigger = cancel.clone();
     tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(500)).await;
@@ -1895,7 +1895,7 @@ async fn py_v2_modern(extra: &[&str], streams_progress: bool) {
     wire.attach(&mut config);
     let client = connect_with(&pool, config, options()).await;
     assert_eq!(client.protocol_version(), ProtocolVersion::V2026_07_28);
-    assert!(client.is_modern());
+    assert!(client.protocol_version().is_modern());
     assert_eq!(client.session_id(), None);
     let server_info = client.server().expect("the discover result");
     assert_eq!(server_info.server_info.name, "mcpwire-py-test-server");
@@ -1971,8 +1971,8 @@ async fn py_v2_modern_cancel_closes_the_stream_and_a_second_client_skips_the_pro
     // Clones of one `ClientOptions` share its era cache.
     let shared = options();
     let client = connect_with(&pool, config(&server.url), shared.clone()).await;
-    assert!(client.is_modern());
-    let cancel = CancelToken::new();
+    assert!(client.protocol_version().is_modern());
+    let cancel = CancelToken::default();
     let trigger = cancel.clone();
     tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(400)).await;
@@ -1996,7 +1996,7 @@ async fn py_v2_modern_cancel_closes_the_stream_and_a_second_client_skips_the_pro
     let wire = Wire::default();
     wire.attach(&mut config);
     let second = connect_with(&pool, config, shared).await;
-    assert!(second.is_modern());
+    assert!(second.protocol_version().is_modern());
     assert_eq!(
         only_text(&call(&second, "echo_text", json!({"text": "one POST"})).await),
         "one POST"
@@ -2090,8 +2090,8 @@ async fn ts2_modern_cancel_closes_the_stream_and_the_server_stops() {
     let server = PeerServer::ts2(&[]);
     let pool = pool();
     let client = connect(&pool, &server.url).await;
-    assert!(client.is_modern());
-    let cancel = CancelToken::new();
+    assert!(client.protocol_version().is_modern());
+    let cancel = CancelToken::default();
     let trigger = cancel.clone();
     tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(400)).await;
@@ -2134,7 +2134,7 @@ async fn ts2_listen_and_cache_hints() {
     client.list_tools().await.unwrap();
     assert_eq!(lists.len(), 1, "a 60 s public page");
     let listener = client.clone();
-    let cancel = CancelToken::new();
+    let cancel = CancelToken::default();
     let stop = cancel.clone();
     let listening = tokio::spawn(async move {
         listener
@@ -2384,7 +2384,7 @@ async fn rmcp_timeout_of_a_slow_call() {
     let server = PeerServer::rmcp(&[]);
     let pool = pool();
     let client = connect(&pool, &server.url).await;
-    assert!(client.is_modern());
+    assert!(client.protocol_version().is_modern());
     times_out_after_700_ms(&client, "slow", json!({"seconds": 30})).await;
     // The client is still usable.
     assert_eq!(

@@ -8,9 +8,8 @@ use std::time::Duration;
 
 use mcpwire::ErrorKind;
 use mcpwire::client::{
-    CallOptions, Client, ClientOptions, ElicitAction, ElicitFuture, InputFuture, InputHandler,
-    SamplingAnswer, SamplingContent, SamplingFuture, ToolChoice, ToolSampling, ToolUse,
-    UrlElicitation,
+    CallOptions, Client, ClientOptions, ElicitAction, InputFuture, InputHandler, SamplingAnswer,
+    SamplingContent, ToolChoice, ToolSampling, ToolUse, UrlElicitation,
 };
 use mcpwire::mcp::{CallToolResult, ClientCapabilities, InputRequest, JsonObject, ProtocolVersion};
 use mcpwire::transport::http::{HttpConfig, HttpPool, TlsOptions};
@@ -50,13 +49,13 @@ impl InputHandler for Host {
         Box::pin(async move { Err(format!("not expected: {method}").into()) })
     }
 
-    fn elicit_url(&self, request: UrlElicitation) -> ElicitFuture {
+    fn elicit_url(&self, request: UrlElicitation) -> InputFuture<ElicitAction> {
         self.urls.lock().unwrap().push(request);
         let action = self.action;
         Box::pin(async move { Ok(action) })
     }
 
-    fn sample_with_tools(&self, request: ToolSampling) -> SamplingFuture {
+    fn sample_with_tools(&self, request: ToolSampling) -> InputFuture<Option<SamplingAnswer>> {
         self.samplings.lock().unwrap().push(request);
         let mut input = JsonObject::new();
         input.insert("city".to_owned(), json!("Paris"));

@@ -57,7 +57,7 @@ pub(crate) fn task_options() -> ClientOptions {
 
 /// A client with tasks on (and `handler` answering input, if given) connected to `url`.
 async fn connect_tasks(url: &str, handler: Option<Arc<dyn InputHandler>>) -> mcpwire::Client {
-    let config = mcpwire::HttpConfig::new(url).expect("config");
+    let config = mcpwire::transport::http::HttpConfig::new(url).expect("config");
     let mut options = task_options();
     options.input_handler = handler;
     mcpwire::Client::connect_http(&pool(), config, options)
@@ -78,7 +78,7 @@ async fn everything_runs_simulate_research_query_as_a_task_polled_to_its_report(
         .expect("server-everything lists simulate-research-query");
     assert!(tool.requires_task(), "{tool:?}");
     let statuses = Statuses::default();
-    let mut call = CallOptions::new();
+    let mut call = CallOptions::default();
     call.timeout = std::time::Duration::from_secs(30);
     call.task_support = Some(TaskSupport::Required);
     call.on_task = Some(statuses.sink());
@@ -161,7 +161,7 @@ async fn everything_task_input_is_answered_on_the_tasks_result_stream() {
     let handler = Arc::new(FirstChoice::default());
     let client = connect_tasks(&server.url, Some(handler.clone())).await;
     let statuses = Statuses::default();
-    let mut call = CallOptions::new();
+    let mut call = CallOptions::default();
     call.timeout = Duration::from_secs(30);
     call.task_support = Some(TaskSupport::Required);
     call.on_task = Some(statuses.sink());
@@ -215,7 +215,7 @@ fn tasks_started(server: &PeerServer) -> usize {
 }
 
 fn task_call(statuses: &Statuses) -> CallOptions {
-    let mut call = CallOptions::new();
+    let mut call = CallOptions::default();
     call.timeout = Duration::from_secs(20);
     call.task_support = Some(TaskSupport::Optional);
     call.on_task = Some(statuses.sink());
@@ -228,7 +228,10 @@ async fn rmcp_runs_task_steps_as_a_task_at_2026_07_28() {
     peers::require(Peer::Rmcp);
     let server = rmcp_tasks();
     let client = connect_tasks(&server.url, None).await;
-    assert!(client.is_modern(), "rmcp 3.11 answers the era probe");
+    assert!(
+        client.protocol_version().is_modern(),
+        "rmcp 3.11 answers the era probe"
+    );
     let tools = client.list_tools().await.expect("tools/list");
     assert!(tools.iter().any(|t| t.name == "task_steps"), "{tools:?}");
     let statuses = Statuses::default();
@@ -275,7 +278,7 @@ async fn rmcp_answers_task_steps_directly_at_2025_11_25() {
     peers::require(Peer::Rmcp);
     let server = rmcp_tasks();
     let pool = pool();
-    let config = mcpwire::HttpConfig::new(&server.url).expect("config");
+    let config = mcpwire::transport::http::HttpConfig::new(&server.url).expect("config");
     let mut options = offering(mcpwire::mcp::ProtocolVersion::V2025_11_25);
     options.tasks = true;
     let client = mcpwire::Client::connect_http(&pool, config, options)

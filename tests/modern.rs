@@ -7,12 +7,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use mcpwire::ErrorKind;
+use mcpwire::auth::Secret;
 use mcpwire::binding::config::Server;
 use mcpwire::binding::discover::{Discovery, discover as discover_tools};
 use mcpwire::client::{CallOptions, Client, ClientOptions, InputFuture, InputHandler};
 use mcpwire::mcp::InputRequest;
 use mcpwire::mcp::{ClientCapabilities, JsonObject, ProtocolVersion};
-use mcpwire::transport::Secret;
 use mcpwire::transport::http::{HttpConfig, HttpPool, TlsOptions};
 use serde_json::{Value, json};
 
@@ -450,7 +450,7 @@ async fn a_modern_call_carries_headers_from_the_binding_schema_without_a_listing
     let server =
         modern_server(|req| text(req, req.header("mcp-param-region").unwrap_or("none"))).await;
     let client = connect(&pool(), &server, ClientOptions::default()).await;
-    let mut options = CallOptions::new();
+    let mut options = CallOptions::default();
     options.input_schema = Some(
         json!({"type": "object",
             "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}})

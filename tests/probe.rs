@@ -4,9 +4,9 @@
 
 use std::time::Duration;
 
+use mcpwire::auth::Secret;
 use mcpwire::demo::{DemoOptions, DemoServer, Era};
 use mcpwire::probe::{Level, ProbeOptions, ProbeReport, probe};
-use mcpwire::transport::Secret;
 use mcpwire::transport::http::{HttpPool, TlsOptions};
 use serde_json::{Value, json};
 

@@ -11,11 +11,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcpwire::ErrorKind;
+use mcpwire::auth::Secret;
 use mcpwire::binding::call::{CallContext, Caller, TokenSource};
 use mcpwire::binding::config::load_config;
 use mcpwire::client::{Client, ClientOptions};
 use mcpwire::demo::{DemoOptions, DemoServer, Era};
-use mcpwire::transport::Secret;
 use mcpwire::transport::http::{HttpConfig, HttpPool, ProxyConfig, TlsOptions};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -28,6 +28,16 @@ use crate::tls::{TlsFront, echo, test_ca};
 const STEP: Duration = Duration::from_secs(10);
 /// The bearer token: it must reach the server and never the proxy.
 const TOKEN: &str = "tok-PROXY-TEST-BEARER-5b1d7f";
+
+/// The demo server, its endpoint guarded by [`TOKEN`].
+async fn guarded_demo() -> DemoServer {
+    let mut options = DemoOptions::default();
+    options.token = Some(TOKEN.to_owned());
+    DemoServer::start_with_options(options)
+        .await
+        .expect("demo server")
+}
+
 /// The variable [`Tokens`] knows.
 const TOKEN_ENV: &str = "MCPWIRE_PROXY_TEST_TOKEN";
 /// The proxy's password, which must never appear in errors, `Debug` or the tunnel.
@@ -403,9 +413,7 @@ async fn proxy_tunnels_http_and_the_token_stays_in_the_tunnel() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn proxy_credentials_go_on_the_connect_only() {
-    let demo = DemoServer::start_with_token(Some(TOKEN.to_owned()))
-        .await
-        .expect("demo server");
+    let demo = guarded_demo().await;
     // base64("alice:pr0xy-PASS-word-91c")
     let basic = "Basic YWxpY2U6cHIweHktUEFTUy13b3JkLTkxYw==";
     let proxy = ConnectProxy::start(Answer::RequireAuth(basic.to_owned())).await;
@@ -457,9 +465,7 @@ async fn proxy_credentials_go_on_the_connect_only() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn proxy_refusals_are_connect_failures_with_a_known_outcome() {
-    let demo = DemoServer::start_with_token(Some(TOKEN.to_owned()))
-        .await
-        .expect("demo server");
+    let demo = guarded_demo().await;
     for (status, fragment) in [
         (
             407,
@@ -492,9 +498,7 @@ async fn proxy_refusals_are_connect_failures_with_a_known_outcome() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn proxy_refusals_fail_before_anything_reaches_the_server() {
-    let demo = DemoServer::start_with_token(Some(TOKEN.to_owned()))
-        .await
-        .expect("demo server");
+    let demo = guarded_demo().await;
     let front = TlsFront::start("server.pem", "server.key", demo.addr()).await;
     for (status, fragment) in [
         (
@@ -517,7 +521,7 @@ async fn proxy_refusals_fail_before_anything_reaches_the_server() {
             HttpPool::new(&TlsOptions::default()).expect("pool"),
             load_config(&config.to_string()).expect("bindings"),
             Arc::new(Tokens),
-            ProxyConfig::none(),
+            ProxyConfig::default(),
         )
         .expect("caller");
         let result = tokio::time::timeout(
@@ -578,9 +582,7 @@ async fn proxy_unreachable_is_a_connect_failure() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn proxy_environment_no_proxy_and_binding_settings() {
-    let demo = DemoServer::start_with_token(Some(TOKEN.to_owned()))
-        .await
-        .expect("demo server");
+    let demo = guarded_demo().await;
     let proxy = ConnectProxy::start(Answer::Open).await;
     let proxy_url = proxy.url();
     let environment = |no_proxy: &'static str| {
@@ -667,9 +669,7 @@ async fn proxy_environment_no_proxy_and_binding_settings() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn proxy_and_mutual_tls_from_the_command_line() {
     use crate::cli_tools::{assert_exit, mcp_tools, mcpwire};
-    let demo = DemoServer::start_with_token(Some(TOKEN.to_owned()))
-        .await
-        .expect("demo server");
+    let demo = guarded_demo().await;
     let front = crate::tls::TlsFront::start_with(
         "server.pem",
         "server.key",

@@ -10,11 +10,11 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use mcpwire::auth::Secret;
 use mcpwire::binding::call::{CallContext, Caller, TokenSource, ToolResult};
 use mcpwire::binding::config::{Binding, Server, load_config};
 use mcpwire::binding::discover::{Discovery, discover};
 use mcpwire::client::{CallOptions, Client, ClientOptions};
-use mcpwire::transport::Secret;
 use mcpwire::transport::http::{ExtraHeaders, HttpConfig};
 use serde_json::{Value, json};
 
@@ -485,7 +485,7 @@ async fn no_token_in_client_errors_or_debug_output() {
             Err(error) => printed.push_str(&format!("{error}\n{error:?}\n")),
             Ok(client) => {
                 printed.push_str(&format!("{client:?}\n"));
-                let mut options = CallOptions::new();
+                let mut options = CallOptions::default();
                 options.timeout = Duration::from_secs(1);
                 match client.call_tool("t", None, options).await {
                     Err(error) => printed.push_str(&format!("{error}\n{error:?}\n")),
@@ -504,7 +504,7 @@ async fn no_token_in_discovery_errors() {
     for failure in failures() {
         let name = failure.name.clone();
         let server = FaultServer::start(failure.server_handler()).await;
-        let mut headers = ExtraHeaders::new();
+        let mut headers = ExtraHeaders::default();
         headers
             .insert("X-Api-Key", Secret::new(HEADER_VALUE))
             .unwrap();

@@ -110,7 +110,7 @@ async fn call(
     tool: &str,
     arguments: Value,
 ) -> Result<CallToolResult, mcpwire::Error> {
-    let mut options = CallOptions::new();
+    let mut options = CallOptions::default();
     options.timeout = Duration::from_secs(30);
     tokio::time::timeout(
         STEP,
@@ -586,7 +586,7 @@ async fn the_stdio_demo_server_lists_calls_reports_progress_and_outlives_a_timeo
 
     let progress: Arc<Mutex<Vec<String>>> = Arc::default();
     let sink = progress.clone();
-    let mut options = CallOptions::new();
+    let mut options = CallOptions::default();
     options.timeout = STEP;
     options.on_progress = Some(Box::new(move |p| {
         let message = p.message.as_deref().unwrap_or("");
@@ -612,7 +612,7 @@ async fn the_stdio_demo_server_lists_calls_reports_progress_and_outlives_a_timeo
     // at 2025) and the server goes on.
     let started = Instant::now();
     let slow = json!({"steps": 5, "delay_ms": 1000});
-    let mut options = CallOptions::new();
+    let mut options = CallOptions::default();
     options.timeout = Duration::from_millis(300);
     let error = client
         .call_tool("progress_report", slow.as_object().cloned(), options)
@@ -642,7 +642,7 @@ async fn a_server_that_exits_on_the_era_probe_is_started_again_for_initialize() 
     log.attach(&mut config);
     let client = connect(config).await;
     assert_eq!(client.protocol_version().as_str(), "2025-11-25");
-    assert!(!client.is_modern());
+    assert!(!client.protocol_version().is_modern());
     log.wait_for("the exit on the probe", |l| {
         l.contains("exiting on server/discover")
     })
@@ -667,7 +667,7 @@ async fn a_server_silent_on_the_era_probe_gets_initialize_after_the_probe_timeou
     .expect("connect took too long")
     .expect("connect");
     assert!(started.elapsed() >= Duration::from_millis(300));
-    assert!(!client.is_modern());
+    assert!(!client.protocol_version().is_modern());
     let echo = call(&client, "echo", json!({"message": "late"}))
         .await
         .unwrap();
@@ -720,7 +720,7 @@ async fn the_stdio_demo_server_asks_for_input_at_2026_07_28() {
     let mut options = ClientOptions::default();
     options.input_handler = Some(handler.clone());
     let client = connect_demo(&[], options).await;
-    assert!(client.is_modern());
+    assert!(client.protocol_version().is_modern());
     let result = confirm_delete(&client).await.expect("a result");
     assert_eq!(result.content[0].as_text(), Some("Deleted notes.txt"));
     assert_eq!(*handler.0.lock().unwrap(), 1);

@@ -49,14 +49,14 @@ fn key(name: &str) -> PrivateKeyDer<'static> {
 
 /// The test CA, for `extra_roots`.
 pub(crate) fn test_ca() -> TlsOptions {
-    let mut options = TlsOptions::new();
+    let mut options = TlsOptions::default();
     options.extra_roots = vec![cert("ca.pem")];
     options
 }
 
 /// Only the test CA, from its file.
 fn ca_file() -> TlsOptions {
-    let mut options = TlsOptions::new();
+    let mut options = TlsOptions::default();
     options.roots = Roots::CaFile(data("ca.pem"));
     options
 }
@@ -391,7 +391,7 @@ async fn tls_certificate_for_another_name_is_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tls_invalid_extra_root_is_a_setup_error() {
-    let mut garbage = TlsOptions::new();
+    let mut garbage = TlsOptions::default();
     garbage.extra_roots = vec![CertificateDer::from(b"not a certificate".to_vec())];
     let error = HttpPool::new(&garbage).expect_err("a garbage root must be refused");
     assert!(
@@ -421,11 +421,11 @@ async fn tls_ca_file_is_trusted_and_replaces_the_roots() {
     let front = TlsFront::start("server.pem", "server.key", demo.addr()).await;
     echo_over(&ca_file(), &front).await;
     // The webpki roots plus the test CA from a file.
-    let mut extra = TlsOptions::new();
+    let mut extra = TlsOptions::default();
     extra.extra_ca_file = Some(data("ca.pem"));
     echo_over(&extra, &front).await;
     // A CA file is the only set of roots: another CA's file does not trust the front.
-    let mut other_ca = TlsOptions::new();
+    let mut other_ca = TlsOptions::default();
     other_ca.roots = Roots::CaFile(data("client-ca.pem"));
     let pool = HttpPool::new(&other_ca).expect("pool");
     assert_certificate_refused(connect(&pool, &front.url()).await, "another CA's file");
@@ -500,7 +500,7 @@ async fn tls_mutual_without_a_client_certificate_is_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tls_platform_roots_load_but_do_not_trust_the_test_ca() {
-    let mut platform = TlsOptions::new();
+    let mut platform = TlsOptions::default();
     platform.roots = Roots::Platform;
     // The test cannot add the test CA to the platform's store, so it checks what it can: the
     // store loads (or, on a machine with none, fails as such), and does not trust the front.
@@ -554,7 +554,7 @@ const KEY_MATERIAL: &str = "S3CRETKEYMATERIAL";
 fn tls_bad_pem_files_are_typed_errors_naming_the_file() {
     let pool = |tls: TlsOptions| HttpPool::new(&tls).expect_err("refused");
     let with_key = |key_file: &PathBuf| {
-        let mut options = TlsOptions::new();
+        let mut options = TlsOptions::default();
         options.client_cert = Some(ClientCert::new(data("client.pem"), key_file.clone()));
         options
     };
@@ -633,7 +633,7 @@ AAAA
     // A CA file that is missing, or holds no certificate.
     let missing = data("no-such-file.pem");
     let error = pool({
-        let mut options = TlsOptions::new();
+        let mut options = TlsOptions::default();
         options.roots = Roots::CaFile(missing.clone());
         options
     });
@@ -646,7 +646,7 @@ AAAA
 ",
     );
     let error = pool({
-        let mut options = TlsOptions::new();
+        let mut options = TlsOptions::default();
         options.extra_ca_file = Some(empty.0.clone());
         options
     });
@@ -702,7 +702,7 @@ async fn tls_binding_settings_choose_the_pool() {
         HttpPool::new(&TlsOptions::default()).expect("pool"),
         bindings,
         Arc::new(EnvTokens),
-        ProxyConfig::none(),
+        ProxyConfig::default(),
     )
     .expect("caller");
     let call = |name: &'static str| {
@@ -767,7 +767,7 @@ async fn tls_binding_settings_choose_the_pool() {
         HttpPool::new(&TlsOptions::default()).expect("pool"),
         bad,
         Arc::new(EnvTokens),
-        ProxyConfig::none(),
+        ProxyConfig::default(),
     )
     .expect_err("a missing file");
     assert_eq!(error.binding.as_deref(), Some("bad"), "{error}");

@@ -41,8 +41,8 @@ impl fmt::Display for CryptoError {
 impl std::error::Error for CryptoError {}
 
 /// Where the OAuth core's random values come from: PKCE verifiers, `state` values and the JWT
-/// ids of client assertions. Like time, randomness is an input: [`SystemRandomness`] unless
-/// the driver is given another (`Flow::with_randomness`,
+/// ids of client assertions. Like time, randomness is an input: the system's generator
+/// (through ring) unless the driver is given another (`Flow::with_randomness`,
 /// `client::auth::OAuth::with_randomness`), such as a test's seeded one that makes a flow's
 /// requests predictable. (The ECDSA signature of an assertion and a generated key take ring's
 /// system generator, which ring lets no caller replace.)
@@ -57,7 +57,7 @@ pub trait Randomness: Send + Sync {
 
 /// The operating system's random number generator, through ring: the default [`Randomness`].
 #[derive(Clone, Copy, Debug, Default)]
-pub struct SystemRandomness;
+pub(crate) struct SystemRandomness;
 
 impl Randomness for SystemRandomness {
     fn fill(&self, bytes: &mut [u8]) -> Result<(), CryptoError> {

@@ -84,19 +84,21 @@ pub(crate) mod token;
 
 pub(crate) mod challenge;
 pub(crate) mod metadata;
-pub mod scope;
-pub mod url;
+pub(crate) mod scope;
+pub(crate) mod url;
 
 pub use assertion::{AssertionFuture, AssertionProvider, AssertionSource, EnterpriseIdp};
 pub use client::{ApplicationType, AuthMethod, ClientMetadata, PreRegistered, RegistrationError};
-pub use crypto::{CryptoError, Randomness, SigningKey, SystemRandomness};
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) use crypto::SystemRandomness;
+pub use crypto::{CryptoError, Randomness, SigningKey};
 pub use dpop::{Dpop, DpopKey};
-pub use flow::{AuthorizationError, Config, Error, GrantKind, Limits, Purpose, RedirectError};
-pub(crate) use flow::{Flow, Output};
+pub use flow::{AuthorizationError, Config, Error, GrantKind, Limits, Purpose};
+pub(crate) use flow::{Flow, Output, RedirectError};
 pub use provider::{Refusal, TokenProvider};
 pub use scope::{ScopeError, Scopes};
 pub use token::{OAuthError, Token, TokenCache, TokenKey, TokenResponseError};
-pub use url::{FormError, Url, UrlError};
+pub use url::{Url, UrlError};
 
 pub use crate::secret::Secret;
 
@@ -110,7 +112,7 @@ pub struct UnixTime(pub u64);
 
 impl UnixTime {
     /// `secs` seconds later (saturating).
-    pub fn plus(self, secs: u64) -> UnixTime {
+    pub(crate) fn plus(self, secs: u64) -> UnixTime {
         UnixTime(self.0.saturating_add(secs))
     }
 }

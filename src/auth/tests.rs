@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use super::crypto::tests::test_key_pem;
 use super::flow::RequestId;
 use super::metadata::ServerMetadataError;
-use super::url::decode_form;
+use super::url::{FormError, decode_form};
 use super::*;
 use crate::base64::{self, Flavor, Padding};
 

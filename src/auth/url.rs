@@ -335,7 +335,7 @@ pub(crate) fn encode_form(pairs: &[(&str, &str)]) -> String {
 /// Why a query string or form was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum FormError {
+pub(crate) enum FormError {
     /// Longer than `MAX_URL_BYTES`, or more than `MAX_FORM_PAIRS` parameters.
     TooLong,
     /// A `%` not followed by two hex digits.

@@ -9,6 +9,7 @@ use std::time::Duration;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use mcpwire::auth::Secret;
 use mcpwire::auth::{UnixTime, Url};
 use mcpwire::binding::config::{AuthSettings, MAX_HEADER_ENV, ProxySetting, Server, TlsSettings};
 use mcpwire::binding::discover::{Discovery, MAX_NAMED_TOOLS, discover};
@@ -17,7 +18,6 @@ use mcpwire::client::auth::{Auth, AuthorizeFuture, Authorizer, OAuth};
 use mcpwire::client::{Client, ClientOptions};
 use mcpwire::mcp::ProtocolVersion;
 use mcpwire::session::EraPolicy;
-use mcpwire::transport::Secret;
 use mcpwire::transport::http::{
     ClientCert, ExtraHeaders, HttpConfig, HttpPool, ProxyConfig, Roots, TlsOptions,
 };
@@ -531,7 +531,7 @@ fn run(args: &[String]) -> Result<(), Failure> {
         })?)),
         None => None,
     };
-    let mut headers = ExtraHeaders::new();
+    let mut headers = ExtraHeaders::default();
     for (name, variable) in &options.headers {
         let value = std::env::var(variable).map_err(|_| {
             Failure::Failed(format!(

@@ -527,7 +527,7 @@ fn call_command(args: &[String]) -> ExitCode {
             if args.verbose {
                 caller.set_wire_log(Arc::new(|line: &str| eprintln!("mcpwire: {line}")));
             }
-            let cancel = CancelToken::new();
+            let cancel = CancelToken::default();
             let on_interrupt = cancel.clone();
             tokio::spawn(async move {
                 if tokio::signal::ctrl_c().await.is_ok() {
@@ -676,7 +676,7 @@ fn demo_command(args: &[String]) -> Result<(), Failure> {
         let version = client.protocol_version();
         eprintln!(
             "# the client probed with server/discover: protocol {version} negotiated ({})",
-            if client.is_modern() {
+            if client.protocol_version().is_modern() {
                 "stateless: no MCP session, each request its own POST"
             } else {
                 "the server does not know server/discover: initialize and an MCP session"
@@ -702,7 +702,7 @@ fn demo_command(args: &[String]) -> Result<(), Failure> {
             pool.clone(),
             bindings,
             Arc::new(EnvTokens),
-            ProxyConfig::none(),
+            ProxyConfig::default(),
         )
         .map_err(|e| Failure::Input(format!("the discovered bindings are invalid: {e}")))?;
         let calls = [
@@ -1126,8 +1126,8 @@ fn parse_probe_args(args: &[String]) -> Result<ProbeArgs, Failure> {
 }
 
 fn probe_command(args: &[String]) -> Result<(), Failure> {
+    use mcpwire::auth::Secret;
     use mcpwire::probe::{ProbeOptions, probe};
-    use mcpwire::transport::Secret;
 
     let args = parse_probe_args(args)?;
     let mut options = ProbeOptions::new(&args.url);

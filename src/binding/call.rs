@@ -21,8 +21,9 @@ use crate::client::{
 };
 use crate::error::{Error, ErrorKind};
 use crate::mcp::{CallToolResult, ProgressToken, TraceContext};
+use crate::secret::Secret;
+use crate::transport::WireLog;
 use crate::transport::http::{ExtraHeaders, HttpPool, ProxyConfig, Roots, TlsError, TlsOptions};
-use crate::transport::{Secret, WireLog};
 
 /// The call pipeline's clock, for what is left of a binding's timeout after connecting.
 #[allow(
@@ -114,10 +115,8 @@ impl Kept {
 /// server gets a fresh MCP session of its own. A stateless revision (2026-07-28) has no
 /// session: each call is one request of its own, carried by a client each binding keeps for
 /// its calls (with the credentials read for each call; see the module's source, `Kept`).
-/// A burst of calls to one origin shares at most [`DEFAULT_ORIGIN_LIMIT`] connections for
+/// A burst of calls to one origin shares at most 16 connections (the pool's default) for
 /// as long as [`HttpPool::with_origin_limit`] says.
-///
-/// [`DEFAULT_ORIGIN_LIMIT`]: crate::transport::http::DEFAULT_ORIGIN_LIMIT
 ///
 /// Bindings share the pool given to [`new`](Self::new) when their TLS and proxy settings
 /// are the pool's; bindings whose `tls` or `proxy` (or the environment's proxies) differ get
@@ -189,7 +188,7 @@ impl std::error::Error for ScopeKeyError {}
 
 /// The `_meta` key under which a call carries the caller's identity (tenant, session and
 /// call ids) unless the host names its own ([`Caller::set_scope_key`]).
-pub const DEFAULT_SCOPE_KEY: &str = "brain.dev/scope";
+pub(crate) const DEFAULT_SCOPE_KEY: &str = "brain.dev/scope";
 
 impl std::fmt::Debug for Caller {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -225,7 +224,7 @@ impl Caller {
 
     /// As [`new`](Self::new), with `default_proxy` for the bindings without `proxy` instead of
     /// the process environment (pass [`ProxyConfig::from_lookup`] to read another
-    /// environment, or [`ProxyConfig::none`]).
+    /// environment, or [`ProxyConfig::default`] (no proxy)).
     ///
     /// # Errors
     ///
@@ -294,8 +293,8 @@ impl Caller {
             wire_log: None,
             scope_key: DEFAULT_SCOPE_KEY.into(),
             oauth: Mutex::new(HashMap::new()),
-            era_cache: EraCache::new(),
-            list_cache: ListCache::new(),
+            era_cache: EraCache::default(),
+            list_cache: ListCache::default(),
             options: CallerOptions::default(),
         })
     }
@@ -313,7 +312,7 @@ impl Caller {
     }
 
     /// Names the `_meta` key that carries the caller's identity on every call (default
-    /// [`DEFAULT_SCOPE_KEY`]). The key must be a `_meta` key a host may use: a prefix of dot
+    /// `brain.dev/scope`). The key must be a `_meta` key a host may use: a prefix of dot
     /// labels and a slash, then a name (`example.com/scope`), and not in the reserved
     /// `modelcontextprotocol` or `mcp` namespaces (`basic/index.mdx`, "`_meta`").
     pub fn set_scope_key(&mut self, key: &str) -> Result<(), ScopeKeyError> {
@@ -728,7 +727,7 @@ impl Caller {
         match connected {
             Ok(client) => {
                 let client = Arc::new(client);
-                if client.is_modern()
+                if client.protocol_version().is_modern()
                     && http_url.is_some()
                     && let Ok(mut slot) = prepared.kept.lock()
                 {
@@ -811,7 +810,7 @@ impl Caller {
     /// variable that is not set, or holds what cannot be sent as a header, is the failure's
     /// kind and message (which name the header and the variable, never the value).
     fn headers(&self, binding: &Binding) -> Result<ExtraHeaders, (ErrorKind, String)> {
-        let mut headers = ExtraHeaders::new();
+        let mut headers = ExtraHeaders::default();
         let Server::Http { header_env, .. } = &binding.server else {
             return Ok(headers);
         };
@@ -1065,9 +1064,9 @@ mod tests {
             "url": "http://127.0.0.1:9/mcp", "mcp_tool": "echo", "tenants": ["acme"],
         }]);
         let bindings = crate::binding::config::load_config(&config.to_string()).expect("config");
-        let pool = HttpPool::new(&crate::TlsOptions::default()).expect("a pool");
+        let pool = HttpPool::new(&crate::transport::http::TlsOptions::default()).expect("a pool");
         let caller =
-            Caller::with_default_proxy(pool, bindings, Arc::new(EnvTokens), ProxyConfig::none())
+            Caller::with_default_proxy(pool, bindings, Arc::new(EnvTokens), ProxyConfig::default())
                 .expect("a caller");
         let context = CallContext::new("acme", "s", "c");
         let arguments = serde_json::json!({});

@@ -11,10 +11,11 @@ use crate::client::auth::Auth;
 use crate::client::{Client, ClientOptions, ExcludedTool as Excluded, WarningSink};
 use crate::error::{Error, ErrorKind};
 use crate::mcp::Tool;
+use crate::secret::Secret;
 use crate::session::EraPolicy;
+use crate::transport::WireLog;
 use crate::transport::http::{ExtraHeaders, HttpConfig, HttpPool};
 use crate::transport::stdio::StdioConfig;
-use crate::transport::{Secret, WireLog};
 
 /// The default `timeout_seconds` of a binding.
 pub(crate) const DEFAULT_TIMEOUT_SECONDS: u64 = 300;
@@ -77,7 +78,7 @@ impl Discovery {
             server,
             token: None,
             auth: None,
-            headers: ExtraHeaders::new(),
+            headers: ExtraHeaders::default(),
             tenant: tenant.into(),
             tools,
             timeout: Duration::from_secs(30),
@@ -242,7 +243,7 @@ async fn list_all(
     // At 2026-07-28 the server decides per call whether it makes a task (SEP-2663): a server
     // that declares the tasks extension may make one of any call, so its tools are bound as
     // allowing tasks (the binding then declares the extension).
-    let tasks = client.is_modern()
+    let tasks = client.protocol_version().is_modern()
         && client.server().is_some_and(|server| {
             server
                 .capabilities

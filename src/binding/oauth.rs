@@ -9,7 +9,8 @@ use super::config::{AuthSettings, ClientCredential, SecretRef};
 use crate::client::auth::OAuth;
 use crate::client::auth::store::{StoreError, TokenStore, Unattended};
 use crate::error::ErrorKind;
-use crate::transport::{Secret, WireLog};
+use crate::secret::Secret;
+use crate::transport::WireLog;
 
 /// The most bytes read from a binding's `client_secret_file` or `private_key_file`.
 const MAX_CREDENTIAL_FILE_BYTES: u64 = 64 * 1024;

@@ -353,11 +353,6 @@ impl Progress {
         members
     }
 
-    /// The `tool.progress` JSON event as a value.
-    pub fn to_json(&self) -> Value {
-        object(self.members())
-    }
-
     /// The `tool.progress` event as one line of JSON, members in the documented order
     /// (`type`, `call_id`, `progress`, `total`, `message`).
     pub fn to_json_line(&self) -> String {

@@ -183,7 +183,7 @@ fn echo_caller(url: &str) -> Caller {
     }]);
     let bindings = load_config(&config.to_string()).expect("a valid config");
     let pool = HttpPool::new(&TlsOptions::default()).expect("a pool");
-    Caller::with_default_proxy(pool, bindings, Arc::new(FixedToken), ProxyConfig::none())
+    Caller::with_default_proxy(pool, bindings, Arc::new(FixedToken), ProxyConfig::default())
         .expect("a caller")
 }
 

@@ -85,8 +85,8 @@ pub(crate) fn unix_now() -> UnixTime {
     )
 }
 
-/// The system's wall clock: the [`Clock`] an [`OAuth`] and an [`Auth`] read unless they are
-/// given another ([`OAuth::with_clock`], [`Auth::with_clock`]).
+/// The system's wall clock: the [`Clock`] an [`Auth`] over a host's provider reads, and an
+/// [`OAuth`] unless it is given another ([`OAuth::with_clock`]).
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct SystemClock;
 
@@ -142,15 +142,6 @@ impl Auth {
             clock: oauth.clock.clone(),
             source: Source::OAuth(oauth),
         }
-    }
-
-    /// This source, with the `now` its provider is asked at read from `clock` instead of the
-    /// system's clock (a test's). An OAuth source reads the clock of its [`OAuth`].
-    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Auth {
-        if let Source::Provider(_) = &self.source {
-            self.clock = clock;
-        }
-        self
     }
 
     /// The time now, as this source's clock says.
@@ -610,7 +601,7 @@ impl OAuth {
     }
 
     /// The MCP endpoint the tokens are for.
-    pub fn server(&self) -> Option<String> {
+    pub(crate) fn server(&self) -> Option<String> {
         self.with_flow(|flow| flow.config().server.to_string())
     }
 

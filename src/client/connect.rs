@@ -15,8 +15,8 @@ use crate::connection::{self, Connection, ListCacheRef};
 use crate::error::Error;
 use crate::exchange::Exchange;
 use crate::mcp::ProtocolVersion;
+use crate::secret::Secret;
 use crate::session::EraPolicy;
-use crate::transport::Secret;
 use crate::transport::http::{HttpConfig, HttpLink, HttpPool};
 use crate::transport::stdio::{StdioConfig, StdioLink};
 

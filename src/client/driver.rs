@@ -21,10 +21,11 @@ use crate::idmap::IdMap;
 use crate::jsonrpc::{Id, Notification, Request};
 use crate::mcp::modern::InputRequest;
 use crate::mcp::{JsonObject, ProtocolVersion, TraceContext};
+use crate::secret::Secret;
 use crate::session::{Delivery, Failure, FailureKind};
+use crate::transport::LinkEvent;
 use crate::transport::http::{Frame, HttpLink, HttpPool};
 use crate::transport::stdio::{StdioConfig, StdioLink};
-use crate::transport::{LinkEvent, Secret};
 
 /// Where an operation comes from, and where its progress and outcome go.
 pub(super) type Reply = reply::ReplySender<Operation, Result<Outcome, OpError>>;

@@ -47,11 +47,6 @@ pub(super) struct Verdict {
 const ERA_CACHE_ENTRIES: usize = 1024;
 
 impl EraCache {
-    /// An empty cache.
-    pub fn new() -> Self {
-        EraCache::default()
-    }
-
     /// The key of `url`: as [`HttpConfig::url`] prints it (`http://h` and `http://h/` are one
     /// endpoint).
     fn key(url: &str) -> String {
@@ -116,7 +111,7 @@ impl EraCache {
     }
 
     /// Forgets `url`'s verdict: the next connection probes again.
-    pub fn forget(&self, url: &str) {
+    pub(crate) fn forget(&self, url: &str) {
         if let Ok(mut map) = self.0.lock() {
             map.remove(&Self::key(url));
         }

@@ -31,9 +31,7 @@ use crate::connection::SamplingContent;
 use crate::connection::{ElicitAction, SamplingAnswer, ToolSampling, UrlElicitation};
 use crate::jsonrpc::Notification;
 use crate::mcp::modern::InputRequest;
-use crate::mcp::{
-    ClientCapabilities, JsonObject, ProgressNotificationParams, ProgressToken, TraceContext,
-};
+use crate::mcp::{ClientCapabilities, JsonObject, ProgressNotificationParams, TraceContext};
 use crate::session;
 
 /// How long a `tools/list` page or a ping may take by default.
@@ -67,7 +65,8 @@ pub struct ClientOptions {
     /// Where an HTTP session's bearer tokens come from when they are not static: a host's
     /// token provider or OAuth ([`auth::Auth`]). A request the server refuses with 401 or 403
     /// (it did not run) is sent again with the new token the source gives. Not with
-    /// [`HttpConfig::bearer_token`](crate::HttpConfig::bearer_token) (a static token) at the same time; unused over stdio.
+    /// [`HttpConfig::bearer_token`](crate::transport::http::HttpConfig::bearer_token) (a
+    /// static token) at the same time; unused over stdio.
     pub auth: Option<auth::Auth>,
     /// The era verdicts of the endpoints connected to: a client probes an endpoint only when
     /// this cache has no verdict for it. Clones of these options share it (as clients made
@@ -128,8 +127,8 @@ impl Default for ClientOptions {
             max_input_rounds: 8,
             on_warning: None,
             auth: None,
-            era_cache: EraCache::new(),
-            list_cache: ListCache::new(),
+            era_cache: EraCache::default(),
+            list_cache: ListCache::default(),
             trace_context: None,
             handshake_trace: None,
             tasks: false,
@@ -141,28 +140,14 @@ impl Default for ClientOptions {
 /// Where warnings go ([`ClientOptions::on_warning`]).
 pub type WarningSink = Arc<dyn Fn(&str) + Send + Sync>;
 
-/// The answer an [`InputHandler`] gives, or why it gives none.
-pub type InputFuture = Pin<
-    Box<
-        dyn Future<Output = Result<serde_json::Value, Box<dyn std::error::Error + Send + Sync>>>
-            + Send,
-    >,
->;
-
-/// What [`InputHandler::elicit_url`] answers: the user's choice, or why there is none.
-pub type ElicitFuture = Pin<
-    Box<dyn Future<Output = Result<ElicitAction, Box<dyn std::error::Error + Send + Sync>>> + Send>,
->;
-
-/// What [`InputHandler::sample_with_tools`] answers: the assistant's message, `None` when the
-/// user declined, or why there is none.
-pub type SamplingFuture = Pin<
-    Box<
-        dyn Future<
-                Output = Result<Option<SamplingAnswer>, Box<dyn std::error::Error + Send + Sync>>,
-            > + Send,
-    >,
->;
+/// The answer an [`InputHandler`] gives, or why it gives none: the result's JSON for
+/// [`answer`](InputHandler::answer), the user's choice for
+/// [`elicit_url`](InputHandler::elicit_url) (`InputFuture<ElicitAction>`), the assistant's
+/// message or `None` when the user declined for
+/// [`sample_with_tools`](InputHandler::sample_with_tools)
+/// (`InputFuture<Option<SamplingAnswer>>`).
+pub type InputFuture<T = serde_json::Value> =
+    Pin<Box<dyn Future<Output = Result<T, Box<dyn std::error::Error + Send + Sync>>> + Send>>;
 
 /// What a host plugs in to answer a server's requests for input during a call
 /// (`elicitation/create`, `sampling/createMessage`, `roots/list`; 2026-07-28
@@ -193,7 +178,7 @@ pub trait InputHandler: Send + Sync {
     /// choice. Accepting means consent, not that the interaction is over: at 2025-11-25 the
     /// server may say so later ([`elicitation_complete`](InputHandler::elicitation_complete)).
     /// By default: [`ElicitAction::Decline`].
-    fn elicit_url(&self, request: UrlElicitation) -> ElicitFuture {
+    fn elicit_url(&self, request: UrlElicitation) -> InputFuture<ElicitAction> {
         let _ = request;
         Box::pin(async { Ok(ElicitAction::Decline) })
     }
@@ -202,7 +187,7 @@ pub trait InputHandler: Send + Sync {
     /// against the request (its tools, its [`ToolChoice`](crate::client::ToolChoice)) before it is
     /// sent; one that breaks the rules is an error. `None`: the user declined (`-1` to a
     /// 2025-era server; at 2026-07-28 the call fails). By default: `None`.
-    fn sample_with_tools(&self, request: ToolSampling) -> SamplingFuture {
+    fn sample_with_tools(&self, request: ToolSampling) -> InputFuture<Option<SamplingAnswer>> {
         let _ = request;
         Box::pin(async { Ok(None) })
     }
@@ -220,11 +205,6 @@ pub trait InputHandler: Send + Sync {
 pub struct CancelToken(Arc<(AtomicBool, Notify)>);
 
 impl CancelToken {
-    /// A token not yet cancelled.
-    pub fn new() -> Self {
-        CancelToken::default()
-    }
-
     /// Cancels every call watching this token.
     pub fn cancel(&self) {
         self.0.0.store(true, Ordering::SeqCst);
@@ -237,7 +217,7 @@ impl CancelToken {
     }
 
     /// Completes once the token is cancelled.
-    pub async fn cancelled(&self) {
+    pub(crate) async fn cancelled(&self) {
         loop {
             let notified = self.0.1.notified();
             if self.is_cancelled() {
@@ -261,8 +241,9 @@ pub struct CallOptions {
     pub timeout: Duration,
     /// Fail when no progress arrives for this long (the hard deadline still caps it).
     pub idle_timeout: Option<Duration>,
-    /// The `progressToken` to send in `_meta`; a fresh unique one when `None`.
-    pub progress_token: Option<ProgressToken>,
+    /// The `progressToken` to send in `_meta` (a string or an integer, as a request id is); a
+    /// fresh unique one when `None`.
+    pub progress_token: Option<crate::jsonrpc::Id>,
     /// More `_meta` members to send (for instance a caller's identity). Trace members
     /// (`traceparent`, `tracestate`, `baggage`) are the call's trace context when
     /// [`trace_context`](Self::trace_context) is `None`; malformed ones refuse the call
@@ -311,14 +292,6 @@ impl Default for CallOptions {
             on_task: None,
             content_only: false,
         }
-    }
-}
-
-impl CallOptions {
-    /// The defaults: a 300-second deadline, no idle timeout, a fresh progress token, no byte
-    /// budget, no cancellation, no progress callback.
-    pub fn new() -> Self {
-        CallOptions::default()
     }
 }
 

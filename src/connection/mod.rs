@@ -71,9 +71,8 @@ pub use input::{
 };
 pub use ops::ListCache;
 pub(crate) use ops::{CallArguments, CallTool, ListCacheRef};
-pub use skills::{
-    DirectoryEntry, RejectedSkill, SKILLS_EXTENSION, Skill, SkillFile, SkillList, SkillsCapability,
-};
+pub(crate) use skills::SKILLS_EXTENSION;
+pub use skills::{DirectoryEntry, RejectedSkill, Skill, SkillFile, SkillList, SkillsCapability};
 
 /// Names an operation started on a [`Connection`]; its progress and its end carry it.
 pub(crate) type OpId = u64;

@@ -1177,11 +1177,6 @@ type ListKey = (String, Option<String>, Option<u64>);
 const LIST_CACHE_ENTRIES: usize = 256;
 
 impl ListCache {
-    /// An empty cache.
-    pub fn new() -> Self {
-        ListCache::default()
-    }
-
     fn get(
         &self,
         url: &str,

@@ -17,7 +17,7 @@ use serde_json::value::RawValue;
 use crate::mcp::{JsonObject, ServerCapabilities};
 
 /// The extension's identifier, under `capabilities.extensions`.
-pub const SKILLS_EXTENSION: &str = "io.modelcontextprotocol/skills";
+pub(crate) const SKILLS_EXTENSION: &str = "io.modelcontextprotocol/skills";
 /// Enumerates the skills a server serves.
 pub(crate) const SKILLS_LIST: &str = "skills/list";
 /// One skill's entry, by its `SKILL.md` URI.

@@ -9,7 +9,7 @@ use tokio::net::TcpStream;
 use tokio::time::timeout;
 
 use super::tools::{TINY_PNG, base64, cursor_for, offset_of, weather_report};
-use super::{Config, DemoServer, http_date, is_loopback_authority, lock, now};
+use super::{Config, DemoOptions, DemoServer, http_date, is_loopback_authority, lock, now};
 
 /// Every read in these tests gives up after this long.
 pub(super) const PATIENCE: Duration = Duration::from_secs(10);
@@ -1129,9 +1129,12 @@ async fn host_and_origin_must_be_loopback() {
 
 #[tokio::test]
 async fn a_bearer_token_guards_the_endpoint() {
-    let server = DemoServer::start_with_token(Some("s3cret".to_owned()))
-        .await
-        .expect("start");
+    let server = DemoServer::start_with_options(DemoOptions {
+        token: Some("s3cret".to_owned()),
+        ..DemoOptions::default()
+    })
+    .await
+    .expect("start");
     assert!(!format!("{server:?}").contains("s3cret"));
     let mut raw = Raw::connect(&server).await;
     let body = init_body("2025-11-25");

@@ -1022,7 +1022,7 @@ mod client {
         let (client, log) = connect(&server, ClientOptions::default()).await;
         let client = client.expect("connect");
         assert_eq!(client.protocol_version(), ProtocolVersion::V2026_07_28);
-        assert!(client.is_modern());
+        assert!(client.protocol_version().is_modern());
         assert_eq!(client.session_id(), None);
         assert_eq!(
             client.server().expect("discovered").server_info.name,
@@ -1165,7 +1165,7 @@ mod client {
         };
         let (client, log) = connect(&server, options).await;
         let client = client.expect("connect");
-        assert!(client.is_modern());
+        assert!(client.protocol_version().is_modern());
         let result = delete(&client, "Bericht \"März\".txt")
             .await
             .expect("a result");

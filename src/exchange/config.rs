@@ -117,7 +117,7 @@ impl HttpConfig {
         Ok(HttpConfig {
             url: uri,
             bearer_token: None,
-            headers: ExtraHeaders::new(),
+            headers: ExtraHeaders::default(),
             limits: HttpLimits::default(),
             resume: ResumePolicy::default(),
             overload: OverloadPolicy::default(),
@@ -269,7 +269,7 @@ pub(super) struct ExtraHeader {
 ///
 /// ```
 /// # #[cfg(feature = "client")] {
-/// use mcpwire::transport::Secret;
+/// use mcpwire::auth::Secret;
 /// use mcpwire::transport::http::{HeaderError, HttpConfig};
 ///
 /// let mut config = HttpConfig::new("https://mcp.example.com/mcp").unwrap();
@@ -285,11 +285,6 @@ pub(super) struct ExtraHeader {
 pub struct ExtraHeaders(pub(super) Vec<ExtraHeader>);
 
 impl ExtraHeaders {
-    /// No headers.
-    pub fn new() -> Self {
-        ExtraHeaders::default()
-    }
-
     /// Checks a header name without a value: an HTTP field name that the exchange does not
     /// set itself. Returns it in its canonical (lower-case) form.
     ///
@@ -332,7 +327,7 @@ impl ExtraHeaders {
     }
 
     /// The headers in the order added: each name (lower case) and its value.
-    pub fn iter(&self) -> impl Iterator<Item = (&HeaderName, &Secret)> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&HeaderName, &Secret)> {
         self.0.iter().map(|header| (&header.name, &header.secret))
     }
 

@@ -17,9 +17,10 @@ use super::legacy::resolve_same_origin;
 use super::reply::decode_result_as;
 use super::request::method_header;
 use super::*;
-use crate::jsonrpc::{Id, Message, Notification, RawValue, Request};
+use crate::jsonrpc::{Id, Message, Notification, Request};
 use crate::secret::Secret;
 use crate::session::ResumePolicy;
+use serde_json::value::RawValue;
 
 const URL: &str = "http://127.0.0.1:9/mcp";
 const TOKEN: &str = "tok-SECRET-0123456789";
@@ -649,7 +650,7 @@ fn extra_header_names_the_exchange_owns_and_invalid_values_are_refused() {
         ("X-Api\r\nX-Evil", HeaderError::InvalidName),
     ];
     for (name, error) in refused {
-        let mut headers = ExtraHeaders::new();
+        let mut headers = ExtraHeaders::default();
         assert_eq!(
             headers.insert(name, Secret::new("value-1")),
             Err(error),
@@ -662,7 +663,7 @@ fn extra_header_names_the_exchange_owns_and_invalid_values_are_refused() {
     for name in ["X-Mcp-Tenant", "Accept-Language", "McpTenant", "X-Api-Key"] {
         assert!(ExtraHeaders::check_name(name).is_ok(), "{name}");
     }
-    let mut headers = ExtraHeaders::new();
+    let mut headers = ExtraHeaders::default();
     for value in ["a\rb", "a\nb", "a\0b", "a\u{7f}b", "line\r\nX-Evil: 1"] {
         assert_eq!(
             headers.insert("X-Api-Key", Secret::new(value)),

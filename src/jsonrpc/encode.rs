@@ -43,14 +43,19 @@ impl Message<'_> {
     }
 
     /// Appends the message, encoded as by [`Message::encode`], to `out`.
-    pub fn encode_into(&self, out: &mut Vec<u8>) {
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub(crate) fn encode_into(&self, out: &mut Vec<u8>) {
         out.reserve(size_hint(self));
         write_message(out, self);
     }
 }
 
 impl Packet<'_> {
-    /// Encodes a single message as by [`Message::encode`], a batch as by [`encode_batch`].
+    /// Encodes a single message as by [`Message::encode`], a batch (spec §6) as a JSON array on
+    /// one line, its elements encoded as by [`Message::encode`].
+    ///
+    /// An empty batch encodes as `[]`, which spec §6 makes an invalid request and
+    /// [`decode`](super::decode) refuses; don't send it.
     #[must_use]
     pub fn encode(&self) -> String {
         match self {
@@ -60,20 +65,17 @@ impl Packet<'_> {
     }
 }
 
-/// Encodes messages as a batch (spec §6): a JSON array on one line, elements encoded as by
-/// [`Message::encode`].
-///
-/// An empty slice encodes as `[]`, which spec §6 makes an invalid request and
-/// [`decode`](super::decode) refuses; don't send it.
+/// Encodes messages as a batch ([`Packet::encode`] of a batch, from a slice).
 #[must_use]
-pub fn encode_batch(messages: &[Message<'_>]) -> String {
+pub(crate) fn encode_batch(messages: &[Message<'_>]) -> String {
     let mut out = String::with_capacity(messages.iter().map(size_hint).sum::<usize>() + 2);
     write_batch(&mut out, messages);
     out
 }
 
 /// Appends messages, encoded as by [`encode_batch`], to `out`.
-pub fn encode_batch_into(messages: &[Message<'_>], out: &mut Vec<u8>) {
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) fn encode_batch_into(messages: &[Message<'_>], out: &mut Vec<u8>) {
     out.reserve(messages.iter().map(size_hint).sum::<usize>() + 2);
     write_batch(out, messages);
 }

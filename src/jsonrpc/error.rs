@@ -73,7 +73,8 @@ impl DecodeError {
     }
 
     /// The position of the offending element when the error is about one element of a batch.
-    pub fn batch_index(&self) -> Option<usize> {
+    #[cfg(test)]
+    pub(crate) fn batch_index(&self) -> Option<usize> {
         match self {
             DecodeError::InBatch { index, .. } => Some(*index),
             _ => None,

@@ -69,14 +69,14 @@ mod typed;
 use std::borrow::Cow;
 
 #[cfg(any(test, feature = "fuzzing"))]
+use serde_json::value::RawValue;
+
+#[cfg(any(test, feature = "fuzzing"))]
 pub(crate) use decode::decode_str;
 pub use decode::{decode, decode_message};
-pub use encode::{encode_batch, encode_batch_into};
 pub use error::DecodeError;
 pub use id::Id;
 pub use message::{ErrorObject, Message, Notification, Packet, Request, Response};
-/// Raw JSON text, as held by `params`, `result` and `error.data`; re-exported from serde_json.
-pub use serde_json::value::RawValue;
 #[cfg(feature = "mcp")]
 pub(crate) use typed::decode_notification_into;
 pub use typed::{
@@ -120,7 +120,7 @@ pub(crate) fn fuzz_roundtrip(data: &[u8]) {
     let mut bytes = Vec::new();
     match &first {
         Packet::Single(message) => message.encode_into(&mut bytes),
-        Packet::Batch(messages) => encode_batch_into(messages, &mut bytes),
+        Packet::Batch(messages) => encode::encode_batch_into(messages, &mut bytes),
     }
     if bytes != first_text.as_bytes() {
         panic!("encode_into differs from encode: {first_text:?}");

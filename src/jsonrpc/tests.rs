@@ -2,7 +2,7 @@
 
 use std::borrow::Cow;
 
-use super::encode::{has_line_break, one_line};
+use super::encode::{encode_batch, encode_batch_into, has_line_break, one_line};
 use super::*;
 
 // ---------------------------------------------------------------------------------------------

@@ -12,15 +12,16 @@ pub type JsonObject = Map<String, Value>;
 
 /// A progress token (schema `ProgressToken`): "MUST be a string or integer value", chosen by the
 /// requester and unique among its active requests (`basic/utilities/progress.mdx`). It has the
-/// same shape and the same strict decoding as a request id, so it is the same type.
-pub type ProgressToken = crate::jsonrpc::Id;
+/// same shape and the same strict decoding as a request id, so it is the same type: the public
+/// API names it [`Id`](crate::jsonrpc::Id).
+pub(crate) type ProgressToken = crate::jsonrpc::Id;
 
 /// The `_meta` key under which a request asks for progress notifications (schema
 /// `RequestParams._meta.progressToken`).
-pub const PROGRESS_TOKEN_KEY: &str = "progressToken";
+pub(crate) const PROGRESS_TOKEN_KEY: &str = "progressToken";
 
 /// The `_meta` key that ties a message to a task (schema `RelatedTaskMetadata`); since 2025-11-25.
-pub const RELATED_TASK_KEY: &str = "io.modelcontextprotocol/related-task";
+pub(crate) const RELATED_TASK_KEY: &str = "io.modelcontextprotocol/related-task";
 
 #[cfg(test)]
 /// Converts a progress token to the JSON value that goes into `_meta`.

@@ -394,7 +394,6 @@ open_struct! {
 /// exact JSON text, `type` and each member before it as the same JSON value (numbers may be
 /// respelled, `1e3` as `1000.0`), with no whitespace between members and escapes in member
 /// names decoded. A compact block whose `type` comes first comes back byte for byte.
-/// [`ContentBlock::from_raw`] keeps the exact bytes of an unknown block.
 ///
 /// Serializing writes `type` first, then the struct's members, then its `extra` members.
 ///
@@ -455,7 +454,8 @@ impl ContentBlock {
 
     /// Decodes one block from its JSON text, following the rules in the type's docs; an
     /// unknown block keeps `raw`, the exact text.
-    pub fn from_raw(raw: Box<RawValue>) -> Result<Self, serde_json::Error> {
+    #[cfg(test)]
+    pub(crate) fn from_raw(raw: Box<RawValue>) -> Result<Self, serde_json::Error> {
         match serde_json::from_str::<Self>(raw.get())? {
             Self::Unknown(_) => Ok(Self::Unknown(raw)),
             known => Ok(known),

@@ -115,7 +115,8 @@ open_struct! {
 impl ServerCapabilities {
     /// Whether the server declared that it can run `tools/call` as a task
     /// (`tasks.requests.tools.call` present); since 2025-11-25.
-    pub fn supports_task_tool_calls(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn supports_task_tool_calls(&self) -> bool {
         self.tasks
             .as_ref()
             .and_then(|t| t.get("requests")?.get("tools")?.get("call"))

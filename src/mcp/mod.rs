@@ -73,8 +73,9 @@ mod version;
 
 pub use common::{
     Annotations, EmptyResult, Icon, IconTheme, Implementation, JsonObject, NotificationParams,
-    PROGRESS_TOKEN_KEY, ProgressToken, RELATED_TASK_KEY, RequestParams, Role,
+    RequestParams, Role,
 };
+pub(crate) use common::{PROGRESS_TOKEN_KEY, ProgressToken, RELATED_TASK_KEY};
 pub use content::{
     AudioContent, BlobResourceContents, ContentBlock, EmbeddedResource, ImageContent,
     ResourceContents, ResourceLink, TextContent, TextResourceContents,

@@ -19,8 +19,9 @@ use crate::jsonrpc::Id;
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ProgressNotificationParams {
-    /// The token from the request's `_meta.progressToken`.
-    pub progress_token: ProgressToken,
+    /// The token from the request's `_meta.progressToken` (a string or an integer, as a
+    /// request id is).
+    pub progress_token: crate::jsonrpc::Id,
     /// Progress so far.
     pub progress: f64,
     /// Total, if known.

@@ -731,7 +731,7 @@ fn tools_list_everything() {
         .find(|t| t.name == "gzip-file-as-resource")
         .unwrap();
     let a = gzip.annotations.as_ref().unwrap();
-    assert!(!a.read_only_or_default() && a.open_world_or_default());
+    assert!(!a.read_only_hint.unwrap_or(false) && a.open_world_hint.unwrap_or(true));
 }
 
 #[test]
@@ -783,8 +783,11 @@ fn tool_with_every_member_and_unknown_ones_is_kept() {
     assert_eq!(tool.extra["deprecated"], json!(false));
     let a = tool.annotations.as_ref().unwrap();
     assert_eq!(a.extra["x-cost"], json!("low"));
-    assert!(a.read_only_or_default() && a.destructive_or_default() && !a.idempotent_or_default());
-    assert!(!a.open_world_or_default());
+    assert_eq!(
+        (a.read_only_hint, a.destructive_hint, a.idempotent_hint),
+        (Some(true), None, None)
+    );
+    assert_eq!(a.open_world_hint, Some(false));
     let icons = tool.icons.as_ref().unwrap();
     assert_eq!(icons[0].theme, Some(IconTheme::Light));
     assert_eq!(icons[1].theme, Some(IconTheme::Other("sepia".into())));

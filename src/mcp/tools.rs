@@ -23,7 +23,7 @@ pub struct Tool {
     /// `A-Z a-z 0-9 _ - .` (`server/tools.mdx`, "Tool Names", since 2025-11-25); not enforced here.
     pub name: String,
     /// Display name; since 2025-06-18. Display precedence: `title`, then `annotations.title`,
-    /// then `name` ([`display_name`](Self::display_name)).
+    /// then `name`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
     /// What the tool does, for the model.
@@ -74,7 +74,8 @@ open_struct! {
 impl Tool {
     /// The name to show a person: `title`, else `annotations.title`, else `name` (schema
     /// `Tool.annotations`, "Display name precedence order").
-    pub fn display_name(&self) -> &str {
+    #[cfg(test)]
+    pub(crate) fn display_name(&self) -> &str {
         self.title
             .as_deref()
             .or_else(|| self.annotations.as_ref()?.title.as_deref())
@@ -95,7 +96,8 @@ impl Tool {
 
 /// Hints about a tool's behaviour (schema `ToolAnnotations`); since 2025-03-26. All are hints,
 /// not guarantees; clients MUST treat them as untrusted unless the server is trusted
-/// (`server/tools.mdx`, "Tool"). The `*_or_default` helpers apply the schema's defaults.
+/// (`server/tools.mdx`, "Tool"). Each hint's doc gives the schema's default for when it is
+/// absent.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolAnnotations {
@@ -127,28 +129,6 @@ open_struct! {
         destructive_hint: Option<bool> = "destructiveHint",
         idempotent_hint: Option<bool> = "idempotentHint",
         open_world_hint: Option<bool> = "openWorldHint",
-    }
-}
-
-impl ToolAnnotations {
-    /// `readOnlyHint`, false when absent.
-    pub fn read_only_or_default(&self) -> bool {
-        self.read_only_hint.unwrap_or(false)
-    }
-
-    /// `destructiveHint`, true when absent.
-    pub fn destructive_or_default(&self) -> bool {
-        self.destructive_hint.unwrap_or(true)
-    }
-
-    /// `idempotentHint`, false when absent.
-    pub fn idempotent_or_default(&self) -> bool {
-        self.idempotent_hint.unwrap_or(false)
-    }
-
-    /// `openWorldHint`, true when absent.
-    pub fn open_world_or_default(&self) -> bool {
-        self.open_world_hint.unwrap_or(true)
     }
 }
 

@@ -145,7 +145,8 @@ impl TraceContext {
 
     /// A context from its parts: a 16-byte trace id, an 8-byte parent (span) id and the trace
     /// flags (bit 0: sampled).
-    pub fn from_ids(
+    #[cfg(any(test, feature = "opentelemetry"))]
+    pub(crate) fn from_ids(
         trace_id: [u8; 16],
         parent_id: [u8; 8],
         flags: u8,
@@ -213,7 +214,7 @@ impl TraceContext {
     /// The context the trace members of a caller's `_meta` give (`traceparent`, `tracestate`,
     /// `baggage`), checked: `None` when it has none of them. A lone `baggage` is checked and
     /// left as it is (`Ok(None)`): it is not a trace context.
-    pub fn from_meta(meta: &JsonObject) -> Result<Option<Self>, TraceContextError> {
+    pub(crate) fn from_meta(meta: &JsonObject) -> Result<Option<Self>, TraceContextError> {
         let text = |key: &str| match meta.get(key) {
             None => Ok(None),
             Some(serde_json::Value::String(text)) => Ok(Some(text.as_str())),
@@ -303,6 +304,7 @@ pub(crate) fn check_params(params: Option<&serde_json::Value>) -> Result<(), Tra
     }
 }
 
+#[cfg(any(test, feature = "opentelemetry"))]
 fn push_hex(out: &mut String, bytes: &[u8]) {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     for byte in bytes {

@@ -78,7 +78,8 @@ pub enum ProtocolVersion {
 
 impl ProtocolVersion {
     /// The newest revision, `LATEST`.
-    pub const LATEST: Self = Self::V2026_07_28;
+    #[cfg(test)]
+    pub(crate) const LATEST: Self = Self::V2026_07_28;
 
     /// The newest revision with an `initialize` handshake, `LATEST_INITIALIZE`.
     pub const LATEST_INITIALIZE: Self = Self::V2025_11_25;

@@ -54,7 +54,7 @@ use crate::client::{Client, ClientOptions};
 use crate::exchange::{Jitter, TransportError, given_up, is_overload, retry_after};
 use crate::mcp::headers::encode_header_value;
 use crate::mcp::{Implementation, ProtocolVersion, Tool};
-use crate::transport::Secret;
+use crate::secret::Secret;
 use crate::transport::http::{HttpConfig, HttpPool, OverloadPolicy, RawEnd, RawReply, wall_clock};
 
 /// The probe's clock, for what is left of its deadline.

@@ -106,7 +106,7 @@ pub struct Failure {
 }
 
 /// A typed error behind a [`Failure`].
-pub type Cause = std::sync::Arc<dyn std::error::Error + Send + Sync>;
+pub(crate) type Cause = std::sync::Arc<dyn std::error::Error + Send + Sync>;
 
 /// Failures are equal when they say the same; the typed cause is not compared.
 impl PartialEq for Failure {
@@ -153,7 +153,7 @@ impl Failure {
     }
 
     /// The typed error behind this failure, if another layer had one.
-    pub fn cause(&self) -> Option<&Cause> {
+    pub(crate) fn cause(&self) -> Option<&Cause> {
         self.cause.as_ref()
     }
 
@@ -202,7 +202,7 @@ impl Failure {
     /// may have reached the server and no usable answer came back. False when it was never
     /// sent, when the server refused it before processing, and when the server answered with
     /// a JSON-RPC error (the outcome is then known: it failed).
-    pub fn outcome_unknown(&self) -> bool {
+    pub(crate) fn outcome_unknown(&self) -> bool {
         match self.delivery {
             Delivery::NotSent | Delivery::Refused => false,
             Delivery::MayHaveReached => true,

@@ -62,7 +62,8 @@ use crate::mcp::{
     InitializeResult, ProgressNotificationParams, ProgressToken, ProtocolVersion, methods,
 };
 
-pub use failure::{Cause, Delivery, Failure, FailureKind};
+pub(crate) use failure::Cause;
+pub use failure::{Delivery, Failure, FailureKind};
 pub use resume::ResumePolicy;
 pub(crate) use resume::Resumption;
 
@@ -323,7 +324,7 @@ fn deadline_in(pending: &IdMap<Id, Pending>) -> impl Fn(&Id) -> Option<Instant> 
 /// Why a request was refused before anything was sent.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum RequestError {
+pub(crate) enum RequestError {
     /// The handshake has not completed.
     NotReady,
     /// The session is closed (by the host, a failed handshake, or a lost connection).

@@ -90,7 +90,7 @@ impl HttpPool {
     ///
     /// A file named in `tls` that cannot be read or used, or a root rustls refuses.
     pub fn new(tls: &TlsOptions) -> Result<Self, TlsError> {
-        Self::with_proxy(tls, ProxyConfig::none())
+        Self::with_proxy(tls, ProxyConfig::default())
     }
 
     /// A pool with these TLS settings whose connections go through `proxy` (a CONNECT tunnel
@@ -143,7 +143,7 @@ impl HttpPool {
     /// after `patience` it goes out anyway, on a connection of its own (0: never wait).
     ///
     /// A burst of calls to one origin then reuses a few connections instead of opening one
-    /// per call (the default: [`DEFAULT_ORIGIN_LIMIT`] and [`DEFAULT_ORIGIN_PATIENCE`]), and
+    /// per call (the default: 16 in flight, 100 ms of patience), and
     /// a call never waits longer than `patience` behind slow ones. Streams that stay open
     /// (a `GET` event stream, `subscriptions/listen`) are not counted, nor are origins that
     /// answered over HTTP/2, whose requests share one connection.
@@ -187,10 +187,10 @@ impl HttpPool {
 
 /// The requests to one origin that may be in flight at once before the next one waits
 /// ([`HttpPool::with_origin_limit`]).
-pub const DEFAULT_ORIGIN_LIMIT: usize = 16;
+pub(crate) const DEFAULT_ORIGIN_LIMIT: usize = 16;
 /// How long a request waits for a connection of its origin to come free
 /// ([`HttpPool::with_origin_limit`]).
-pub const DEFAULT_ORIGIN_PATIENCE: Duration = Duration::from_millis(100);
+pub(crate) const DEFAULT_ORIGIN_PATIENCE: Duration = Duration::from_millis(100);
 
 /// How many origins a pool keeps lanes for; beyond it, the idle ones are dropped.
 const MAX_LANE_ORIGINS: usize = 256;

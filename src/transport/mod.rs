@@ -17,7 +17,6 @@ use crate::jsonrpc::Message;
 use crate::session::Failure;
 
 pub use crate::exchange::WireLog;
-pub use crate::secret::Secret;
 
 /// What a transport reports to the driver.
 #[derive(Debug)]

@@ -29,9 +29,9 @@ use crate::secret::Secret;
 pub(crate) const TUNNEL_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// Which proxy carries a pool's connections, by the target's scheme, and which targets go
-/// direct. The default (and [`ProxyConfig::none`]) uses no proxy: the library never reads
-/// the environment unless asked to ([`ProxyConfig::from_env`]); the command-line tools and
-/// the binding layer do.
+/// direct. The default ([`ProxyConfig::default`]) uses no proxy: the library never reads the
+/// environment unless asked to ([`ProxyConfig::from_env`]); the command-line tools and the
+/// binding layer do.
 ///
 /// ```
 /// use mcpwire::transport::http::ProxyConfig;
@@ -131,11 +131,6 @@ impl fmt::Display for ProxyError {
 impl std::error::Error for ProxyError {}
 
 impl ProxyConfig {
-    /// No proxy: every connection goes direct.
-    pub fn none() -> Self {
-        Self::default()
-    }
-
     /// One proxy for every target, `http` and `https`. See [`with_https_proxy`] for the URL.
     ///
     /// # Errors
@@ -217,7 +212,7 @@ impl ProxyConfig {
                     .map(|v| (name, v))
             })
         };
-        let mut config = ProxyConfig::none();
+        let mut config = ProxyConfig::default();
         if let Some((name, url)) = read("HTTPS_PROXY", "https_proxy") {
             config.https = Some(parse_proxy_url(&url, name)?);
         }

@@ -15,8 +15,9 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::{Mutex, mpsc};
 
-use super::{LinkEvent, LinkEvents, Secret, WireLog};
+use super::{LinkEvent, LinkEvents, WireLog};
 use crate::jsonrpc::{self, Message};
+use crate::secret::Secret;
 use crate::session::{Delivery, Failure, FailureKind};
 
 /// Environment variables every stdio server gets, besides those a configuration names:

@@ -109,7 +109,7 @@ fn env_variables_upper_case_first_empty_is_unset() {
     );
     let none = ProxyConfig::from_lookup(env(&[])).expect("valid");
     assert!(none.is_none());
-    assert_eq!(none, ProxyConfig::none());
+    assert_eq!(none, ProxyConfig::default());
     let error = ProxyConfig::from_lookup(env(&[("https_proxy", "https://x:secret1@p")]))
         .expect_err("TLS to the proxy");
     assert!(error.to_string().starts_with("https_proxy: "), "{error}");
@@ -162,7 +162,7 @@ fn no_proxy_rules() {
 
 #[test]
 fn debug_hides_credentials() {
-    let config = ProxyConfig::none()
+    let config = ProxyConfig::default()
         .with_https_proxy("http://user:topsecret@proxy:3128")
         .expect("valid")
         .with_no_proxy("localhost");

@@ -57,7 +57,7 @@ impl ClientCert {
 /// ```
 /// use mcpwire::transport::http::{ClientCert, Roots, TlsOptions};
 ///
-/// let mut private_ca = TlsOptions::new();
+/// let mut private_ca = TlsOptions::default();
 /// private_ca.roots = Roots::CaFile("/etc/mcp/ca.pem".into());
 /// private_ca.client_cert = Some(ClientCert::new("/etc/mcp/client.pem", "/etc/mcp/client.key"));
 /// assert_eq!(TlsOptions::default().roots, Roots::Webpki);
@@ -75,13 +75,6 @@ pub struct TlsOptions {
     pub extra_roots: Vec<CertificateDer<'static>>,
     /// The client certificate sent when a server asks for one (mutual TLS).
     pub client_cert: Option<ClientCert>,
-}
-
-impl TlsOptions {
-    /// The defaults: the webpki roots, no client certificate.
-    pub fn new() -> Self {
-        TlsOptions::default()
-    }
 }
 
 /// Why TLS settings could not be used. Messages name the file; they never quote its contents.

@@ -363,7 +363,7 @@ impl std::error::Error for Error {
 /// Why `Flow::handle_redirect` did not take a redirect.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum RedirectError {
+pub(crate) enum RedirectError {
     /// The flow is not waiting for one.
     NotWaiting,
     /// Not the redirect URI (another path or origin).

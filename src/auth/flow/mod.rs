@@ -40,7 +40,8 @@ mod identity;
 mod tokens;
 
 pub use config::{Config, GrantKind, Limits};
-pub use error::{AuthorizationError, Error, Purpose, RedirectError};
+pub(crate) use error::RedirectError;
+pub use error::{AuthorizationError, Error, Purpose};
 
 use discovery::canonical;
 use identity::OwnedGrant;

@@ -77,7 +77,11 @@ pub enum AuthSettings {
 
 impl AuthSettings {
     /// The client credentials grant for `client_id` with its secret or key at `credential`.
-    pub fn client_credentials(client_id: impl Into<String>, credential: ClientCredential) -> Self {
+    #[cfg(test)]
+    pub(crate) fn client_credentials(
+        client_id: impl Into<String>,
+        credential: ClientCredential,
+    ) -> Self {
         AuthSettings::ClientCredentials {
             client_id: client_id.into(),
             credential,
@@ -95,7 +99,8 @@ impl AuthSettings {
     }
 
     /// The JWT-bearer grant for `client_id` with the workload token at `workload_token`.
-    pub fn jwt_bearer(client_id: impl Into<String>, workload_token: SecretRef) -> Self {
+    #[cfg(test)]
+    pub(crate) fn jwt_bearer(client_id: impl Into<String>, workload_token: SecretRef) -> Self {
         AuthSettings::JwtBearer {
             client_id: client_id.into(),
             credential: None,
@@ -107,7 +112,7 @@ impl AuthSettings {
     }
 
     /// The `auth` object as the config has it.
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         let mut object = Map::new();
         let mut put = |key: &str, value: Value| {
             object.insert(key.to_owned(), value);

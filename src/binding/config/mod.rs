@@ -26,8 +26,8 @@
 //! | `env` | no, only with `command` (default `[]`) | an array of distinct environment variable names, passed to the server |
 //! | `mcp_tool` | yes | a non-empty string: the tool's name on the server |
 //! | `tenants` | yes | a non-empty array of distinct non-empty strings |
-//! | `timeout_seconds` | no (default [`DEFAULT_TIMEOUT_SECONDS`]) | an integer from 1 to `MAX_TIMEOUT_SECONDS` |
-//! | `max_output_bytes` | no (default [`DEFAULT_MAX_OUTPUT_BYTES`]) | an integer from 1 to `MAX_OUTPUT_BYTES_LIMIT` |
+//! | `timeout_seconds` | no (default 300) | an integer from 1 to `MAX_TIMEOUT_SECONDS` |
+//! | `max_output_bytes` | no (default 1048576, 1 MiB) | an integer from 1 to `MAX_OUTPUT_BYTES_LIMIT` |
 //! | `task_support` | no (default: absent, the tool forbids tasks) | `"optional"` or `"required"`: the tool's `execution.taskSupport`, which `mcp-tools` copies; a call then runs as a task at 2025-11-25 (see [`Caller::call`](super::call::Caller::call)) |
 //!
 //! Any other member is refused: `inspect_session` with its own message (SPEC.md: "A config that
@@ -165,11 +165,11 @@ use serde_json::{Map, Value};
 use read::{json_type, parse_binding};
 
 /// `timeout_seconds` when a binding leaves it out.
-pub const DEFAULT_TIMEOUT_SECONDS: u64 = 300;
+pub(crate) const DEFAULT_TIMEOUT_SECONDS: u64 = 300;
 /// The largest `timeout_seconds` accepted (one day).
 pub(crate) const MAX_TIMEOUT_SECONDS: u64 = 86_400;
 /// `max_output_bytes` when a binding leaves it out (1 MiB).
-pub const DEFAULT_MAX_OUTPUT_BYTES: u64 = 1_048_576;
+pub(crate) const DEFAULT_MAX_OUTPUT_BYTES: u64 = 1_048_576;
 /// The largest `max_output_bytes` accepted (1 GiB).
 pub(crate) const MAX_OUTPUT_BYTES_LIMIT: u64 = 1_073_741_824;
 /// The longest binding `name`, in characters.
@@ -326,14 +326,6 @@ impl Server {
         }
         self
     }
-
-    /// With the names of the environment variables passed to a stdio server (stdio only).
-    pub fn with_env(mut self, names: Vec<String>) -> Server {
-        if let Server::Stdio { env, .. } = &mut self {
-            *env = names;
-        }
-        self
-    }
 }
 
 /// Why a config was refused: which binding, which field, what is wrong.
@@ -394,11 +386,7 @@ pub fn load_config(text: &str) -> Result<Vec<Binding>, ConfigError> {
 }
 
 /// [`load_config`] on a parsed JSON value.
-///
-/// # Errors
-///
-/// As [`load_config`].
-pub fn parse_config(config: &Value) -> Result<Vec<Binding>, ConfigError> {
+fn parse_config(config: &Value) -> Result<Vec<Binding>, ConfigError> {
     let items = match config {
         Value::Array(items) => items,
         Value::Object(host) => match host.get("tools") {
@@ -457,7 +445,8 @@ impl Binding {
     /// # Errors
     ///
     /// The first field that breaks its rule.
-    pub fn from_json(value: &Value) -> Result<Self, ConfigError> {
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub(crate) fn from_json(value: &Value) -> Result<Self, ConfigError> {
         parse_binding(value, 0)
     }
 

@@ -17,14 +17,14 @@ pub enum ProxySetting {
 
 impl ProxySetting {
     /// The pool's proxy settings this stands for ([`Direct`](Self::Direct) is
-    /// [`ProxyConfig::none`]).
+    /// [`ProxyConfig::default`] (no proxy)).
     ///
     /// # Errors
     ///
     /// A URL that [`ProxyConfig::all`] refuses (never for a loaded binding).
     pub(crate) fn to_config(&self) -> Result<ProxyConfig, crate::transport::http::ProxyError> {
         match self {
-            ProxySetting::Direct => Ok(ProxyConfig::none()),
+            ProxySetting::Direct => Ok(ProxyConfig::default()),
             ProxySetting::Url(url) => ProxyConfig::all(url),
         }
     }

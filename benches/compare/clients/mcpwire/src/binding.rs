@@ -87,7 +87,7 @@ fn caller(url: &str, era: &str, in_flight: usize) -> Result<Arc<Caller>, Failure
     let pool = HttpPool::new(&bench_mcpwire::tls())?;
     let bindings = load_config(&bindings(url).to_string())?;
     let mut caller =
-        Caller::with_default_proxy(pool, bindings, Arc::new(EnvTokens), ProxyConfig::none())?;
+        Caller::with_default_proxy(pool, bindings, Arc::new(EnvTokens), ProxyConfig::default())?;
     let mut options = CallerOptions::default();
     options.max_pending_requests = options.max_pending_requests.max(in_flight);
     caller.set_options(options);
@@ -244,7 +244,7 @@ async fn soak_call(caller: &Caller, i: usize) -> Result<String, String> {
         Kind::ToolError => ("fail", json!({"message": "no"}), None),
         Kind::Timeout => ("slow", json!({"steps": 3, "delay_ms": 1000}), None),
         Kind::Cancel => {
-            let token = CancelToken::new();
+            let token = CancelToken::default();
             let fire = token.clone();
             tokio::spawn(async move {
                 tokio::time::sleep(Duration::from_millis(2)).await;

@@ -72,7 +72,7 @@ async fn connect(pool: &HttpPool, url: &str) -> Result<Client, Failure> {
         options.session.era = EraPolicy::Legacy;
     }
     let client = Client::connect_http(pool, HttpConfig::new(url)?, options).await?;
-    if client.is_modern() != modern {
+    if client.protocol_version().is_modern() != modern {
         return Err(format!("the client speaks {}", client.protocol_version()).into());
     }
     Ok(client)
@@ -191,7 +191,7 @@ async fn run(url: &str, workload: &str, n: usize, rest: &[String]) -> Result<(),
             let client = connect(&pool, &url).await?;
             let seen = Arc::new(AtomicUsize::new(0));
             let counter = seen.clone();
-            let mut options = CallOptions::new();
+            let mut options = CallOptions::default();
             options.on_progress = Some(Box::new(move |_| {
                 counter.fetch_add(1, Ordering::Relaxed);
             }));
