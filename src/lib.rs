@@ -202,10 +202,15 @@ mod util;
 #[cfg(feature = "client")]
 pub use error::{Error, ErrorKind};
 
-// The entry point, at the root: the client and its options. (Everything else has one path:
-// the transports' settings in `transport`, the binding layer's `Caller` in `binding::call`.)
+// The entry points, at the root: a client over HTTP or stdio, and the binding layer's caller.
+#[cfg(feature = "bindings")]
+pub use binding::call::{CallContext, Caller, ToolResult};
 #[cfg(feature = "client")]
 pub use client::{CallOptions, CancelToken, Client, ClientOptions, InputHandler};
+#[cfg(feature = "client")]
+pub use transport::http::{HttpConfig, HttpPool, TlsOptions};
+#[cfg(feature = "client")]
+pub use transport::stdio::StdioConfig;
 
 // The fuzz harnesses: for fuzz/ (the `fuzzing` feature) and the unit tests, which replay the
 // corpora through them; never in a user's build. Hidden from the docs, so their links to the

@@ -42,9 +42,9 @@ impl Message<'_> {
         out
     }
 
-    /// Appends the message, encoded as by [`Message::encode`], to `out`.
-    #[cfg(any(test, feature = "fuzzing"))]
-    pub(crate) fn encode_into(&self, out: &mut Vec<u8>) {
+    /// Appends the message, encoded as by [`Message::encode`], to `out`: a writer that reuses
+    /// one buffer encodes without allocating.
+    pub fn encode_into(&self, out: &mut Vec<u8>) {
         out.reserve(size_hint(self));
         write_message(out, self);
     }
