@@ -44,6 +44,22 @@ impl<K: Ord + Clone> Deadlines<K> {
         self.heap.peek().map(|Reverse((at, _))| *at)
     }
 
+    /// [`next`](Self::next), for an owner's `poll_timeout`. Under `cfg(test)` it is also
+    /// checked against `scan`, the owner's own minimum over its entries, so that every test
+    /// of the owner checks the queue; otherwise `scan` is never called.
+    pub(crate) fn next_checked(&self, scan: impl FnOnce() -> Option<Instant>) -> Option<Instant> {
+        let next = self.next();
+        #[cfg(test)]
+        assert_eq!(
+            next,
+            scan(),
+            "the deadline queue and a scan of its owner disagree"
+        );
+        #[cfg(not(test))]
+        let _ = scan;
+        next
+    }
+
     /// The owner gave `key` the deadline `at` (a new entry, or one whose deadline moved).
     /// `live` is how many entries the owner has (an upper bound on those with a deadline),
     /// `current` an entry's deadline now, or `None` once it is gone.

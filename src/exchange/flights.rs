@@ -169,14 +169,8 @@ impl Flights {
 
     /// The earliest deadline of a flight.
     pub(super) fn next_deadline(&self) -> Option<Instant> {
-        let next = self.deadlines.next();
-        #[cfg(test)]
-        assert_eq!(
-            next,
-            self.by_stream.values().filter_map(Flight::deadline).min(),
-            "the deadline queue and a scan of the flights disagree"
-        );
-        next
+        self.deadlines
+            .next_checked(|| self.by_stream.values().filter_map(Flight::deadline).min())
     }
 
     /// Takes out the streams of the flights due at `now`, in stream order: the caller ends

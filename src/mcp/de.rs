@@ -170,7 +170,7 @@ pub(crate) fn unescape_in_place(mut literal: Vec<u8>) -> Result<String, &'static
     let mut read = 1;
     let mut write = 0;
     while read < end {
-        let Some(offset) = literal[read..end].iter().position(|&b| b == b'\\') else {
+        let Some(offset) = memchr::memchr(b'\\', &literal[read..end]) else {
             literal.copy_within(read..end, write);
             write += end - read;
             break;

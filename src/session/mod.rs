@@ -955,14 +955,8 @@ impl Session {
 
     /// The next instant at which [`handle_timeout`](Session::handle_timeout) has work to do.
     pub(crate) fn poll_timeout(&self) -> Option<Instant> {
-        let next = self.deadlines.next();
-        #[cfg(test)]
-        assert_eq!(
-            next,
-            self.pending.values().map(Pending::next_deadline).min(),
-            "the deadline queue and a scan of the pending requests disagree"
-        );
-        next
+        self.deadlines
+            .next_checked(|| self.pending.values().map(Pending::next_deadline).min())
     }
 
     /// Takes request `id` out of the pending ones.
