@@ -104,6 +104,12 @@ impl Flights {
         self.by_stream.get(stream)
     }
 
+    /// Flight `stream`, for a change that leaves its deadline as it is (the deadline queue is
+    /// not told; under `cfg(test)` every `next_deadline` checks it against a scan).
+    pub(super) fn get_mut(&mut self, stream: &StreamId) -> Option<&mut Flight> {
+        self.by_stream.get_mut(stream)
+    }
+
     /// Changes flights in place (`change` says whether it changed one), their deadlines
     /// with them.
     pub(super) fn change_each(&mut self, mut change: impl FnMut(&mut Flight) -> bool) {

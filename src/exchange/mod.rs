@@ -292,6 +292,9 @@ enum Held {
 #[derive(Debug, Default)]
 struct Learned {
     session_id: Option<String>,
+    /// `session_id` as the header every request carries: made once, shared by each request
+    /// rather than copied into it.
+    session_header: Option<HeaderValue>,
     protocol_version: Option<&'static str>,
     /// The session speaks (or probes for) a stateless revision: no session id, standalone
     /// stream, resumption, `DELETE` or one-way POSTs; `Mcp-*` headers on every request.
@@ -649,6 +652,39 @@ impl Exchange {
 
     /// A chunk of `stream`'s body arrived.
     pub(crate) fn handle_body(&mut self, stream: StreamId, chunk: &[u8], now: Instant) {
+        // Nearly every chunk is a request's reply: read where its flight is, rather than
+        // taken out of the map and put back for each chunk. The flights are out of `self`
+        // while the chunk is read (reading an event stream needs the rest of it, and touches
+        // no flight); a reply being read has no deadline for the change to move.
+        let mut flights = std::mem::take(&mut self.flights);
+        let read = match flights.get_mut(&stream) {
+            Some(Flight {
+                op: Op::Request(op),
+                read: Read::Json(collected),
+            }) => Some(
+                self.json_chunk(op, collected, chunk)
+                    .map_err(|failure| (op.id.clone(), failure)),
+            ),
+            Some(Flight {
+                op: Op::Request(op),
+                read: Read::Events,
+            }) => Some(
+                self.request_events(op, chunk)
+                    .map_err(|failure| (op.id.clone(), failure)),
+            ),
+            _ => None,
+        };
+        self.flights = flights;
+        match read {
+            Some(Ok(())) => return,
+            Some(Err((id, failure))) => {
+                self.flights.remove(&stream);
+                self.outputs.push_back(Output::Abort(stream));
+                self.fail(id, failure);
+                return;
+            }
+            None => {}
+        }
         let Some(mut flight) = self.flights.remove(&stream) else {
             return;
         };
@@ -673,31 +709,6 @@ impl Exchange {
                 if collected.len() >= limit {
                     self.outputs.push_back(Output::Abort(stream));
                     self.use_prefix(stream, flight.read, now);
-                    return;
-                }
-            }
-            (Op::Request(op), Read::Json(collected)) => {
-                let limit = self.config.limits.max_body_bytes;
-                let failure = match op.budget.take(chunk.len()) {
-                    Err(failure) => Some(failure),
-                    Ok(()) if collected.len() + chunk.len() > limit => Some(Failure::new(
-                        FailureKind::LimitExceeded,
-                        Delivery::MayHaveReached,
-                        format!("the reply body is larger than the {limit}-byte limit"),
-                    )),
-                    Ok(()) => None,
-                };
-                if let Some(failure) = failure {
-                    self.outputs.push_back(Output::Abort(stream));
-                    self.fail(op.id.clone(), failure);
-                    return;
-                }
-                collected.extend_from_slice(chunk);
-            }
-            (Op::Request(op), Read::Events) => {
-                if let Err(failure) = self.request_events(op, chunk) {
-                    self.outputs.push_back(Output::Abort(stream));
-                    self.fail(op.id.clone(), failure);
                     return;
                 }
             }
@@ -735,6 +746,26 @@ impl Exchange {
             _ => {}
         }
         self.flights.insert(stream, flight);
+    }
+
+    /// A chunk of a request's JSON reply, within the request's budget and the body limit.
+    fn json_chunk(
+        &self,
+        op: &mut RequestOp,
+        collected: &mut Vec<u8>,
+        chunk: &[u8],
+    ) -> Result<(), Failure> {
+        op.budget.take(chunk.len())?;
+        let limit = self.config.limits.max_body_bytes;
+        if collected.len() + chunk.len() > limit {
+            return Err(Failure::new(
+                FailureKind::LimitExceeded,
+                Delivery::MayHaveReached,
+                format!("the reply body is larger than the {limit}-byte limit"),
+            ));
+        }
+        collected.extend_from_slice(chunk);
+        Ok(())
     }
 
     #[cfg(feature = "tracing")]

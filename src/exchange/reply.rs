@@ -5,7 +5,7 @@ use std::any::Any;
 use std::time::{Duration, Instant};
 
 use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
-use http::{HeaderMap, StatusCode};
+use http::{HeaderMap, HeaderValue, StatusCode};
 use serde::de::DeserializeOwned;
 
 use crate::jsonrpc::{self, ErrorObject, Id, Message, Response, TypedDecodeError};
@@ -539,6 +539,8 @@ impl Exchange {
                 "the server sent an invalid Mcp-Session-Id (it must be visible ASCII)",
             )
         })?;
+        // A copy, not `value` itself: that holds on to the read buffer of the response.
+        self.learned.session_header = HeaderValue::from_bytes(session_id.as_bytes()).ok();
         self.learned.session_id = Some(session_id.to_owned());
         Ok(())
     }

@@ -127,7 +127,11 @@ impl Exchange {
             repost: None,
         };
         let mut op = Box::new(op);
-        let mut request = self.build(Method::POST, uri, body, ACCEPT_BOTH);
+        let extra = match self.learned.modern {
+            true => usize::from(method_header.is_some()) + limits.headers.len(),
+            false => 0,
+        };
+        let mut request = self.build_with(Method::POST, uri, body, ACCEPT_BOTH, extra);
         request.long_lived = is_listen;
         if self.learned.modern {
             if let Some(value) = method_header {
@@ -205,28 +209,54 @@ impl Exchange {
         body: Vec<u8>,
         accept: &'static str,
     ) -> HttpRequest {
-        // Room for what the caller (`Mcp-Method`, `Mcp-Name`, some `Mcp-Param-*`), the driver
-        // (`Host`) and hyper (`Content-Length`) add, so that the map is made once rather than
-        // grown for each request.
-        let mut headers = HeaderMap::with_capacity(12 + self.config.headers.0.len());
+        self.build_with(method, uri, body, accept, 0)
+    }
+
+    /// [`build`](Self::build), with room for `extra` headers the caller adds (`Mcp-Method`,
+    /// `Mcp-Name`, `Mcp-Param-*`).
+    pub(super) fn build_with(
+        &self,
+        method: Method,
+        uri: Uri,
+        body: Vec<u8>,
+        accept: &'static str,
+        extra: usize,
+    ) -> HttpRequest {
+        let authorization = self.authorization();
+        let session = self
+            .learned
+            .session_header
+            .as_ref()
+            .filter(|_| !self.learned.modern);
+        let version = self.learned.protocol_version;
+        // The map is made once, at the size of every header the request will carry: these,
+        // the caller's, and what the driver (`Host`) and hyper (`Content-Length`) add. Up to
+        // six fit the small table, whose 624 bytes of entries glibc serves from its per-thread
+        // cache; seven to twelve take 1,248 bytes, a large chunk, for which glibc first
+        // consolidates its fast bins.
+        let count = 3
+            + usize::from(method == Method::POST)
+            + usize::from(authorization.is_some())
+            + self.config.headers.0.len()
+            + usize::from(session.is_some())
+            + usize::from(version.is_some())
+            + extra;
+        let mut headers = HeaderMap::with_capacity(count);
         headers.insert(ACCEPT, HeaderValue::from_static(accept));
         if method == Method::POST {
             headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         }
-        if let Some(value) = self.authorization() {
+        if let Some(value) = authorization {
             headers.insert(AUTHORIZATION, value);
         }
         // Checked when added: none of them is a header set here.
         for header in &self.config.headers.0 {
             headers.insert(header.name.clone(), header.value.clone());
         }
-        if let Some(session_id) = &self.learned.session_id
-            && !self.learned.modern
-            && let Ok(value) = HeaderValue::from_str(session_id)
-        {
-            headers.insert(SESSION_ID, value);
+        if let Some(value) = session {
+            headers.insert(SESSION_ID, value.clone());
         }
-        if let Some(version) = self.learned.protocol_version {
+        if let Some(version) = version {
             headers.insert(PROTOCOL_VERSION, HeaderValue::from_static(version));
         }
         HttpRequest {

@@ -545,6 +545,12 @@ const POW10: [f64; 23] = [
 /// The name serde_json's `RawValue` asks for.
 const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
 
+/// The newtype name under which a string that may be large is asked for
+/// ([`crate::mcp::de`]'s one-copy reader). This reader hands a string without escapes to
+/// `visit_borrowed_str`, found in one pass; anything else goes to `visit_newtype_struct`, as
+/// every other deserializer does with a name it does not know, which reads the value raw.
+pub(crate) const STRING_OR_RAW_TOKEN: &str = "$mcpwire::StringOrRaw";
+
 impl<'de> Deserializer<'de> for &mut Reader<'de> {
     type Error = GiveUp;
 
@@ -683,6 +689,13 @@ impl<'de> Deserializer<'de> for &mut Reader<'de> {
         name: &'static str,
         visitor: V,
     ) -> Result<V::Value, GiveUp> {
+        if name == STRING_OR_RAW_TOKEN
+            && self.peek()? == b'"'
+            && let Some((text, next)) = plain_str(self.text, self.pos)
+        {
+            self.pos = next;
+            return visitor.visit_borrowed_str(text);
+        }
         if name == RAW_VALUE_TOKEN {
             // The reader cannot make a `RawValue`, but it knows the value's extent: serde_json
             // makes the raw value from exactly that text (a text block's `text` is read this
@@ -1009,6 +1022,36 @@ mod tests {
         let (fast, _) = read::<crate::mcp::CallToolResult>(result).expect("the fast path");
         let slow: crate::mcp::CallToolResult = serde_json::from_str(result).unwrap();
         assert_eq!(fast, slow);
+    }
+
+    /// A text without escapes is handed over in one pass (one with escapes makes the reader
+    /// give up, for serde_json to read the message): what serde_json reads, exactly sized; a
+    /// text that is not a string is refused as serde_json refuses it.
+    #[test]
+    fn a_plain_text_is_read_in_one_pass_as_serde_json_reads_it() {
+        use crate::mcp::{CallToolResult, ContentBlock};
+        let texts = [r#""""#, r#""plain""#, r#""é€😀 raw UTF-8""#];
+        for text in texts {
+            for result in [
+                format!(r#"{{"content": [{{"type": "text", "text": {text}}}]}}"#),
+                format!(r#"{{"content": [{{"text": {text}, "type": "text"}}]}}"#),
+            ] {
+                let (fast, _) = read::<CallToolResult>(&result)
+                    .unwrap_or_else(|| panic!("the fast path: {result}"));
+                let slow: CallToolResult = serde_json::from_str(&result).unwrap();
+                assert_eq!(fast, slow, "{result}");
+                let Some(ContentBlock::Text(block)) = fast.content.first() else {
+                    panic!("{result}");
+                };
+                assert_eq!(block.text.capacity(), block.text.len(), "{result}");
+            }
+        }
+        for wrong in ["7", "null", r#"["a"]"#, r#"{"a": "b"}"#] {
+            let result = format!(r#"{{"content": [{{"type": "text", "text": {wrong}}}]}}"#);
+            let slow = serde_json::from_str::<CallToolResult>(&result);
+            assert!(slow.is_err(), "{result}");
+            assert!(read::<CallToolResult>(&result).is_none(), "{result}");
+        }
     }
 
     /// Whenever the reader reads `text`, it reads all of it (up to trailing whitespace) and

@@ -75,6 +75,8 @@ use serde_json::value::RawValue;
 pub(crate) use decode::decode_str;
 pub use decode::{decode, decode_message};
 pub use error::DecodeError;
+#[cfg(feature = "mcp")]
+pub(crate) use fast::STRING_OR_RAW_TOKEN;
 pub use id::Id;
 pub use message::{ErrorObject, Message, Notification, Packet, Request, Response};
 #[cfg(feature = "mcp")]

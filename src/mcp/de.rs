@@ -19,6 +19,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::common::JsonObject;
+use crate::jsonrpc::STRING_OR_RAW_TOKEN;
 
 /// A member name, borrowed from the input when it holds no escapes.
 pub(crate) struct MemberName<'de>(pub(crate) Cow<'de, str>);
@@ -148,16 +149,36 @@ pub(crate) fn value_one_copy<'de, D: Deserializer<'de>>(value: D) -> Result<Valu
 }
 
 /// A value's JSON text, copied out once: a string unescaped where it lies, anything else
-/// left raw.
+/// left raw. The fast reader hands over a string without escapes as it is, read in one pass
+/// ([`STRING_OR_RAW_TOKEN`]); every other reader gives the value raw.
 fn read_raw<'de, D: Deserializer<'de>>(
     value: D,
 ) -> Result<Result<String, Box<RawValue>>, D::Error> {
-    let raw = Box::<RawValue>::deserialize(value)?;
-    if !raw.get().starts_with('"') {
-        return Ok(Err(raw));
+    struct StringOrRaw;
+    impl<'de> Visitor<'de> for StringOrRaw {
+        type Value = Result<String, Box<RawValue>>;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("any JSON value")
+        }
+
+        fn visit_str<E: Error>(self, text: &str) -> Result<Self::Value, E> {
+            Ok(Ok(text.to_owned()))
+        }
+
+        fn visit_newtype_struct<D: Deserializer<'de>>(
+            self,
+            value: D,
+        ) -> Result<Self::Value, D::Error> {
+            let raw = Box::<RawValue>::deserialize(value)?;
+            if !raw.get().starts_with('"') {
+                return Ok(Err(raw));
+            }
+            let literal = String::from(Box::<str>::from(raw)).into_bytes();
+            unescape_in_place(literal).map(Ok).map_err(D::Error::custom)
+        }
     }
-    let literal = String::from(Box::<str>::from(raw)).into_bytes();
-    unescape_in_place(literal).map(Ok).map_err(D::Error::custom)
+    value.deserialize_newtype_struct(STRING_OR_RAW_TOKEN, StringOrRaw)
 }
 
 /// The string a JSON string literal (quotes included, its syntax already checked) stands
