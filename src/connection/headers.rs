@@ -32,6 +32,9 @@ pub(crate) struct HeaderBook {
     /// The `Mcp-Name` header of the tool called last, encoded once for a caller that calls one
     /// tool again and again.
     last_name: Option<(String, HeaderValue)>,
+    /// The schema given last and its declarations: the same caller's next call finds them
+    /// without hashing the tool's name.
+    last_schema: Option<SchemaHeaders>,
 }
 
 impl HeaderBook {
@@ -86,9 +89,16 @@ impl HeaderBook {
         name: &str,
         schema: &Arc<serde_json::Value>,
     ) -> Result<Arc<[ParamHeader]>, OpError> {
+        // What a schema declares depends on the schema alone.
+        if let Some((seen, declared)) = &self.last_schema
+            && Arc::ptr_eq(seen, schema)
+        {
+            return Ok(declared.clone());
+        }
         if let Some((seen, declared)) = self.schemas.get(name)
             && Arc::ptr_eq(seen, schema)
         {
+            self.last_schema = Some((seen.clone(), declared.clone()));
             return Ok(declared.clone());
         }
         let declared: Arc<[ParamHeader]> =
@@ -100,6 +110,7 @@ impl HeaderBook {
         }
         self.schemas
             .insert(name.to_owned(), (schema.clone(), declared.clone()));
+        self.last_schema = Some((schema.clone(), declared.clone()));
         Ok(declared)
     }
 }

@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use http::header::{AUTHORIZATION, HeaderValue};
+use http::header::{AUTHORIZATION, HeaderName, HeaderValue};
 use http::{HeaderMap, StatusCode};
 
 use crate::jsonrpc::Id;
@@ -16,8 +16,9 @@ use super::{Exchange, HttpRequest, Op, Output, RequestOp};
 /// after a 401, and the rest after 403 `insufficient_scope` (step-up); the token provider
 /// keeps its own, lower, limit on step-ups.
 pub(crate) const MAX_RESENDS: u8 = 3;
-/// The header of a server's DPoP nonce (RFC 9449 section 8.1).
-const DPOP_NONCE: &str = "dpop-nonce";
+/// The header of a server's DPoP nonce (RFC 9449 section 8.1): a name made once, as a
+/// lookup by `&str` parses the name again for every response.
+const DPOP_NONCE: HeaderName = HeaderName::from_static("dpop-nonce");
 /// The longest `DPoP-Nonce` passed on (a longer one is not a nonce the DPoP state takes).
 const MAX_NONCE_HEADER_BYTES: usize = 1024;
 /// How many `WWW-Authenticate` values a [`Refusal`] keeps, and how long each may be.
@@ -210,7 +211,7 @@ impl Exchange {
         // A 401 that brings a DPoP nonce may be answered once more, with the same token.
         let nonce = status == StatusCode::UNAUTHORIZED
             && !op.nonce_resent
-            && headers.contains_key(DPOP_NONCE);
+            && headers.contains_key(&DPOP_NONCE);
         let again = status != StatusCode::UNAUTHORIZED || !op.resent_after_401 || nonce;
         let request = match retained {
             Some(request) if self.hold_refusals && again && op.resends < MAX_RESENDS => request,
@@ -245,7 +246,7 @@ impl Exchange {
             challenges.append(http::header::WWW_AUTHENTICATE, value);
         }
         if let Some(nonce) = headers
-            .get(DPOP_NONCE)
+            .get(&DPOP_NONCE)
             .filter(|v| v.len() <= MAX_NONCE_HEADER_BYTES)
         {
             challenges.insert(DPOP_NONCE, nonce.clone());
@@ -344,7 +345,7 @@ pub(crate) fn auth_param(challenge: &str, key: &str) -> Option<String> {
 /// The reply's `DPoP-Nonce` (RFC 9449 sections 8.1 and 9), when it has exactly one of at most
 /// [`MAX_NONCE_HEADER_BYTES`]: for [`Output::DpopNonce`].
 pub(super) fn dpop_nonce(headers: &HeaderMap) -> Option<HeaderValue> {
-    let mut values = headers.get_all(DPOP_NONCE).iter();
+    let mut values = headers.get_all(&DPOP_NONCE).iter();
     let nonce = values.next()?;
     (values.next().is_none() && nonce.len() <= MAX_NONCE_HEADER_BYTES).then(|| nonce.clone())
 }

@@ -79,7 +79,7 @@ use credentials::Parked;
 use flights::Flights;
 use reply::{
     ByteBudget, DRAIN_BYTES, DRAIN_TIMEOUT, ERROR_BODY_BYTES, ERROR_REPLY_BYTES, PrefixUse, Read,
-    Reply, classify_reply, content_type,
+    Reply, classify_reply, content_type, plain_reply,
 };
 use request::ONE_WAY_QUEUE;
 
@@ -563,6 +563,22 @@ impl Exchange {
         wall: WallClock,
         now: Instant,
     ) {
+        // Nearly every head is a request's 2xx with a body to read: set up where its flight
+        // is, rather than taken out of the flight map and put back.
+        let sse = self.config.limits.sse;
+        if let Some(Flight {
+            op: Op::Request(op),
+            read: read @ Read::Head,
+        }) = self.flights.get_mut(&stream)
+            && let Some(body) = plain_reply(op, status, headers, sse)
+        {
+            *read = body;
+            if let Some(nonce) = credentials::dpop_nonce(headers) {
+                self.outputs.push_back(Output::DpopNonce(nonce));
+            }
+            self.log_head(status, headers);
+            return;
+        }
         let Some(mut flight) = self.flights.remove(&stream) else {
             return;
         };

@@ -705,3 +705,29 @@ impl ByteBudget {
         Ok(())
     }
 }
+
+/// The body to read after the 2xx head of a request sent once (not a resumption, not
+/// `initialize`, not a legacy POST) whose reply is JSON or an event stream, the request set up
+/// for it; `None` for every other head, which [`Exchange::request_head`] judges. What it does
+/// is what `request_head` does with such a head.
+pub(super) fn plain_reply(
+    op: &mut RequestOp,
+    status: StatusCode,
+    headers: &HeaderMap,
+    sse: sse::Limits,
+) -> Option<Read> {
+    if !status.is_success() || op.resuming || op.is_initialize || op.legacy {
+        return None;
+    }
+    let read = match classify_reply(status, headers) {
+        Reply::Json => Read::Json(Vec::new()),
+        Reply::EventStream => {
+            op.decoder = Some(sse::Decoder::new(sse));
+            Read::Events
+        }
+        Reply::Empty | Reply::Other(_) => return None,
+    };
+    // The head settles that the request is not sent again.
+    op.retained = None;
+    Some(read)
+}

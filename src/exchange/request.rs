@@ -242,9 +242,18 @@ impl Exchange {
             + usize::from(version.is_some())
             + extra;
         let mut headers = HeaderMap::with_capacity(count);
-        headers.insert(ACCEPT, HeaderValue::from_static(accept));
+        // Values checked once, when compiled, not for each request.
+        let accept = match accept {
+            ACCEPT_BOTH => const { HeaderValue::from_static(ACCEPT_BOTH) },
+            EVENT_STREAM => const { HeaderValue::from_static(EVENT_STREAM) },
+            other => HeaderValue::from_static(other),
+        };
+        headers.insert(ACCEPT, accept);
         if method == Method::POST {
-            headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            headers.insert(
+                CONTENT_TYPE,
+                const { HeaderValue::from_static("application/json") },
+            );
         }
         if let Some(value) = authorization {
             headers.insert(AUTHORIZATION, value);
@@ -269,25 +278,24 @@ impl Exchange {
     }
 }
 
-/// The `Mcp-Method` value of a request: without a copy for the methods a client sends.
+/// The `Mcp-Method` value of a request: without a copy for the methods a client sends (a
+/// `match`, which compares lengths first, to values checked when compiled).
 pub(super) fn method_header(method: &str) -> Option<HeaderValue> {
     use crate::mcp::methods::*;
-    const KNOWN: [&str; 12] = [
-        TOOLS_CALL,
-        TOOLS_LIST,
-        SERVER_DISCOVER,
-        RESOURCES_READ,
-        RESOURCES_LIST,
-        RESOURCES_TEMPLATES_LIST,
-        PROMPTS_GET,
-        PROMPTS_LIST,
-        COMPLETION_COMPLETE,
-        SUBSCRIPTIONS_LISTEN,
-        TASKS_GET,
-        TASKS_RESULT,
-    ];
-    match KNOWN.iter().find(|known| **known == method) {
-        Some(known) => Some(HeaderValue::from_static(known)),
-        None => HeaderValue::from_str(method).ok(),
-    }
+    let value = match method {
+        TOOLS_CALL => const { HeaderValue::from_static(TOOLS_CALL) },
+        TOOLS_LIST => const { HeaderValue::from_static(TOOLS_LIST) },
+        SERVER_DISCOVER => const { HeaderValue::from_static(SERVER_DISCOVER) },
+        RESOURCES_READ => const { HeaderValue::from_static(RESOURCES_READ) },
+        RESOURCES_LIST => const { HeaderValue::from_static(RESOURCES_LIST) },
+        RESOURCES_TEMPLATES_LIST => const { HeaderValue::from_static(RESOURCES_TEMPLATES_LIST) },
+        PROMPTS_GET => const { HeaderValue::from_static(PROMPTS_GET) },
+        PROMPTS_LIST => const { HeaderValue::from_static(PROMPTS_LIST) },
+        COMPLETION_COMPLETE => const { HeaderValue::from_static(COMPLETION_COMPLETE) },
+        SUBSCRIPTIONS_LISTEN => const { HeaderValue::from_static(SUBSCRIPTIONS_LISTEN) },
+        TASKS_GET => const { HeaderValue::from_static(TASKS_GET) },
+        TASKS_RESULT => const { HeaderValue::from_static(TASKS_RESULT) },
+        other => return HeaderValue::from_str(other).ok(),
+    };
+    Some(value)
 }
