@@ -56,13 +56,13 @@ use crate::mcp::{
 
 /// A listed tool left out at a stateless revision, and why (for discovery's diagnostics).
 pub(crate) use crate::connection::Excluded as ExcludedTool;
-pub use crate::connection::ListCache;
-pub use crate::connection::{
-    DirectoryEntry, RejectedSkill, Skill, SkillFile, SkillList, SkillsCapability,
-};
-pub use crate::connection::{
+pub use crate::connection::input::{
     ElicitAction, SamplingAnswer, SamplingContent, SamplingMessage, StopReason, ToolChoice,
     ToolResultContent, ToolSampling, ToolUse, UrlElicitation,
+};
+pub use crate::connection::ops::ListCache;
+pub use crate::connection::skills::{
+    DirectoryEntry, RejectedSkill, Skill, SkillFile, SkillList, SkillsCapability,
 };
 use connect::Ahead;
 use driver::{Command, Operation, Shared};

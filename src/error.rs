@@ -328,8 +328,8 @@ impl From<crate::transport::http::TlsError> for Error {
 
 /// A URL that is no Streamable HTTP endpoint: a [`Config`](ErrorKind::Config) error.
 #[cfg(feature = "client")]
-impl From<crate::exchange::EndpointError> for Error {
-    fn from(error: crate::exchange::EndpointError) -> Self {
+impl From<crate::exchange::config::EndpointError> for Error {
+    fn from(error: crate::exchange::config::EndpointError) -> Self {
         Error::config(error.to_string()).with_source(error)
     }
 }

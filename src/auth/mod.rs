@@ -93,8 +93,11 @@ pub use client::{ApplicationType, AuthMethod, ClientMetadata, PreRegistered, Reg
 pub(crate) use crypto::SystemRandomness;
 pub use crypto::{CryptoError, Randomness, SigningKey};
 pub use dpop::{Dpop, DpopKey};
-pub use flow::{AuthorizationError, Config, Error, GrantKind, Limits, Purpose};
 pub(crate) use flow::{Flow, Output, RedirectError};
+pub use flow::{
+    config::{Config, GrantKind, Limits},
+    error::{AuthorizationError, Error, Purpose},
+};
 pub use provider::{Refusal, TokenProvider};
 pub use scope::{ScopeError, Scopes};
 pub use token::{OAuthError, Token, TokenCache, TokenKey, TokenResponseError};

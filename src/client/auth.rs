@@ -71,7 +71,8 @@ use crate::auth::{
     AssertionSource, Clock, Config, Flow, GrantKind, Output, Randomness,
     Refusal as ProviderRefusal, Secret, TokenCache, TokenProvider, UnixTime, Url,
 };
-use crate::exchange::{Refusal, WireLog};
+use crate::exchange::Refusal;
+use crate::exchange::config::WireLog;
 use crate::transport::http::{HttpPool, RawEnd};
 
 /// The wall clock, in the flow's terms: the driver's one reading of it for token expiry and

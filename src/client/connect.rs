@@ -36,7 +36,11 @@ fn fingerprint(secrets: &[Secret], principal: u64) -> u64 {
 }
 
 /// A token source to refresh ahead of each request, with what its flow's requests need.
-pub(super) type Ahead = (auth::Auth, HttpPool, Option<crate::exchange::WireLog>);
+pub(super) type Ahead = (
+    auth::Auth,
+    HttpPool,
+    Option<crate::exchange::config::WireLog>,
+);
 
 /// A driver task started, before its handshake.
 struct Launched {

@@ -122,7 +122,7 @@ pub(super) struct DriverAuth {
     pub(super) auth: auth::Auth,
     /// For the OAuth flows' requests.
     pub(super) pool: HttpPool,
-    pub(super) log: Option<crate::exchange::WireLog>,
+    pub(super) log: Option<crate::exchange::config::WireLog>,
     /// The last token refused and the one the source gave to replace it.
     pub(super) superseded: Option<(Secret, Secret)>,
 }

@@ -27,8 +27,8 @@ use tokio::sync::{Notify, mpsc};
 use super::auth;
 use super::{EraCache, ListCache};
 #[cfg(doc)]
-use crate::connection::SamplingContent;
-use crate::connection::{ElicitAction, SamplingAnswer, ToolSampling, UrlElicitation};
+use crate::connection::input::SamplingContent;
+use crate::connection::input::{ElicitAction, SamplingAnswer, ToolSampling, UrlElicitation};
 use crate::jsonrpc::Notification;
 use crate::mcp::modern::InputRequest;
 use crate::mcp::{ClientCapabilities, JsonObject, ProgressNotificationParams, TraceContext};

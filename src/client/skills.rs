@@ -8,7 +8,7 @@ use serde_json::json;
 
 use super::Client;
 use crate::connection::skills::{self, FileError, Pages};
-use crate::connection::{DirectoryEntry, Skill, SkillList, SkillsCapability};
+use crate::connection::skills::{DirectoryEntry, Skill, SkillList, SkillsCapability};
 use crate::error::{Error, ErrorKind};
 
 impl Client {

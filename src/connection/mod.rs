@@ -34,7 +34,7 @@
 
 mod headers;
 pub(crate) mod input;
-mod ops;
+pub(crate) mod ops;
 pub(crate) mod skills;
 pub(crate) mod task;
 #[cfg(test)]
@@ -65,14 +65,8 @@ use crate::session::{
 
 pub(crate) use headers::HeaderBook;
 pub(crate) use input::InputKind;
-pub use input::{
-    ElicitAction, SamplingAnswer, SamplingContent, SamplingMessage, StopReason, ToolChoice,
-    ToolResultContent, ToolSampling, ToolUse, UrlElicitation,
-};
-pub use ops::ListCache;
 pub(crate) use ops::{CallArguments, CallTool, ListCacheRef};
 pub(crate) use skills::SKILLS_EXTENSION;
-pub use skills::{DirectoryEntry, RejectedSkill, Skill, SkillFile, SkillList, SkillsCapability};
 
 /// Names an operation started on a [`Connection`]; its progress and its end carry it.
 pub(crate) type OpId = u64;

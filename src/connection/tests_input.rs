@@ -3,6 +3,7 @@
 //! what the client declared before the host sees it.
 
 use super::*;
+use crate::connection::input::ElicitAction;
 
 /// A session that declares `capabilities` and hands the server's requests for input out.
 fn declaring(era: session::EraPolicy, capabilities: Value) -> session::Config {

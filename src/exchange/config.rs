@@ -7,7 +7,7 @@ use std::time::Duration;
 use http::Uri;
 use http::header::{AUTHORIZATION, HeaderName, HeaderValue};
 
-use super::OverloadPolicy;
+use super::overload::OverloadPolicy;
 use crate::secret::Secret;
 use crate::session::ResumePolicy;
 use crate::sse;

@@ -50,23 +50,20 @@
 mod tests;
 
 mod close;
-mod config;
+pub(crate) mod config;
 mod credentials;
 mod flights;
 mod legacy;
-mod overload;
+pub(crate) mod overload;
 pub(crate) mod reply;
 mod request;
 mod resume;
 
+pub(crate) use config::HttpConfig;
 pub(crate) use config::default_port;
-pub use config::{
-    EndpointError, EndpointProblem, ExtraHeaders, HeaderError, HttpConfig, HttpLimits, WireLog,
-};
 pub(crate) use credentials::Refusal;
 #[cfg_attr(not(feature = "bindings"), allow(unused_imports))]
 pub(crate) use credentials::auth_param;
-pub use overload::OverloadPolicy;
 pub(crate) use overload::WallClock;
 #[cfg(test)]
 pub(crate) use overload::tests::{assert_jittered_backoff, assert_rate_limited};

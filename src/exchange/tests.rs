@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use serde_json::{Value, json};
 
+use super::config::{ExtraHeaders, HeaderError};
 use super::credentials::{MAX_RESENDS, describe_challenge};
 use super::legacy::resolve_same_origin;
 use super::reply::decode_result_as;

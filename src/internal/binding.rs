@@ -370,7 +370,7 @@ fn check_binding_rules(binding: &Binding) {
             assert!(header_env.len() <= crate::binding::config::MAX_HEADER_ENV);
             for (name, variable) in header_env {
                 assert!(
-                    crate::exchange::ExtraHeaders::check_name(name).is_ok(),
+                    crate::exchange::config::ExtraHeaders::check_name(name).is_ok(),
                     "{name:?}"
                 );
                 assert!(env_name(variable), "{variable:?}");

@@ -14,9 +14,8 @@ use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use crate::binding::call::finish_call;
 use crate::connection::{CallTool, Connection, Frame, Limits, OpError, OpId, Outcome, Output};
 use crate::error::{Error, ErrorKind};
-use crate::exchange::{
-    Exchange, HttpConfig, HttpLimits, HttpRequest, StreamId, TransportError, WallClock,
-};
+use crate::exchange::config::HttpLimits;
+use crate::exchange::{Exchange, HttpConfig, HttpRequest, StreamId, TransportError, WallClock};
 use crate::mcp::{CallToolResult, ProgressToken};
 use crate::secret::Secret;
 use crate::session::{self, ResumePolicy};

@@ -7,8 +7,8 @@
 use serde_json::value::RawValue;
 
 use crate::connection::input::{self, InputKind};
+use crate::connection::input::{SamplingAnswer, SamplingContent, ToolUse};
 use crate::connection::skills;
-use crate::connection::{SamplingAnswer, SamplingContent, ToolUse};
 use crate::mcp::{ClientCapabilities, JsonObject};
 
 /// The `server_input` fuzz target. The first byte picks the reader (its low 3 bits) and the

@@ -31,11 +31,11 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::net::TcpStream;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-pub use crate::exchange::{
-    EndpointError, EndpointProblem, ExtraHeaders, HeaderError, HttpConfig, HttpLimits,
-    OverloadPolicy,
-};
 use crate::exchange::{HttpRequest, StreamId, TransportError, WallClock};
+pub use crate::exchange::{
+    config::{EndpointError, EndpointProblem, ExtraHeaders, HeaderError, HttpConfig, HttpLimits},
+    overload::OverloadPolicy,
+};
 
 /// The wall clock as a response head arrives, for a `Retry-After` HTTP-date the response
 /// gives without a `Date` (the sans-IO exchange reads no clock).

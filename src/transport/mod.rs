@@ -16,7 +16,7 @@ mod tls;
 use crate::jsonrpc::Message;
 use crate::session::Failure;
 
-pub use crate::exchange::WireLog;
+pub use crate::exchange::config::WireLog;
 
 /// What a transport reports to the driver.
 #[derive(Debug)]

@@ -32,16 +32,16 @@ use super::token::{Token, TokenCache, TokenKey, clean_text};
 use super::url::{Origin, Url, UrlError};
 use crate::secret::Secret;
 
-mod config;
+pub(super) mod config;
 mod discovery;
-mod error;
+pub(super) mod error;
 mod grants;
 mod identity;
 mod tokens;
 
-pub use config::{Config, GrantKind, Limits};
+pub(crate) use config::{Config, GrantKind};
 pub(crate) use error::RedirectError;
-pub use error::{AuthorizationError, Error, Purpose};
+pub(crate) use error::{AuthorizationError, Error, Purpose};
 
 use discovery::canonical;
 use identity::OwnedGrant;

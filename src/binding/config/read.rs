@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use crate::binding::schema::{self, truncate};
-use crate::exchange::{ExtraHeaders, HeaderError};
+use crate::exchange::config::{ExtraHeaders, HeaderError};
 
 use super::auth::parse_auth;
 use super::proxy::{ProxySetting, check_proxy_url};
