@@ -47,6 +47,11 @@ struct Launched {
     commands: mpsc::Sender<Command>,
     driver: JoinHandle<()>,
     shared: Arc<Shared>,
+    /// What the handshake and the client keep of the options, which the driver took.
+    handshake_trace: Option<crate::mcp::TraceContext>,
+    trace_context: Option<crate::mcp::TraceContext>,
+    skills: bool,
+    max_list_pages: usize,
 }
 
 /// What the HTTP-only setup of a connection gives [`Client::launch`].
@@ -161,9 +166,9 @@ impl Client {
             };
             let link = Link::Http(Box::new(HttpLink::new(pool.clone())));
             let http = Some((exchange, pool.clone()));
-            Client::launch(link, http, &mut options, secrets, Some(setup))
+            Client::launch(link, http, options, secrets, Some(setup))
         };
-        let started = Client::started(launched, ahead, &options).await;
+        let started = Client::started(launched, ahead).await;
         match started {
             Ok(mut client) => {
                 match &cached {
@@ -211,8 +216,8 @@ impl Client {
             events,
             respawn: Some(Box::new(respawn)),
         };
-        let launched = Client::launch(link, None, &mut options, secrets, None);
-        Client::started(launched, None, &options).await
+        let launched = Client::launch(link, None, options, secrets, None);
+        Client::started(launched, None).await
     }
 
     /// Builds the machine and its driver and starts the driver task. A plain function, so
@@ -221,7 +226,7 @@ impl Client {
     fn launch(
         link: Link,
         http: Option<(Exchange, HttpPool)>,
-        options: &mut ClientOptions,
+        mut options: ClientOptions,
         secrets: Vec<Secret>,
         setup: Option<HttpSetup>,
     ) -> Launched {
@@ -250,8 +255,7 @@ impl Client {
         let (mut connection, auth) = match http {
             Some((exchange, pool)) => {
                 let log = exchange.config().wire_log.clone();
-                let connection =
-                    Connection::http(options.session.clone(), exchange, limits, secrets);
+                let connection = Connection::http(options.session, exchange, limits, secrets);
                 let auth = options.auth.clone().map(|auth| DriverAuth {
                     auth,
                     pool,
@@ -260,10 +264,7 @@ impl Client {
                 });
                 (connection, auth)
             }
-            None => (
-                Connection::stdio(options.session.clone(), limits, secrets),
-                None,
-            ),
+            None => (Connection::stdio(options.session, limits, secrets), None),
         };
         if let Some(auth) = &auth {
             connection.add_secrets(auth.auth.secrets());
@@ -299,26 +300,30 @@ impl Client {
             commands,
             driver,
             shared,
+            handshake_trace: options.handshake_trace,
+            trace_context: options.trace_context,
+            skills: options.skills,
+            max_list_pages: options.max_list_pages,
         }
     }
 
     /// Starts the handshake on a launched driver and waits for it. The handshake carries the
     /// trace context of `options`' handshake, else (with the `opentelemetry` feature) the
     /// current span's, else [`ClientOptions::trace_context`].
-    async fn started(
-        launched: Launched,
-        ahead: Option<Ahead>,
-        options: &ClientOptions,
-    ) -> Result<Client, Error> {
+    async fn started(launched: Launched, ahead: Option<Ahead>) -> Result<Client, Error> {
         let Launched {
             commands,
             driver,
             shared,
+            handshake_trace,
+            trace_context,
+            skills,
+            max_list_pages,
         } = launched;
-        let trace = options.handshake_trace.clone();
+        let trace = handshake_trace;
         #[cfg(feature = "opentelemetry")]
         let trace = trace.or_else(|| super::span::context_of(&tracing::Span::current()));
-        let trace = trace.or_else(|| options.trace_context.clone());
+        let trace = trace.or_else(|| trace_context.clone());
         let (reply, answer) = oneshot::channel();
         let _ = commands.send(Command::Start { reply, trace }).await;
         let connected = match answer.await {
@@ -334,9 +339,9 @@ impl Client {
             server: connected.server.map(Arc::new),
             shared,
             session_id: connected.session_id,
-            trace_context: options.trace_context.clone(),
-            skills: options.skills,
-            max_list_pages: options.max_list_pages,
+            trace_context,
+            skills,
+            max_list_pages,
         })
     }
 }
