@@ -214,12 +214,18 @@ impl Driver {
                 }
                 return;
             }
-            let deadline = self.connection.poll_timeout();
-            if deadline != armed {
-                if let Some(at) = deadline {
+            // The timer only ever moves earlier. A later deadline (each call's, once the call
+            // before it armed the timer for its own) waits for the armed one: that costs one
+            // wake with nothing due, at most once per armed deadline, rather than a timer-wheel
+            // update on every change; the timer is then set to the deadline of that moment.
+            // The machine handles a timeout that comes early as one with nothing due.
+            match (self.connection.poll_timeout(), armed) {
+                (Some(at), Some(current)) if at >= current => {}
+                (Some(at), _) => {
                     sleep.as_mut().reset(at.into());
+                    armed = Some(at);
                 }
-                armed = deadline;
+                (None, _) => {}
             }
             let closing = self.closing.is_some();
             // Link events first and the deadline last: an answer that has arrived is taken in
@@ -275,6 +281,8 @@ impl Driver {
                 Wake::Command(Some(command)) => self.on_command(command, now),
                 Wake::Command(None) => self.begin_close(None, now).await,
                 Wake::Deadline => {
+                    // Fired: set again to whatever is next.
+                    armed = None;
                     self.prepare_bearer();
                     self.connection.handle_timeout(now);
                 }
