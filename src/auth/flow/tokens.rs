@@ -2,7 +2,7 @@
 //! ahead of a request, and the reload of a cache other processes share.
 
 #[cfg(doc)]
-use super::Limits;
+use super::config::Limits;
 use super::{Error, Flow, GrantKind, Origin_, Output, Purpose, Stage};
 use crate::auth::UnixTime;
 use crate::auth::scope::Scopes;
