@@ -692,20 +692,19 @@ impl Caller {
                 Duration::from_secs(30).min(remaining),
             ),
         };
-        let mut options = ClientOptions {
-            session: crate::session::Config {
+        let mut options = ClientOptions::with_caches(
+            crate::session::Config {
                 probe_timeout,
                 initialize_timeout,
                 max_pending_requests: self.options.max_pending_requests,
                 ..defaults
             },
-            era_cache: self.era_cache.clone(),
-            list_cache: self.list_cache.clone(),
-            // A binding whose tool allows tasks declares them (and only such a binding: every
-            // other call goes on the wire as before), and follows a task to its end.
-            tasks: binding.task_support.is_some(),
-            ..ClientOptions::default()
-        };
+            self.era_cache.clone(),
+            self.list_cache.clone(),
+        );
+        // A binding whose tool allows tasks declares them (and only such a binding: every
+        // other call goes on the wire as before), and follows a task to its end.
+        options.tasks = binding.task_support.is_some();
         // The binding's one OAuth (kept by the caller): a kept client holds the same.
         options.auth = auth;
         // The call's trace context for its handshake only: a kept client's later calls bring

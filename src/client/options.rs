@@ -117,8 +117,25 @@ impl std::fmt::Debug for ClientOptions {
 
 impl Default for ClientOptions {
     fn default() -> Self {
+        ClientOptions::with_caches(
+            session::Config::default(),
+            EraCache::default(),
+            ListCache::default(),
+        )
+    }
+}
+
+impl ClientOptions {
+    /// The defaults, with this session config and these caches: for a caller that brings its
+    /// own, so that none is made only to be dropped (the binding layer's connect, once per
+    /// call on its 2025 path).
+    pub(crate) fn with_caches(
+        session: session::Config,
+        era_cache: EraCache,
+        list_cache: ListCache,
+    ) -> Self {
         ClientOptions {
-            session: session::Config::default(),
+            session,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             max_list_pages: 100,
             max_tools: 10_000,
@@ -127,8 +144,8 @@ impl Default for ClientOptions {
             max_input_rounds: 8,
             on_warning: None,
             auth: None,
-            era_cache: EraCache::default(),
-            list_cache: ListCache::default(),
+            era_cache,
+            list_cache,
             trace_context: None,
             handshake_trace: None,
             tasks: false,
