@@ -79,6 +79,7 @@ impl Exchange {
             self.config.url.clone(),
             Vec::new(),
             ACCEPT_BOTH,
+            0,
         );
         self.log(|| format!("> DELETE {}", self.config.url));
         let deadline = now + self.config.close_timeout;

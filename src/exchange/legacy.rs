@@ -7,7 +7,7 @@ use crate::jsonrpc::Id;
 use crate::session::{Delivery, Failure, FailureKind};
 use crate::sse;
 
-use super::request::EVENT_STREAM;
+use super::request::ACCEPT_EVENTS;
 use super::{Exchange, Op, Output, default_port, lost};
 
 impl Exchange {
@@ -18,7 +18,8 @@ impl Exchange {
             Method::GET,
             self.config.url.clone(),
             Vec::new(),
-            EVENT_STREAM,
+            ACCEPT_EVENTS,
+            0,
         );
         self.log(|| format!("> GET {} (legacy HTTP+SSE)", self.config.url));
         let decoder = sse::Decoder::new(self.config.limits.sse);

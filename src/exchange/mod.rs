@@ -288,10 +288,9 @@ enum Held {
 /// What the exchange learns during the session and puts on later requests.
 #[derive(Debug, Default)]
 struct Learned {
-    session_id: Option<String>,
-    /// `session_id` as the header every request carries: made once, shared by each request
-    /// rather than copied into it.
-    session_header: Option<HeaderValue>,
+    /// The session id, kept as the header value every request carries (checked visible
+    /// ASCII when learned): made once, shared by each request rather than copied into it.
+    session_id: Option<HeaderValue>,
     protocol_version: Option<&'static str>,
     /// The session speaks (or probes for) a stateless revision: no session id, standalone
     /// stream, resumption, `DELETE` or one-way POSTs; `Mcp-*` headers on every request.
@@ -390,7 +389,10 @@ impl Exchange {
 
     /// The session id the server assigned, if any.
     pub(crate) fn session_id(&self) -> Option<&str> {
-        self.learned.session_id.as_deref()
+        self.learned
+            .session_id
+            .as_ref()
+            .and_then(|id| id.to_str().ok())
     }
 
     /// Whether the server turned out to speak the legacy HTTP+SSE transport.

@@ -236,8 +236,22 @@ impl Exchange {
             );
             return;
         }
-        let read = match classify_reply(status, headers) {
-            Reply::Empty => {
+        let read = match readable_body(
+            &mut op,
+            classify_reply(status, headers),
+            self.config.limits.sse,
+        ) {
+            Ok(read) => read,
+            Err(Reply::Other(media_type)) => Read::Prefix(
+                Vec::new(),
+                PrefixUse::Unusable {
+                    id: op.id.clone(),
+                    status,
+                    media_type,
+                },
+            ),
+            // No body.
+            Err(_) => {
                 self.outputs.push_back(Output::Abort(stream));
                 self.fail(
                     op.id.clone(),
@@ -252,19 +266,6 @@ impl Exchange {
                 );
                 return;
             }
-            Reply::Json => Read::Json(Vec::new()),
-            Reply::EventStream => {
-                op.decoder = Some(sse::Decoder::new(self.config.limits.sse));
-                Read::Events
-            }
-            Reply::Other(media_type) => Read::Prefix(
-                Vec::new(),
-                PrefixUse::Unusable {
-                    id: op.id.clone(),
-                    status,
-                    media_type,
-                },
-            ),
         };
         self.flights.insert(
             stream,
@@ -540,8 +541,7 @@ impl Exchange {
             )
         })?;
         // A copy, not `value` itself: that holds on to the read buffer of the response.
-        self.learned.session_header = HeaderValue::from_bytes(session_id.as_bytes()).ok();
-        self.learned.session_id = Some(session_id.to_owned());
+        self.learned.session_id = HeaderValue::from_bytes(session_id.as_bytes()).ok();
         Ok(())
     }
 }
@@ -719,15 +719,21 @@ pub(super) fn plain_reply(
     if !status.is_success() || op.resuming || op.is_initialize || op.legacy {
         return None;
     }
-    let read = match classify_reply(status, headers) {
-        Reply::Json => Read::Json(Vec::new()),
-        Reply::EventStream => {
-            op.decoder = Some(sse::Decoder::new(sse));
-            Read::Events
-        }
-        Reply::Empty | Reply::Other(_) => return None,
-    };
+    let read = readable_body(op, classify_reply(status, headers), sse).ok()?;
     // The head settles that the request is not sent again.
     op.retained = None;
     Some(read)
+}
+
+/// How a request's reply of this kind is read: a JSON body collected, an event stream decoded
+/// (the request gets its decoder); any other reply is given back.
+fn readable_body(op: &mut RequestOp, reply: Reply, sse: sse::Limits) -> Result<Read, Reply> {
+    match reply {
+        Reply::Json => Ok(Read::Json(Vec::new())),
+        Reply::EventStream => {
+            op.decoder = Some(sse::Decoder::new(sse));
+            Ok(Read::Events)
+        }
+        other => Err(other),
+    }
 }

@@ -14,8 +14,11 @@ use crate::session::Resumption;
 use super::reply::{ByteBudget, ResultDecoder, decode_result_as};
 use super::{Closing, Exchange, Held, HttpRequest, Op, RequestOp, StreamId};
 
-pub(super) const ACCEPT_BOTH: &str = "application/json, text/event-stream";
 pub(super) const EVENT_STREAM: &str = "text/event-stream";
+/// The `Accept` values, checked once when compiled rather than for each request.
+pub(super) const ACCEPT_BOTH: HeaderValue =
+    HeaderValue::from_static("application/json, text/event-stream");
+pub(super) const ACCEPT_EVENTS: HeaderValue = HeaderValue::from_static(EVENT_STREAM);
 pub(super) const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
 const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
 /// 2026-07-28: the body's method, mirrored on every request POST.
@@ -131,7 +134,7 @@ impl Exchange {
             true => usize::from(method_header.is_some()) + limits.headers.len(),
             false => 0,
         };
-        let mut request = self.build_with(Method::POST, uri, body, ACCEPT_BOTH, extra);
+        let mut request = self.build(Method::POST, uri, body, ACCEPT_BOTH, extra);
         request.long_lived = is_listen;
         if self.learned.modern {
             if let Some(value) = method_header {
@@ -161,7 +164,7 @@ impl Exchange {
         let body = message.encode().into_bytes();
         let uri = self.message_uri();
         self.log(|| format!("> POST {uri} {}", String::from_utf8_lossy(&body)));
-        let request = self.build(Method::POST, uri, body, ACCEPT_BOTH);
+        let request = self.build(Method::POST, uri, body, ACCEPT_BOTH, 0);
         let deadline = match self.closing {
             Closing::Flushing { deadline, .. } => deadline.min(now + self.config.post_timeout),
             _ => now + self.config.post_timeout,
@@ -201,31 +204,20 @@ impl Exchange {
     }
 
     /// A request to the endpoint (or the legacy message endpoint) with every header this
-    /// session needs.
+    /// session needs, and room for `extra` headers the caller adds (`Mcp-Method`, `Mcp-Name`,
+    /// `Mcp-Param-*`).
     pub(super) fn build(
         &self,
         method: Method,
         uri: Uri,
         body: Vec<u8>,
-        accept: &'static str,
-    ) -> HttpRequest {
-        self.build_with(method, uri, body, accept, 0)
-    }
-
-    /// [`build`](Self::build), with room for `extra` headers the caller adds (`Mcp-Method`,
-    /// `Mcp-Name`, `Mcp-Param-*`).
-    pub(super) fn build_with(
-        &self,
-        method: Method,
-        uri: Uri,
-        body: Vec<u8>,
-        accept: &'static str,
+        accept: HeaderValue,
         extra: usize,
     ) -> HttpRequest {
         let authorization = self.authorization();
         let session = self
             .learned
-            .session_header
+            .session_id
             .as_ref()
             .filter(|_| !self.learned.modern);
         let version = self.learned.protocol_version;
@@ -242,12 +234,6 @@ impl Exchange {
             + usize::from(version.is_some())
             + extra;
         let mut headers = HeaderMap::with_capacity(count);
-        // Values checked once, when compiled, not for each request.
-        let accept = match accept {
-            ACCEPT_BOTH => const { HeaderValue::from_static(ACCEPT_BOTH) },
-            EVENT_STREAM => const { HeaderValue::from_static(EVENT_STREAM) },
-            other => HeaderValue::from_static(other),
-        };
         headers.insert(ACCEPT, accept);
         if method == Method::POST {
             headers.insert(
@@ -282,20 +268,26 @@ impl Exchange {
 /// `match`, which compares lengths first, to values checked when compiled).
 pub(super) fn method_header(method: &str) -> Option<HeaderValue> {
     use crate::mcp::methods::*;
-    let value = match method {
-        TOOLS_CALL => const { HeaderValue::from_static(TOOLS_CALL) },
-        TOOLS_LIST => const { HeaderValue::from_static(TOOLS_LIST) },
-        SERVER_DISCOVER => const { HeaderValue::from_static(SERVER_DISCOVER) },
-        RESOURCES_READ => const { HeaderValue::from_static(RESOURCES_READ) },
-        RESOURCES_LIST => const { HeaderValue::from_static(RESOURCES_LIST) },
-        RESOURCES_TEMPLATES_LIST => const { HeaderValue::from_static(RESOURCES_TEMPLATES_LIST) },
-        PROMPTS_GET => const { HeaderValue::from_static(PROMPTS_GET) },
-        PROMPTS_LIST => const { HeaderValue::from_static(PROMPTS_LIST) },
-        COMPLETION_COMPLETE => const { HeaderValue::from_static(COMPLETION_COMPLETE) },
-        SUBSCRIPTIONS_LISTEN => const { HeaderValue::from_static(SUBSCRIPTIONS_LISTEN) },
-        TASKS_GET => const { HeaderValue::from_static(TASKS_GET) },
-        TASKS_RESULT => const { HeaderValue::from_static(TASKS_RESULT) },
-        other => return HeaderValue::from_str(other).ok(),
-    };
-    Some(value)
+    macro_rules! known {
+        ($($name:ident),*) => {
+            match method {
+                $($name => const { HeaderValue::from_static($name) },)*
+                other => return HeaderValue::from_str(other).ok(),
+            }
+        };
+    }
+    Some(known!(
+        TOOLS_CALL,
+        TOOLS_LIST,
+        SERVER_DISCOVER,
+        RESOURCES_READ,
+        RESOURCES_LIST,
+        RESOURCES_TEMPLATES_LIST,
+        PROMPTS_GET,
+        PROMPTS_LIST,
+        COMPLETION_COMPLETE,
+        SUBSCRIPTIONS_LISTEN,
+        TASKS_GET,
+        TASKS_RESULT
+    ))
 }

@@ -9,7 +9,7 @@ use http::header::{AUTHORIZATION, HeaderValue};
 use crate::session::Resumption;
 use crate::sse;
 
-use super::request::{EVENT_STREAM, LAST_EVENT_ID};
+use super::request::{ACCEPT_EVENTS, LAST_EVENT_ID};
 use super::{Closing, Exchange, Held, Op, RequestOp, lost};
 
 impl Exchange {
@@ -151,7 +151,8 @@ impl Exchange {
             Method::GET,
             self.config.url.clone(),
             Vec::new(),
-            EVENT_STREAM,
+            ACCEPT_EVENTS,
+            0,
         );
         if !last_event_id.is_empty()
             && let Ok(value) = HeaderValue::from_str(&last_event_id)
